@@ -1,0 +1,29 @@
+//! The subcommands and their dispatch. Each subcommand's arguments live in its own
+//! module under `cmd/`; clap types stop there and never reach the library crates.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cmd;
+
+/// Measure, explain and remove the time programs lose when they start with a cold page cache.
+#[derive(Debug, Parser)]
+#[command(name = "coldstart", version, about, max_term_width = 100)]
+#[command(after_help = "Exit status: 0 on success, 2 on an error of coldstart itself; `record` exits with \
+the traced command's status and `bench` with 1 when a regression check fails.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Info(cmd::info::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Info(args) => cmd::info::run(args),
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand: its arguments (clap derive) and the glue that turns
+//! them into calls of the library crates.
+
+pub mod info;

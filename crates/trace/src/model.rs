@@ -1,0 +1,426 @@
+//! The in-memory form of a trace: one plain struct per table of the trace file.
+//!
+//! Times are nanoseconds since the trace's own zero (the start of the recording),
+//! as [`Nanos`]. Process and thread identifiers are the kernel's numbers; a pid may
+//! in principle be reused within a long trace, so consumers that need the process
+//! alive at a moment use [`crate::ProcessIndex`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::Dev;
+
+/// Nanoseconds since the start of the recording (the trace's t = 0).
+pub type Nanos = i64;
+
+/// A whole trace, as read from or written to a trace file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub meta: Meta,
+    pub disks: Vec<Disk>,
+    pub losses: Vec<Loss>,
+    pub notes: Vec<Note>,
+    pub processes: Vec<Process>,
+    pub execs: Vec<Exec>,
+    pub threads: Vec<Thread>,
+    pub files: Vec<File>,
+    pub extents: Vec<Extent>,
+    pub file_opens: Vec<FileOpen>,
+    pub page_fills: Vec<PageFill>,
+    pub block_ios: Vec<BlockIo>,
+    pub sched: Vec<SchedInterval>,
+    pub wakeups: Vec<Wakeup>,
+    pub marks: Vec<Mark>,
+    pub cpu_samples: Vec<CpuSample>,
+    pub disk_samples: Vec<DiskSample>,
+    pub process_samples: Vec<ProcessSample>,
+}
+
+/// Where a trace came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `coldstart record` on a live system.
+    #[default]
+    Record,
+    /// `coldstart import bootchart2`.
+    Bootchart2,
+    /// Built by a program (tests, benchmarks).
+    Synthetic,
+}
+
+/// Which processes a recording covers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The command's process tree, daemonized descendants included.
+    #[default]
+    Tree,
+    /// Every process on the machine.
+    System,
+}
+
+/// The page-cache state the start began in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheState {
+    /// The page cache was evicted before the start (see [`Meta::eviction`]).
+    Cold,
+    /// Nothing was evicted.
+    Warm,
+    #[default]
+    Unknown,
+}
+
+/// The moment the start counts as done, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ready {
+    pub t_ns: Nanos,
+    /// What ended the start: `exit`, `mark:NAME`, `idle:MS`, `output:REGEX`, `window`, `timeout`, `interrupted`.
+    pub reason: String,
+}
+
+/// One row per key of the `meta` table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The program and version that wrote the trace, e.g. `coldstart 0.1.0`.
+    pub tool: String,
+    pub source: Source,
+    /// The traced command, one element per argument.
+    pub command: Vec<String>,
+    pub cwd: Option<String>,
+    /// The user the command ran as.
+    pub user: Option<String>,
+    pub scope: Scope,
+    /// The pid of the traced command (the root of the process tree).
+    pub root_pid: Option<i32>,
+    pub host: String,
+    /// Kernel release and version, as `uname -rv`.
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpu_count: u32,
+    pub mem_total_bytes: u64,
+    pub page_size: u32,
+    /// The kernel trace clock the times were taken with (`mono`, `boot`, or `jiffies` for imports).
+    pub clock: String,
+    /// Wall-clock time at t = 0, nanoseconds since the Unix epoch.
+    pub start_unix_ns: i64,
+    /// The trace clock's reading at t = 0, so raw kernel timestamps can be related to the trace.
+    pub start_clock_ns: i64,
+    /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC at t = 0 (uptime-stamped marks are converted with it).
+    pub boottime_offset_ns: i64,
+    /// Length of the recording.
+    pub duration_ns: Nanos,
+    pub ready: Option<Ready>,
+    pub cache: CacheState,
+    /// How the cache was evicted, e.g. `drop_caches`, `fadvise:412 files`.
+    pub eviction: Option<String>,
+    /// Exit status of the traced command (128 + signal when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// True when the trace was rebuilt from a spool of a recorder that did not finish.
+    pub partial: bool,
+    /// Rate of the periodic samples, per second.
+    pub sample_hz: Option<f64>,
+}
+
+/// A block device the recording saw, with its /proc/diskstats totals over the recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disk {
+    pub dev: Dev,
+    /// Kernel name, e.g. `vda`, `nvme0n1`, `loop0`.
+    pub name: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub size_bytes: Option<u64>,
+    /// /proc/diskstats deltas from the start to the end of the recording.
+    pub read_bytes: Option<u64>,
+    pub read_ios: Option<u64>,
+    pub write_bytes: Option<u64>,
+    pub write_ios: Option<u64>,
+}
+
+/// A count of data the recording lost or could not resolve. Every report prints these.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loss {
+    /// The part of the recorder that lost it, e.g. `tracefs`, `fanotify`, `files`.
+    pub source: String,
+    /// What was lost, e.g. `cpu1 overrun`, `unresolved inodes`.
+    pub what: String,
+    pub count: u64,
+}
+
+/// A remark by the recorder or importer that a reader of the trace should see.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub source: String,
+    pub text: String,
+}
+
+/// A process (thread group) seen during the recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: i32,
+    /// The parent when the process started (or when first seen).
+    pub ppid: Option<i32>,
+    /// The last command name (`comm`) seen.
+    pub comm: String,
+    /// The executable of the last exec.
+    pub exe: Option<String>,
+    /// The argument vector of the last exec.
+    pub argv: Vec<String>,
+    /// Fork time; `None` when the process existed before the recording started.
+    pub start_ns: Option<Nanos>,
+    /// Exit time; `None` when still running at the end.
+    pub end_ns: Option<Nanos>,
+    pub exit_code: Option<i32>,
+    /// True for the traced command and its descendants (always true under [`Scope::System`]).
+    pub in_scope: bool,
+}
+
+/// One exec of a process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exec {
+    pub pid: i32,
+    pub t_ns: Nanos,
+    pub path: String,
+    pub argv: Vec<String>,
+}
+
+/// A thread (task) of a process; the main thread has `tid == pid`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub tid: i32,
+    pub pid: i32,
+    pub comm: String,
+    pub start_ns: Option<Nanos>,
+    pub end_ns: Option<Nanos>,
+}
+
+/// What a [`File`] row stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    #[default]
+    Regular,
+    Directory,
+    /// Filesystem metadata read through the block device itself (inode tables,
+    /// directories, journal); page indexes are disk offsets / page size.
+    DeviceMetadata,
+    /// Anything else (symlinks, devices, sockets).
+    Other,
+}
+
+/// A file whose pages or blocks the recording saw. `id` is the key other tables use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct File {
+    pub id: u32,
+    /// The device of the filesystem holding the file (for device metadata, the disk itself).
+    pub dev: Dev,
+    pub ino: u64,
+    /// `None` when the inode could not be resolved to a path.
+    pub path: Option<String>,
+    pub kind: FileKind,
+    pub size: Option<u64>,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: Option<i64>,
+}
+
+/// A physical extent of a file (FIEMAP), placed on the disk that block requests name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extent {
+    pub file_id: u32,
+    /// The disk the physical offset is on (the whole disk, partition offset included).
+    pub disk: Dev,
+    /// Byte offset in the file.
+    pub logical: u64,
+    /// Byte offset on the disk; sector = physical / 512.
+    pub physical: u64,
+    pub length: u64,
+    /// FIEMAP extent flags (e.g. 0x800 unwritten).
+    pub flags: u32,
+}
+
+/// An open of a file by a process (from fanotify).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileOpen {
+    /// When the recorder received the event (close to, but not exactly, the open).
+    pub t_ns: Nanos,
+    pub pid: i32,
+    pub file_id: u32,
+    /// True for an open to execute the file.
+    pub exec: bool,
+}
+
+/// Why a page entered the page cache, where the recorder could tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PageOrigin {
+    /// A page fault on a mapping.
+    Fault,
+    /// A read() or similar the program asked for.
+    Read,
+    /// Pages the kernel added ahead of the request.
+    Readahead,
+}
+
+/// Pages of one file entering the page cache (`mm_filemap_add_to_page_cache`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageFill {
+    pub t_ns: Nanos,
+    pub pid: i32,
+    pub tid: i32,
+    pub file_id: u32,
+    /// First page index in the file (byte offset / page size).
+    pub index: u64,
+    /// Number of pages (a large folio of order n is 2^n pages).
+    pub pages: u32,
+    pub origin: Option<PageOrigin>,
+}
+
+/// The operation of a block request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockOp {
+    #[default]
+    Read,
+    Write,
+    Flush,
+    Discard,
+    Other,
+}
+
+/// A block request, from issue to completion.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockIo {
+    /// `None` when only the completion was seen (flushes have no issue event).
+    pub issue_ns: Option<Nanos>,
+    /// `None` when the request had not completed when the recording ended.
+    pub complete_ns: Option<Nanos>,
+    pub dev: Dev,
+    /// Start sector (512 bytes); `None` for requests without one (flushes).
+    pub sector: Option<u64>,
+    pub bytes: u32,
+    pub op: BlockOp,
+    /// The kernel's flag string (`R`, `RA`, `WS`, `FWFS`, `RM`, …).
+    pub rwbs: String,
+    /// The task running when the request was issued (often a kworker, or 0).
+    pub pid: i32,
+    pub comm: String,
+    /// The file whose extent holds the start sector, where known.
+    pub file_id: Option<u32>,
+    /// Completion error (0 = success).
+    pub error: i32,
+}
+
+impl BlockIo {
+    /// Issue-to-completion latency, when both ends were seen.
+    pub fn latency_ns(&self) -> Option<Nanos> {
+        Some(self.complete_ns? - self.issue_ns?)
+    }
+}
+
+/// What a thread was doing during a [`SchedInterval`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadState {
+    /// On a CPU.
+    Running,
+    /// Ready to run, waiting for a CPU.
+    Runnable,
+    /// Uninterruptible sleep (D): almost always waiting for I/O.
+    IoWait,
+    /// Interruptible sleep (S): waiting for an event, a timer, another process.
+    #[default]
+    Sleeping,
+    /// Stopped or traced.
+    Stopped,
+}
+
+/// A thread in one state from `start_ns` to `end_ns` (from `sched_switch` and `sched_wakeup`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedInterval {
+    pub tid: i32,
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+    pub state: ThreadState,
+}
+
+/// A thread being woken (`sched_wakeup`); the waker is `None` when the wakeup came
+/// from interrupt context (typically an I/O completion).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wakeup {
+    pub t_ns: Nanos,
+    pub tid: i32,
+    pub waker_tid: Option<i32>,
+}
+
+/// How a milestone reached the recorder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkSource {
+    /// `coldstart mark NAME`.
+    #[default]
+    Command,
+    /// A line appended to the marks file (`$COLDSTART_MARKS`).
+    MarksFile,
+    /// A write to the tracing instance's `trace_marker`.
+    TraceMarker,
+    /// A line of the command's output matching `--until output:REGEX`.
+    Output,
+    /// Imported from another tool's log.
+    Import,
+}
+
+/// A milestone the program (or its user) marked.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub t_ns: Nanos,
+    pub pid: Option<i32>,
+    pub name: String,
+    pub source: MarkSource,
+}
+
+/// System CPU use over the interval `(t_ns - dt_ns, t_ns]`, as fractions of all CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSample {
+    pub t_ns: Nanos,
+    pub dt_ns: Nanos,
+    pub user: f64,
+    pub system: f64,
+    pub iowait: f64,
+    pub idle: f64,
+    /// Runnable tasks (`procs_running`) at the sample.
+    pub running: u32,
+    /// Tasks blocked on I/O (`procs_blocked`) at the sample.
+    pub blocked: u32,
+}
+
+/// One disk's traffic over the interval `(t_ns - dt_ns, t_ns]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskSample {
+    pub t_ns: Nanos,
+    pub dt_ns: Nanos,
+    pub dev: Dev,
+    pub read_bytes: u64,
+    pub read_ios: u64,
+    pub write_bytes: u64,
+    pub write_ios: u64,
+    /// Fraction of the interval the disk had requests in flight (`io_ticks`).
+    pub busy: f64,
+}
+
+/// One process's state and CPU use over the interval `(t_ns - dt_ns, t_ns]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSample {
+    pub t_ns: Nanos,
+    pub dt_ns: Nanos,
+    pub pid: i32,
+    /// The state letter of /proc/PID/stat (`R`, `S`, `D`, `Z`, …).
+    pub state: char,
+    /// User CPU as a fraction of one CPU over the interval.
+    pub cpu_user: f64,
+    /// System CPU as a fraction of one CPU over the interval.
+    pub cpu_system: f64,
+    /// Major page faults during the interval.
+    pub major_faults: u64,
+    pub rss_bytes: Option<u64>,
+}

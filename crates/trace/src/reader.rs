@@ -1,0 +1,292 @@
+//! Reading a trace file back into a [`Trace`], checking first that it is one and
+//! that its format version is one this code understands.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, Row};
+
+use crate::Dev;
+use crate::error::{Result, TraceError};
+use crate::model::*;
+use crate::schema::{APPLICATION_ID, FORMAT_VERSION};
+use crate::text::TextEnum;
+
+struct Reader<'a> {
+    conn: Connection,
+    path: &'a Path,
+}
+
+fn word<T: TextEnum>(table: &'static str, column: &'static str, text: &str) -> Result<T> {
+    T::from_word(text).ok_or_else(|| TraceError::BadValue { table, column, value: text.to_owned() })
+}
+
+fn dev(table: &'static str, column: &'static str, text: &str) -> Result<Dev> {
+    text.parse().map_err(|_| TraceError::BadValue { table, column, value: text.to_owned() })
+}
+
+fn list(table: &'static str, column: &'static str, text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|_| TraceError::BadValue { table, column, value: text.to_owned() })
+}
+
+impl Reader<'_> {
+    fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
+        let sqlite = |e| TraceError::sqlite(self.path, e);
+        let mut stmt = self.conn.prepare(sql).map_err(sqlite)?;
+        let mut rows = stmt.query([]).map_err(sqlite)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            out.push(convert(row).map_err(|e| e.in_file(self.path))?);
+        }
+        Ok(out)
+    }
+
+    fn meta(&self) -> Result<Meta> {
+        let pairs = self.rows("SELECT key, value FROM meta", |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, Value>(1)?))
+        })?;
+        let map: HashMap<String, Value> = pairs.into_iter().collect();
+        let text = |key: &str| match map.get(key) {
+            Some(Value::Text(s)) => Some(s.clone()),
+            Some(Value::Integer(i)) => Some(i.to_string()),
+            Some(Value::Real(r)) => Some(r.to_string()),
+            _ => None,
+        };
+        let int = |key: &str| match map.get(key) {
+            Some(Value::Integer(i)) => Some(*i),
+            Some(Value::Real(r)) => Some(*r as i64),
+            Some(Value::Text(s)) => s.parse().ok(),
+            _ => None,
+        };
+        let real = |key: &str| match map.get(key) {
+            Some(Value::Real(r)) => Some(*r),
+            Some(Value::Integer(i)) => Some(*i as f64),
+            _ => None,
+        };
+        let ready = match (int("ready_ns"), text("ready_reason")) {
+            (Some(t_ns), Some(reason)) => Some(Ready { t_ns, reason }),
+            _ => None,
+        };
+        Ok(Meta {
+            tool: text("tool").unwrap_or_default(),
+            source: word("meta", "source", &text("source").unwrap_or_else(|| "record".into()))?,
+            command: list("meta", "command", &text("command").unwrap_or_else(|| "[]".into()))?,
+            cwd: text("cwd"),
+            user: text("user"),
+            scope: word("meta", "scope", &text("scope").unwrap_or_else(|| "tree".into()))?,
+            root_pid: int("root_pid").map(|p| p as i32),
+            host: text("host").unwrap_or_default(),
+            kernel: text("kernel").unwrap_or_default(),
+            cpu_model: text("cpu_model").unwrap_or_default(),
+            cpu_count: int("cpu_count").unwrap_or(0) as u32,
+            mem_total_bytes: int("mem_total_bytes").unwrap_or(0) as u64,
+            page_size: int("page_size").unwrap_or(4096) as u32,
+            clock: text("clock").unwrap_or_default(),
+            start_unix_ns: int("start_unix_ns").unwrap_or(0),
+            start_clock_ns: int("start_clock_ns").unwrap_or(0),
+            boottime_offset_ns: int("boottime_offset_ns").unwrap_or(0),
+            duration_ns: int("duration_ns").unwrap_or(0),
+            ready,
+            cache: word("meta", "cache", &text("cache").unwrap_or_else(|| "unknown".into()))?,
+            eviction: text("eviction"),
+            exit_code: int("exit_code").map(|c| c as i32),
+            partial: int("partial").unwrap_or(0) != 0,
+            sample_hz: real("sample_hz"),
+        })
+    }
+
+    fn read(&self) -> Result<Trace> {
+        let page_origin = |text: Option<String>| -> Result<Option<PageOrigin>> {
+            text.map(|t| word("page_fill", "origin", &t)).transpose()
+        };
+        Ok(Trace {
+            meta: self.meta()?,
+            disks: self.rows("SELECT * FROM disk ORDER BY rowid", |r| {
+                Ok(Disk {
+                    dev: dev("disk", "dev", &r.get::<_, String>(0)?)?,
+                    name: r.get(1)?,
+                    model: r.get(2)?,
+                    rotational: r.get(3)?,
+                    size_bytes: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
+                    read_bytes: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
+                    read_ios: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+                    write_bytes: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+                    write_ios: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+                })
+            })?,
+            losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {
+                Ok(Loss { source: r.get(0)?, what: r.get(1)?, count: r.get::<_, i64>(2)? as u64 })
+            })?,
+            notes: self.rows("SELECT * FROM note ORDER BY rowid", |r| {
+                Ok(Note { source: r.get(0)?, text: r.get(1)? })
+            })?,
+            processes: self.rows("SELECT * FROM process ORDER BY rowid", |r| {
+                Ok(Process {
+                    pid: r.get(0)?,
+                    ppid: r.get(1)?,
+                    comm: r.get(2)?,
+                    exe: r.get(3)?,
+                    argv: list("process", "argv", &r.get::<_, String>(4)?)?,
+                    start_ns: r.get(5)?,
+                    end_ns: r.get(6)?,
+                    exit_code: r.get(7)?,
+                    in_scope: r.get(8)?,
+                })
+            })?,
+            execs: self.rows("SELECT * FROM exec ORDER BY rowid", |r| {
+                Ok(Exec {
+                    pid: r.get(0)?,
+                    t_ns: r.get(1)?,
+                    path: r.get(2)?,
+                    argv: list("exec", "argv", &r.get::<_, String>(3)?)?,
+                })
+            })?,
+            threads: self.rows("SELECT * FROM thread ORDER BY rowid", |r| {
+                Ok(Thread {
+                    tid: r.get(0)?,
+                    pid: r.get(1)?,
+                    comm: r.get(2)?,
+                    start_ns: r.get(3)?,
+                    end_ns: r.get(4)?,
+                })
+            })?,
+            files: self.rows("SELECT * FROM file ORDER BY id", |r| {
+                Ok(File {
+                    id: r.get(0)?,
+                    dev: dev("file", "dev", &r.get::<_, String>(1)?)?,
+                    ino: r.get::<_, i64>(2)? as u64,
+                    path: r.get(3)?,
+                    kind: word("file", "kind", &r.get::<_, String>(4)?)?,
+                    size: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
+                    mtime_ns: r.get(6)?,
+                })
+            })?,
+            extents: self.rows("SELECT * FROM extent ORDER BY rowid", |r| {
+                Ok(Extent {
+                    file_id: r.get(0)?,
+                    disk: dev("extent", "disk", &r.get::<_, String>(1)?)?,
+                    logical: r.get::<_, i64>(2)? as u64,
+                    physical: r.get::<_, i64>(3)? as u64,
+                    length: r.get::<_, i64>(4)? as u64,
+                    flags: r.get(5)?,
+                })
+            })?,
+            file_opens: self.rows("SELECT * FROM file_open ORDER BY rowid", |r| {
+                Ok(FileOpen { t_ns: r.get(0)?, pid: r.get(1)?, file_id: r.get(2)?, exec: r.get(3)? })
+            })?,
+            page_fills: self.rows("SELECT * FROM page_fill ORDER BY rowid", |r| {
+                Ok(PageFill {
+                    t_ns: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    file_id: r.get(3)?,
+                    index: r.get::<_, i64>(4)? as u64,
+                    pages: r.get(5)?,
+                    origin: page_origin(r.get(6)?)?,
+                })
+            })?,
+            block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
+                Ok(BlockIo {
+                    issue_ns: r.get(0)?,
+                    complete_ns: r.get(1)?,
+                    dev: dev("block_io", "dev", &r.get::<_, String>(2)?)?,
+                    sector: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    bytes: r.get(4)?,
+                    op: word("block_io", "op", &r.get::<_, String>(5)?)?,
+                    rwbs: r.get(6)?,
+                    pid: r.get(7)?,
+                    comm: r.get(8)?,
+                    file_id: r.get(9)?,
+                    error: r.get(10)?,
+                })
+            })?,
+            sched: self.rows("SELECT * FROM sched ORDER BY rowid", |r| {
+                Ok(SchedInterval {
+                    tid: r.get(0)?,
+                    start_ns: r.get(1)?,
+                    end_ns: r.get(2)?,
+                    state: word("sched", "state", &r.get::<_, String>(3)?)?,
+                })
+            })?,
+            wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", |r| {
+                Ok(Wakeup { t_ns: r.get(0)?, tid: r.get(1)?, waker_tid: r.get(2)? })
+            })?,
+            marks: self.rows("SELECT * FROM mark ORDER BY rowid", |r| {
+                Ok(Mark {
+                    t_ns: r.get(0)?,
+                    pid: r.get(1)?,
+                    name: r.get(2)?,
+                    source: word("mark", "source", &r.get::<_, String>(3)?)?,
+                })
+            })?,
+            cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", |r| {
+                Ok(CpuSample {
+                    t_ns: r.get(0)?,
+                    dt_ns: r.get(1)?,
+                    user: r.get(2)?,
+                    system: r.get(3)?,
+                    iowait: r.get(4)?,
+                    idle: r.get(5)?,
+                    running: r.get(6)?,
+                    blocked: r.get(7)?,
+                })
+            })?,
+            disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", |r| {
+                Ok(DiskSample {
+                    t_ns: r.get(0)?,
+                    dt_ns: r.get(1)?,
+                    dev: dev("disk_sample", "dev", &r.get::<_, String>(2)?)?,
+                    read_bytes: r.get::<_, i64>(3)? as u64,
+                    read_ios: r.get::<_, i64>(4)? as u64,
+                    write_bytes: r.get::<_, i64>(5)? as u64,
+                    write_ios: r.get::<_, i64>(6)? as u64,
+                    busy: r.get(7)?,
+                })
+            })?,
+            process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", |r| {
+                Ok(ProcessSample {
+                    t_ns: r.get(0)?,
+                    dt_ns: r.get(1)?,
+                    pid: r.get(2)?,
+                    state: r.get::<_, String>(3)?.chars().next().unwrap_or('?'),
+                    cpu_user: r.get(4)?,
+                    cpu_system: r.get(5)?,
+                    major_faults: r.get::<_, i64>(6)? as u64,
+                    rss_bytes: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+                })
+            })?,
+        })
+    }
+}
+
+impl Trace {
+    /// Reads a whole trace file.
+    pub fn read(path: &Path) -> Result<Trace> {
+        if !path.exists() {
+            return Err(TraceError::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)));
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| TraceError::sqlite(path, e))?;
+        let pragma = |name: &str| -> Result<i32> {
+            conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)).map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+                    TraceError::NotATrace(path.to_owned())
+                }
+                e => TraceError::sqlite(path, e),
+            })
+        };
+        if pragma("application_id")? != APPLICATION_ID {
+            return Err(TraceError::NotATrace(path.to_owned()));
+        }
+        let version = pragma("user_version")?;
+        if version > FORMAT_VERSION {
+            return Err(TraceError::NewerFormat {
+                path: path.to_owned(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        Reader { conn, path }.read()
+    }
+}
