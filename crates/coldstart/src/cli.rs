@@ -20,10 +20,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Info(cmd::info::Args),
+    Mark(cmd::mark::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => cmd::info::run(args),
+        Command::Mark(args) => cmd::mark::run(args),
     }
 }

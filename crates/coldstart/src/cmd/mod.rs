@@ -2,3 +2,4 @@
 //! them into calls of the library crates.
 
 pub mod info;
+pub mod mark;

@@ -1,0 +1,42 @@
+//! Errors of starting, watching and ending a command. Each says which command or
+//! which system file it concerns, in a sentence a user can act on.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = LaunchError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("no command given")]
+    EmptyCommand,
+    #[error("cannot find `{program}` in PATH")]
+    NotFound { program: String },
+    #[error("cannot run `{program}`: {what} failed: {source}")]
+    Exec { program: String, what: &'static str, source: std::io::Error },
+    #[error("cannot start `{program}`: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("cannot run the command as {user}: {reason}")]
+    User { user: String, reason: String },
+    #[error("{}: {source}", path.display())]
+    File { path: PathBuf, source: std::io::Error },
+    #[error("{what}: {source}")]
+    Io { what: &'static str, source: std::io::Error },
+    #[error("invalid readiness condition {text:?}: {reason}")]
+    BadUntil { text: String, reason: String },
+    #[error("invalid mark name {0:?}: a mark name is one line of text without tabs")]
+    BadMarkName(String),
+    #[error("readiness `{0}` needs the command's output watched (Output::Watch for stdout and stderr)")]
+    OutputNotWatched(String),
+    #[error("readiness `window`: {0}")]
+    Window(String),
+}
+
+impl LaunchError {
+    pub(crate) fn io(what: &'static str, source: impl Into<std::io::Error>) -> LaunchError {
+        LaunchError::Io { what, source: source.into() }
+    }
+
+    pub(crate) fn file(path: impl Into<PathBuf>, source: impl Into<std::io::Error>) -> LaunchError {
+        LaunchError::File { path: path.into(), source: source.into() }
+    }
+}

@@ -1,0 +1,517 @@
+//! A resumed command: waiting for readiness ([`Running::wait`]), then ending its
+//! whole tree and collecting its resource use ([`Running::finish`]).
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+use crate::clock::{BootNanos, boottime_ns};
+use crate::error::{LaunchError, Result};
+use crate::idle::IdleDetector;
+use crate::interrupt::Interrupts;
+use crate::marks::{Marks, MarksFile, MarksWatcher};
+use crate::output::OutputPipe;
+use crate::spawn::Report;
+use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
+use crate::until::{Reason, Until};
+use crate::window::WindowWatcher;
+
+/// How long [`Running::wait`] may take, and what it samples meanwhile.
+#[derive(Clone, Debug)]
+pub struct WaitOptions {
+    /// Overall limit, counted from the resume; then the reason is `timeout`.
+    pub timeout: Option<Duration>,
+    /// After forwarding SIGINT/SIGTERM to the tree, how long to wait for the
+    /// command to exit (reason `exit`) before returning `interrupted`.
+    pub interrupt_grace: Duration,
+    /// Sample the tree's block I/O wait (needs `kernel.task_delayacct=1`; see
+    /// [`TreeUsage::io_wait`]).
+    pub sample_io_wait: bool,
+}
+
+impl Default for WaitOptions {
+    fn default() -> WaitOptions {
+        WaitOptions { timeout: None, interrupt_grace: Duration::from_secs(2), sample_io_wait: false }
+    }
+}
+
+/// How the wait ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub reason: Reason,
+    /// True when `reason` is the condition that was asked for (false for `timeout`,
+    /// `interrupted`, or `exit` of a command that never reached its mark, output or window).
+    pub met: bool,
+    /// CLOCK_BOOTTIME just before the command was resumed.
+    pub started_ns: BootNanos,
+    /// The moment the command became ready: the exit, the mark's own timestamp, the
+    /// time the output line was read, the start of the quiet period, the window's
+    /// map notification; for `timeout` and `interrupted`, when the wait gave up.
+    pub ready_ns: BootNanos,
+    /// When the launcher noticed (≥ `ready_ns`; later by the quiet period for `idle`).
+    pub detected_ns: BootNanos,
+    /// The command's exit status if it has exited (128 + signal when killed by one).
+    pub exit_status: Option<i32>,
+    /// SIGINT or SIGTERM received (and forwarded) while waiting.
+    pub signal: Option<i32>,
+    /// What matched: the output line, or the window id and its process.
+    pub detail: Option<String>,
+}
+
+impl Outcome {
+    /// From the resume to readiness.
+    pub fn time_to_ready(&self) -> Duration {
+        Duration::from_nanos((self.ready_ns - self.started_ns).max(0) as u64)
+    }
+}
+
+/// How [`Running::finish`] ends the command's tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// SIGTERM (and SIGCONT) to every process of the tree, then SIGKILL to what is
+    /// left after `grace`, repeated until the tree is empty.
+    Terminate { grace: Duration },
+    /// SIGKILL at once, repeated until the tree is empty.
+    Kill,
+    /// Leave the tree running (its output keeps being copied by a background thread
+    /// while we live). No resource use can then be reported.
+    LeaveRunning,
+}
+
+impl Default for Ending {
+    fn default() -> Ending {
+        Ending::Terminate { grace: Duration::from_secs(2) }
+    }
+}
+
+/// Resource use of the whole tree, from `wait4` of the shepherd, which reaped every
+/// process of the tree (so this counts every descendant, daemons included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeUsage {
+    pub user: Duration,
+    pub system: Duration,
+    pub major_faults: u64,
+    pub minor_faults: u64,
+    /// Largest resident set of any one process, KiB.
+    pub max_rss_kib: u64,
+    /// Block I/O wait summed over the tree's threads (`delayacct_blkio_ticks`, 10 ms
+    /// resolution per thread, sampled: a lower bound); `None` when not sampled or
+    /// when `kernel.task_delayacct` is off.
+    pub io_wait: Option<Duration>,
+}
+
+/// What [`Running::finish`] reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Finished {
+    /// The command's exit status (128 + signal when killed by one); `None` if left running.
+    pub exit_status: Option<i32>,
+    /// When the command exited, CLOCK_BOOTTIME.
+    pub exit_ns: Option<BootNanos>,
+    /// `None` when the tree was left running.
+    pub usage: Option<TreeUsage>,
+    /// Every mark in the marks file, read after the tree ended.
+    pub marks: Marks,
+    /// Processes sent SIGTERM, and SIGKILL, while ending the tree.
+    pub terminated: usize,
+    pub killed: usize,
+}
+
+fn wait_status_code(status: i32) -> i32 {
+    if libc::WIFSIGNALED(status) { 128 + libc::WTERMSIG(status) } else { libc::WEXITSTATUS(status) }
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ }
+}
+
+/// The state shared by a paused and a running command.
+pub(crate) struct Launch {
+    pub(crate) shepherd: i32,
+    pub(crate) root_pid: i32,
+    pub(crate) program: String,
+    pub(crate) started_ns: BootNanos,
+    pub(crate) marks: MarksFile,
+    report: OwnedFd,
+    report_buf: Vec<u8>,
+    tree_gone: bool,
+    root_exit: Option<(i32, BootNanos)>,
+    outputs: Vec<OutputPipe>,
+    interrupts: Option<Interrupts>,
+    io_wait: Option<IoWaitSampler>,
+    reaped: bool,
+}
+
+/// What one round of polling found.
+struct Pumped {
+    extra_ready: Vec<bool>,
+    lines: Vec<(BootNanos, String)>,
+}
+
+impl Launch {
+    pub(crate) fn new(
+        shepherd: i32,
+        program: String,
+        report: OwnedFd,
+        stdout: Option<OutputPipe>,
+        stderr: Option<OutputPipe>,
+        marks: MarksFile,
+        interrupts: Interrupts,
+    ) -> Launch {
+        Launch {
+            shepherd,
+            root_pid: 0,
+            program,
+            started_ns: 0,
+            marks,
+            report,
+            report_buf: Vec::new(),
+            tree_gone: false,
+            root_exit: None,
+            outputs: stdout.into_iter().chain(stderr).collect(),
+            interrupts: Some(interrupts),
+            io_wait: None,
+            reaped: false,
+        }
+    }
+
+    pub(crate) fn report_fd(&self) -> &OwnedFd {
+        &self.report
+    }
+
+    /// The shepherd's first report, read while the report pipe is still blocking.
+    pub(crate) fn read_first_report(&mut self) -> Option<Report> {
+        let mut buf = [0u8; Report::SIZE];
+        let mut got = 0;
+        while got < buf.len() {
+            match rustix::io::read(&self.report, &mut buf[got..]) {
+                Ok(0) => return None,
+                Ok(n) => got += n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return None,
+            }
+        }
+        Some(Report::from_bytes(&buf))
+    }
+
+    fn read_reports(&mut self) {
+        let mut buf = [0u8; Report::SIZE * 16];
+        loop {
+            match rustix::io::read(&self.report, &mut buf) {
+                Ok(0) => {
+                    self.tree_gone = true;
+                    break;
+                }
+                Ok(n) => self.report_buf.extend_from_slice(&buf[..n]),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+            }
+        }
+        while self.report_buf.len() >= Report::SIZE {
+            let r = Report::from_bytes(&self.report_buf[..Report::SIZE]);
+            self.report_buf.drain(..Report::SIZE);
+            if r.kind == Report::EXITED && r.pid == self.root_pid {
+                self.root_exit = Some((wait_status_code(r.status), r.time_ns));
+            }
+        }
+    }
+
+    /// Polls the report pipe, the watched outputs and `extra` for at most `timeout`,
+    /// and handles what arrived.
+    fn pump(&mut self, extra: &[BorrowedFd<'_>], timeout: Duration) -> Pumped {
+        let (report_ready, outputs_ready, extra_ready) = {
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + self.outputs.len() + extra.len());
+            if !self.tree_gone {
+                fds.push(PollFd::from_borrowed_fd(self.report.as_fd(), PollFlags::IN));
+            }
+            for out in self.outputs.iter().filter(|o| !o.is_eof()) {
+                fds.push(PollFd::from_borrowed_fd(out.fd(), PollFlags::IN));
+            }
+            let first_extra = fds.len();
+            for fd in extra {
+                fds.push(PollFd::from_borrowed_fd(*fd, PollFlags::IN));
+            }
+            let _ = rustix::event::poll(&mut fds, Some(&timespec(timeout)));
+            let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+            let report_ready = !self.tree_gone && ready[0];
+            let skip = usize::from(!self.tree_gone);
+            (report_ready, ready[skip..first_extra].to_vec(), ready[first_extra..].to_vec())
+        };
+        if report_ready {
+            self.read_reports();
+        }
+        let mut lines = Vec::new();
+        let mut ready = outputs_ready.into_iter();
+        for out in self.outputs.iter_mut().filter(|o| !o.is_eof()) {
+            if ready.next().unwrap_or(false) {
+                let now = boottime_ns();
+                lines.extend(out.read_lines().into_iter().map(|l| (now, l)));
+            }
+        }
+        Pumped { extra_ready, lines }
+    }
+
+    fn sample_io_wait(&mut self) {
+        if let Some(sampler) = &mut self.io_wait {
+            sampler.sample(self.shepherd);
+        }
+    }
+
+    /// Signals the tree until it is empty, then reaps the shepherd; returns (terminated, killed).
+    fn end_tree(&mut self, grace: Option<Duration>) -> (usize, usize) {
+        let mut terminated = 0;
+        let mut killed = 0;
+        if let Some(grace) = grace {
+            self.sample_io_wait();
+            terminated = signal_descendants(self.shepherd, libc::SIGTERM);
+            signal_descendants(self.shepherd, libc::SIGCONT);
+            let deadline = Instant::now() + grace;
+            while !self.tree_gone && Instant::now() < deadline {
+                self.pump(
+                    &[],
+                    Duration::from_millis(20).min(deadline.saturating_duration_since(Instant::now())),
+                );
+                self.sample_io_wait();
+            }
+        }
+        while !self.tree_gone {
+            self.sample_io_wait();
+            killed += signal_descendants(self.shepherd, libc::SIGKILL);
+            self.pump(&[], Duration::from_millis(20));
+            if !self.tree_gone && descendants(self.shepherd).is_empty() {
+                self.pump(&[], Duration::from_millis(100));
+            }
+        }
+        (terminated, killed)
+    }
+
+    /// Reaps the shepherd (after the tree is gone) and returns its rusage, which covers the tree.
+    fn reap(&mut self) -> Option<libc::rusage> {
+        if self.reaped {
+            return None;
+        }
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid out-parameter for wait4.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child with valid out-pointers.
+            let r = unsafe { libc::wait4(self.shepherd, &mut status, 0, &mut usage) };
+            if r == self.shepherd {
+                self.reaped = true;
+                return Some(usage);
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            self.reaped = true;
+            return None;
+        }
+    }
+
+    /// Ends everything at once; used on errors and when dropped unfinished.
+    pub(crate) fn kill_and_reap(&mut self) {
+        if !self.reaped {
+            self.end_tree(None);
+            self.reap();
+        }
+    }
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+/// A command that has exec'd. Wait for it with [`Running::wait`] (any number of
+/// times, e.g. for successive conditions), then end it with [`Running::finish`].
+/// Dropping it unfinished kills its whole tree.
+pub struct Running {
+    launch: Launch,
+}
+
+fn duration_of(tv: libc::timeval) -> Duration {
+    Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+}
+
+impl Running {
+    pub(crate) fn new(launch: Launch) -> Running {
+        Running { launch }
+    }
+
+    /// The command's pid.
+    pub fn pid(&self) -> i32 {
+        self.launch.root_pid
+    }
+
+    /// The shepherd's pid: every process of the command's tree descends from it.
+    pub fn tree_root(&self) -> i32 {
+        self.launch.shepherd
+    }
+
+    /// CLOCK_BOOTTIME just before the resume.
+    pub fn started_ns(&self) -> BootNanos {
+        self.launch.started_ns
+    }
+
+    /// The marks file named in the command's `COLDSTART_MARKS`.
+    pub fn marks_path(&self) -> &std::path::Path {
+        self.launch.marks.path()
+    }
+
+    /// The pids of the command's tree right now (the command and every descendant).
+    pub fn tree_pids(&self) -> Vec<i32> {
+        descendants(self.launch.shepherd)
+    }
+
+    /// Waits until `until` holds, the timeout passes, or SIGINT/SIGTERM arrives (it
+    /// is forwarded to the tree). If the command's tree ends before a `mark`,
+    /// `output` or `window` condition holds, returns `exit` with `met` false.
+    pub fn wait(&mut self, until: &Until, options: &WaitOptions) -> Result<Outcome> {
+        let l = &mut self.launch;
+        if matches!(until, Until::Output(_)) && l.outputs.is_empty() {
+            return Err(LaunchError::OutputNotWatched(until.to_string()));
+        }
+        if options.sample_io_wait && l.io_wait.is_none() && delay_accounting_enabled() {
+            l.io_wait = Some(IoWaitSampler::default());
+        }
+        let mut marks = match until {
+            Until::Mark(_) => Some(MarksWatcher::new(l.marks.path())?),
+            _ => None,
+        };
+        let mut idle = match until {
+            Until::Idle(quiet) => Some(IdleDetector::new(*quiet, l.started_ns)),
+            _ => None,
+        };
+        let mut window = match until {
+            Until::Window => Some(WindowWatcher::connect(l.shepherd)?),
+            _ => None,
+        };
+        let deadline = options.timeout.map(|t| l.started_ns + t.as_nanos() as i64);
+        let tick = Duration::from_millis(50);
+        let mut signal = None;
+        let mut interrupted_at: Option<BootNanos> = None;
+        let done =
+            |reason: Reason, ready_ns: BootNanos, detail: Option<String>, l: &Launch, signal| Outcome {
+                met: reason.satisfies(until),
+                reason,
+                started_ns: l.started_ns,
+                ready_ns: ready_ns.max(l.started_ns),
+                detected_ns: boottime_ns(),
+                exit_status: l.root_exit.map(|(code, _)| code),
+                signal,
+                detail,
+            };
+        loop {
+            let now = boottime_ns();
+            let mut wait_for = idle.as_ref().map_or(tick, |i| i.until_due().min(tick));
+            if let Some(d) = deadline {
+                wait_for = wait_for.min(Duration::from_nanos((d - now).max(0) as u64));
+            }
+            let extra: Vec<BorrowedFd<'_>> = [l.interrupts.as_ref().map(|i| i.fd())]
+                .into_iter()
+                .chain([marks.as_ref().map(|m| m.fd()), window.as_ref().map(|w| w.fd())])
+                .flatten()
+                .collect();
+            let pumped = l.pump(&extra, wait_for);
+            drop(extra);
+            l.sample_io_wait();
+
+            if pumped.extra_ready.first() == Some(&true)
+                && let Some(interrupts) = l.interrupts.as_mut()
+            {
+                for sig in interrupts.take() {
+                    signal_descendants(l.shepherd, sig);
+                    signal = Some(sig);
+                    interrupted_at.get_or_insert(boottime_ns());
+                }
+            }
+            if let Until::Output(re) = until
+                && let Some((t, line)) = pumped.lines.iter().find(|(_, line)| re.is_match(line))
+            {
+                return Ok(done(Reason::of(until), *t, Some(line.clone()), l, signal));
+            }
+            if let (Until::Mark(name), Some(watcher)) = (until, marks.as_mut())
+                && let Some(mark) = watcher.read_new()?.into_iter().find(|m| &m.name == name)
+            {
+                let ready = mark.boottime_ns.min(boottime_ns());
+                let detail = mark.pid.map(|p| format!("pid {p}"));
+                return Ok(done(Reason::of(until), ready, detail, l, signal));
+            }
+            if let Some(watcher) = window.as_mut()
+                && let Some(seen) = watcher.check()?
+            {
+                return Ok(done(Reason::Window, seen.time_ns, Some(seen.describe()), l, signal));
+            }
+            if let Some(detector) = idle.as_mut()
+                && let Some(quiet_since) = detector.poll()
+            {
+                return Ok(done(Reason::of(until), quiet_since, None, l, signal));
+            }
+            if let Some((_, exit_ns)) = l.root_exit {
+                if matches!(until, Until::Exit) || interrupted_at.is_some() {
+                    return Ok(done(Reason::Exit, exit_ns, None, l, signal));
+                }
+                if l.tree_gone && idle.is_none() {
+                    return Ok(done(Reason::Exit, exit_ns, None, l, signal));
+                }
+            }
+            let now = boottime_ns();
+            if let Some(at) = interrupted_at
+                && now - at >= options.interrupt_grace.as_nanos() as i64
+            {
+                return Ok(done(Reason::Interrupted, now, None, l, signal));
+            }
+            if deadline.is_some_and(|d| now >= d) {
+                return Ok(done(Reason::Timeout, now, None, l, signal));
+            }
+        }
+    }
+
+    /// Ends the command's tree as `ending` says (never leaving a process behind
+    /// unless asked to), reaps it, and reports its resource use and marks.
+    pub fn finish(self, ending: &Ending) -> Result<Finished> {
+        let Running { mut launch } = self;
+        let l = &mut launch;
+        if *ending == Ending::LeaveRunning {
+            let marks = crate::marks::read(l.marks.path()).unwrap_or_default();
+            l.interrupts = None;
+            std::thread::spawn(move || {
+                while !launch.tree_gone {
+                    launch.pump(&[], Duration::from_secs(1));
+                }
+                launch.reap();
+            });
+            return Ok(Finished { marks, ..Finished::default() });
+        }
+        let grace = match ending {
+            Ending::Terminate { grace } => Some(*grace),
+            _ => None,
+        };
+        let (terminated, killed) = l.end_tree(grace);
+        let usage = l.reap();
+        for out in &mut l.outputs {
+            while !out.is_eof() {
+                if out.read_lines().is_empty() && !out.is_eof() {
+                    break;
+                }
+            }
+        }
+        let usage = usage.map(|ru| TreeUsage {
+            user: duration_of(ru.ru_utime),
+            system: duration_of(ru.ru_stime),
+            major_faults: ru.ru_majflt as u64,
+            minor_faults: ru.ru_minflt as u64,
+            max_rss_kib: ru.ru_maxrss as u64,
+            io_wait: l.io_wait.as_ref().map(|s| Duration::from_nanos(s.total_ns() as u64)),
+        });
+        Ok(Finished {
+            exit_status: l.root_exit.map(|(code, _)| code),
+            exit_ns: l.root_exit.map(|(_, t)| t),
+            usage,
+            marks: crate::marks::read(l.marks.path())?,
+            terminated,
+            killed,
+        })
+    }
+}

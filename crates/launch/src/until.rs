@@ -1,0 +1,174 @@
+//! Readiness conditions (`--until`) and the reasons a wait ends, with their text
+//! forms: `exit`, `mark:NAME`, `output:REGEX`, `idle[:MS]`, `window`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use regex::Regex;
+
+use crate::error::LaunchError;
+
+/// Default quiet period of `idle`.
+pub const DEFAULT_IDLE_MS: u64 = 500;
+
+/// When a started command counts as ready.
+#[derive(Clone, Debug, Default)]
+pub enum Until {
+    /// The command itself (the process that was started, not its descendants) exits.
+    #[default]
+    Exit,
+    /// A mark with this name appears in the marks file (`coldstart mark NAME`).
+    Mark(String),
+    /// A line of the command's stdout or stderr matches (the command's output must
+    /// be [`crate::Output::Watch`]ed).
+    Output(Regex),
+    /// The machine is quiet for this long after the command started: no disk reads
+    /// and little CPU (see [`crate::idle`] for the thresholds).
+    Idle(Duration),
+    /// A process of the command's tree maps its first top-level X11 window.
+    Window,
+}
+
+impl PartialEq for Until {
+    fn eq(&self, other: &Until) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl fmt::Display for Until {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Until::Exit => f.write_str("exit"),
+            Until::Mark(name) => write!(f, "mark:{name}"),
+            Until::Output(re) => write!(f, "output:{}", re.as_str()),
+            Until::Idle(quiet) => write!(f, "idle:{}", quiet.as_millis()),
+            Until::Window => f.write_str("window"),
+        }
+    }
+}
+
+impl FromStr for Until {
+    type Err = LaunchError;
+
+    /// Parses `exit`, `mark:NAME`, `output:REGEX`, `idle`, `idle:MS` or `window`.
+    fn from_str(text: &str) -> Result<Until, LaunchError> {
+        let bad = |reason: &str| LaunchError::BadUntil { text: text.to_owned(), reason: reason.to_owned() };
+        let (kind, arg) = match text.split_once(':') {
+            Some((kind, arg)) => (kind, Some(arg)),
+            None => (text, None),
+        };
+        match (kind, arg) {
+            ("exit", None) => Ok(Until::Exit),
+            ("window", None) => Ok(Until::Window),
+            ("idle", None) => Ok(Until::Idle(Duration::from_millis(DEFAULT_IDLE_MS))),
+            ("idle", Some(ms)) => match ms.parse::<u64>() {
+                Ok(ms) if ms > 0 => Ok(Until::Idle(Duration::from_millis(ms))),
+                _ => Err(bad("idle:MS takes a positive number of milliseconds")),
+            },
+            ("mark", Some(name)) => {
+                crate::marks::check_name(name)
+                    .map_err(|_| bad("a mark name is non-empty, without tabs or newlines"))?;
+                Ok(Until::Mark(name.to_owned()))
+            }
+            ("output", Some(re)) if !re.is_empty() => {
+                Regex::new(re).map(Until::Output).map_err(|e| bad(&format!("not a regular expression: {e}")))
+            }
+            ("exit" | "window", Some(_)) => Err(bad("takes no argument")),
+            ("mark" | "output", _) => Err(bad(&format!("write it as {kind}:{}", kind.to_uppercase()))),
+            _ => Err(bad("expected exit, mark:NAME, output:REGEX, idle[:MS] or window")),
+        }
+    }
+}
+
+/// Why a wait ended. Its text form (`exit`, `mark:ready`, `idle:500`, `output:REGEX`,
+/// `window`, `timeout`, `interrupted`) is what traces and exports store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Exit,
+    Mark(String),
+    Output(String),
+    Idle(u64),
+    Window,
+    Timeout,
+    Interrupted,
+}
+
+impl Reason {
+    /// True when this reason is the one `until` asked for.
+    pub fn satisfies(&self, until: &Until) -> bool {
+        match (self, until) {
+            (Reason::Exit, Until::Exit) | (Reason::Window, Until::Window) => true,
+            (Reason::Mark(a), Until::Mark(b)) => a == b,
+            (Reason::Output(a), Until::Output(b)) => a == b.as_str(),
+            (Reason::Idle(a), Until::Idle(b)) => u128::from(*a) == b.as_millis(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn of(until: &Until) -> Reason {
+        match until {
+            Until::Exit => Reason::Exit,
+            Until::Mark(name) => Reason::Mark(name.clone()),
+            Until::Output(re) => Reason::Output(re.as_str().to_owned()),
+            Until::Idle(quiet) => Reason::Idle(quiet.as_millis() as u64),
+            Until::Window => Reason::Window,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Exit => f.write_str("exit"),
+            Reason::Mark(name) => write!(f, "mark:{name}"),
+            Reason::Output(re) => write!(f, "output:{re}"),
+            Reason::Idle(ms) => write!(f, "idle:{ms}"),
+            Reason::Window => f.write_str("window"),
+            Reason::Timeout => f.write_str("timeout"),
+            Reason::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form_and_prints_it_back() {
+        for text in [
+            "exit",
+            "window",
+            "idle:500",
+            "idle:20",
+            "mark:ready",
+            "mark:first paint",
+            "output:^Listening on \\d+",
+        ] {
+            let until: Until = text.parse().unwrap();
+            assert_eq!(until.to_string(), text);
+            assert!(Reason::of(&until).satisfies(&until));
+            assert_eq!(Reason::of(&until).to_string(), text);
+        }
+        assert_eq!("idle".parse::<Until>().unwrap().to_string(), "idle:500");
+    }
+
+    #[test]
+    fn rejects_malformed_conditions() {
+        for text in
+            ["", "exit:1", "idle:0", "idle:x", "mark", "mark:", "output:", "output:(", "window:2", "ready"]
+        {
+            assert!(text.parse::<Until>().is_err(), "{text:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn other_reasons_do_not_satisfy() {
+        let until: Until = "mark:ready".parse().unwrap();
+        assert!(!Reason::Mark("other".into()).satisfies(&until));
+        assert!(!Reason::Exit.satisfies(&until));
+        assert!(!Reason::Timeout.satisfies(&Until::Exit));
+        assert!(!Reason::Interrupted.satisfies(&Until::Exit));
+    }
+}
