@@ -140,6 +140,8 @@ pub(crate) struct Launch {
     interrupts: Option<Interrupts>,
     io_wait: Option<IoWaitSampler>,
     reaped: bool,
+    /// `DISPLAY` in the command's environment, for `window` readiness.
+    pub(crate) display: Option<String>,
 }
 
 /// What one round of polling found.
@@ -172,6 +174,7 @@ impl Launch {
             interrupts: Some(interrupts),
             io_wait: None,
             reaped: false,
+            display: None,
         }
     }
 
@@ -384,7 +387,7 @@ impl Running {
             _ => None,
         };
         let mut window = match until {
-            Until::Window => Some(WindowWatcher::connect(l.shepherd)?),
+            Until::Window => Some(WindowWatcher::connect(l.shepherd, l.display.as_deref())?),
             _ => None,
         };
         let deadline = options.timeout.map(|t| l.started_ns + t.as_nanos() as i64);

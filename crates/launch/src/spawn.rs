@@ -118,6 +118,8 @@ impl PausedChild {
         let marks = MarksFile::create(creds.as_ref().map(|c| (c.uid, c.gid)))?;
         let envp = child_env(&command.env, creds.as_ref(), marks.path());
         let program_path = resolve_program(first, &envp)?;
+        let display =
+            envp.iter().find_map(|kv| kv.to_str().ok()?.strip_prefix("DISPLAY=").map(str::to_owned));
         use std::os::unix::ffi::OsStrExt;
         let program = cstring(program_path.as_os_str().as_bytes(), "the program path", &program_name)?;
         let argv: Vec<CString> = command
@@ -187,6 +189,7 @@ impl PausedChild {
             marks,
             interrupts,
         );
+        launch.display = display;
         let first = launch.read_first_report();
         match first {
             Some(r) if r.kind == Report::STARTED => launch.root_pid = r.pid,
