@@ -1,0 +1,157 @@
+//! The recorder's test fixture: a program whose page-cache activity is known
+//! exactly. Given a directory, it writes three files, evicts them, marks
+//! `evicted`, reads pages 3–7 and 20–21 of `a.bin` with pread, touches pages 1, 10
+//! and 40 of `b.bin` through a mapping, has a double-forked grandchild read pages
+//! 0–3 of `c.bin`, marks `done`, writes the pids to `pids.txt` and exits with 7.
+//! Readahead is off for every read (FADV_RANDOM, MADV_RANDOM), so the pages read
+//! are exactly the pages asked for.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+const PAGES: [(&str, usize); 3] = [("a.bin", 64), ("b.bin", 64), ("c.bin", 16)];
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+fn die(what: &str) -> ! {
+    eprintln!("fixture: {what}: {}", std::io::Error::last_os_error());
+    std::process::exit(99)
+}
+
+fn mark(name: &str) {
+    if let Ok(path) = std::env::var(coldstart_launch::MARKS_ENV) {
+        let pid = std::process::id() as i32;
+        coldstart_launch::marks::append(Path::new(&path), name, Some(pid)).unwrap_or_else(|_| die("mark"));
+    }
+}
+
+fn resident_pages(file: &File, len: usize) -> usize {
+    // SAFETY: a private read-only mapping of an open file, unmapped below.
+    unsafe {
+        let addr =
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0);
+        if addr == libc::MAP_FAILED {
+            die("mmap for mincore");
+        }
+        let mut vec = vec![0u8; len.div_ceil(page_size())];
+        if libc::mincore(addr, len, vec.as_mut_ptr()) != 0 {
+            die("mincore");
+        }
+        libc::munmap(addr, len);
+        vec.iter().filter(|&&b| b & 1 != 0).count()
+    }
+}
+
+fn evict(file: &File, len: usize) {
+    for _ in 0..50 {
+        // SAFETY: fadvise on an open fd.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if resident_pages(file, len) == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    die("pages stay resident after POSIX_FADV_DONTNEED");
+}
+
+fn read_pages(path: &Path, first: usize, count: usize) {
+    let file = File::open(path).unwrap_or_else(|_| die("open for reading"));
+    let ps = page_size();
+    let mut buf = vec![0u8; count * ps];
+    // SAFETY: fadvise and pread on an open fd into a buffer of the right size.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+        let n =
+            libc::pread(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), (first * ps) as libc::off_t);
+        if n != buf.len() as isize {
+            die("short pread");
+        }
+    }
+}
+
+fn touch_pages(path: &Path, len: usize, pages: &[usize]) {
+    let file = File::open(path).unwrap_or_else(|_| die("open for mapping"));
+    // SAFETY: a read-only mapping of `len` bytes; only bytes inside it are read.
+    unsafe {
+        let addr =
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0);
+        if addr == libc::MAP_FAILED {
+            die("mmap");
+        }
+        libc::madvise(addr, len, libc::MADV_RANDOM);
+        for &p in pages {
+            std::ptr::read_volatile(addr.cast::<u8>().add(p * page_size()));
+        }
+        libc::munmap(addr, len);
+    }
+}
+
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| {
+        eprintln!("usage: coldstart-record-fixture DIR");
+        std::process::exit(2)
+    });
+    let dir = Path::new(&dir);
+    let ps = page_size();
+    for (name, pages) in PAGES {
+        let path = dir.join(name);
+        let mut f = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap_or_else(|_| die("create"));
+        let content: Vec<u8> = (0..pages * ps).map(|i| (i / ps) as u8 ^ name.as_bytes()[0]).collect();
+        f.write_all(&content).unwrap_or_else(|_| die("write"));
+        f.sync_all().unwrap_or_else(|_| die("fsync"));
+        evict(&f, pages * ps);
+    }
+    mark("evicted");
+    read_pages(&dir.join("a.bin"), 3, 5);
+    read_pages(&dir.join("a.bin"), 20, 2);
+    touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40]);
+
+    let mut fds = [0; 2];
+    // SAFETY: pipe, fork and _exit in a single-threaded program.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            die("pipe");
+        }
+        let (read_end, write_end) = (fds[0], fds[1]);
+        let child = libc::fork();
+        if child == 0 {
+            if libc::fork() == 0 {
+                libc::close(read_end);
+                read_pages(&dir.join("c.bin"), 0, 4);
+                let me = format!("{}\n", libc::getpid());
+                libc::write(write_end, me.as_ptr().cast(), me.len());
+                libc::_exit(0);
+            }
+            libc::_exit(0);
+        }
+        libc::close(write_end);
+        let mut status = 0;
+        libc::waitpid(child, &mut status, 0);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 64];
+        loop {
+            let n = libc::read(read_end, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        let grandchild = String::from_utf8_lossy(&out).trim().to_owned();
+        let pids =
+            format!("pid {}\nchild {child}\ngrandchild {grandchild}\npage_size {ps}\n", libc::getpid());
+        std::fs::write(dir.join("pids.txt"), pids).unwrap_or_else(|_| die("pids.txt"));
+    }
+    mark("done");
+    std::process::exit(7);
+}

@@ -1,0 +1,206 @@
+//! File identity: every page fill's (device, inode) resolved to a path — first by
+//! the fanotify opens, then by a bounded walk of the filesystem — and physical
+//! extents (FIEMAP) for the files the start read.
+//!
+//! Filesystem metadata (inode tables, directories, the journal) enters the page
+//! cache through the block device's own inode: its fills carry the device of the
+//! internal `bdev` filesystem (major 0) and, as inode number, the block device's
+//! number in the kernel encoding (`major << 20 | minor`; 254:0 → 0xfe00000), with
+//! page indexes counted from the start of that device. Those become one
+//! [`FileKind::DeviceMetadata`] file per disk, page indexes moved to the whole disk.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use coldstart_trace::{Dev, Extent, File, FileKind};
+
+use crate::capture::fanotify::OpenRecord;
+use crate::system::{Mount, whole_disk};
+
+/// Limits of the walk for inodes fanotify did not name.
+pub const WALK_MAX_ENTRIES: usize = 400_000;
+pub const WALK_MAX_TIME: Duration = Duration::from_secs(20);
+
+#[derive(Clone, Debug)]
+struct Known {
+    path: Option<String>,
+    size: Option<u64>,
+    mtime_ns: Option<i64>,
+    dir: bool,
+}
+
+/// The `file` table under construction.
+#[derive(Default)]
+pub struct FileTable {
+    pub files: Vec<File>,
+    by_key: HashMap<(Dev, u64), u32>,
+    /// Page offset to add to fills of a device-metadata file (partition start).
+    pub index_shift: HashMap<u32, u64>,
+    known: HashMap<(Dev, u64), Known>,
+    pub unresolved: u64,
+    pub walked_entries: usize,
+    pub walk_truncated: bool,
+}
+
+fn is_block_device(dev: Dev) -> bool {
+    Path::new(&format!("/sys/dev/block/{}:{}", dev.major, dev.minor)).exists()
+}
+
+impl FileTable {
+    pub fn new(opens: &[OpenRecord]) -> FileTable {
+        let mut t = FileTable::default();
+        for o in opens {
+            let key = (Dev::from_user(o.dev), o.ino);
+            if o.path.is_some() || !t.known.contains_key(&key) {
+                t.known.insert(
+                    key,
+                    Known {
+                        path: o.path.clone(),
+                        size: o.size,
+                        mtime_ns: o.mtime_ns,
+                        dir: o.dir.unwrap_or(false),
+                    },
+                );
+            }
+        }
+        t
+    }
+
+    /// The id of the file of a page-cache event (`s_dev` in the kernel encoding).
+    pub fn for_fill(&mut self, s_dev: u32, ino: u64, page_size: u64) -> u32 {
+        let key = (Dev::from_kernel(s_dev), ino);
+        if let Some(&id) = self.by_key.get(&key) {
+            return id;
+        }
+        let id = self.files.len() as u32;
+        let bdev = Dev::from_kernel(ino as u32);
+        let file = if key.0.major == 0
+            && ino >> 32 == 0
+            && !self.known.contains_key(&key)
+            && is_block_device(bdev)
+        {
+            let (disk, start) = whole_disk(bdev);
+            self.index_shift.insert(id, start / page_size);
+            let name = crate::system::disk_info(disk).name;
+            File {
+                id,
+                dev: disk,
+                ino,
+                path: Some(format!("/dev/{name}")),
+                kind: FileKind::DeviceMetadata,
+                size: None,
+                mtime_ns: None,
+            }
+        } else {
+            self.file_row(id, key)
+        };
+        self.files.push(file);
+        self.by_key.insert(key, id);
+        id
+    }
+
+    /// The id of an opened file (from fanotify's `st_dev`).
+    pub fn for_open(&mut self, user_dev: u64, ino: u64) -> u32 {
+        let key = (Dev::from_user(user_dev), ino);
+        if let Some(&id) = self.by_key.get(&key) {
+            return id;
+        }
+        let id = self.files.len() as u32;
+        let row = self.file_row(id, key);
+        self.files.push(row);
+        self.by_key.insert(key, id);
+        id
+    }
+
+    fn file_row(&self, id: u32, key: (Dev, u64)) -> File {
+        let known = self.known.get(&key);
+        File {
+            id,
+            dev: key.0,
+            ino: key.1,
+            path: known.and_then(|k| k.path.clone()),
+            kind: if known.is_some_and(|k| k.dir) { FileKind::Directory } else { FileKind::Regular },
+            size: known.and_then(|k| k.size),
+            mtime_ns: known.and_then(|k| k.mtime_ns),
+        }
+    }
+
+    /// Looks for the files still without a path by walking their filesystems, then
+    /// counts what stays unresolved.
+    pub fn resolve_by_walk(&mut self, mounts: &[Mount]) {
+        let mut wanted: HashMap<Dev, HashSet<u64>> = HashMap::new();
+        for f in self.files.iter().filter(|f| f.path.is_none()) {
+            wanted.entry(f.dev).or_default().insert(f.ino);
+        }
+        let started = Instant::now();
+        let mut found: HashMap<(Dev, u64), (PathBuf, fs::Metadata)> = HashMap::new();
+        for (dev, inos) in &wanted {
+            let Some(mount) =
+                mounts.iter().filter(|m| m.dev == *dev).min_by_key(|m| m.root.as_os_str().len())
+            else {
+                continue;
+            };
+            let mut stack = vec![mount.mount_point.clone()];
+            let mut left = inos.len();
+            while let Some(dir) = stack.pop() {
+                if left == 0 || self.walked_entries >= WALK_MAX_ENTRIES || started.elapsed() > WALK_MAX_TIME {
+                    self.walk_truncated |= left > 0;
+                    break;
+                }
+                let Ok(entries) = fs::read_dir(&dir) else { continue };
+                for entry in entries.flatten() {
+                    self.walked_entries += 1;
+                    let Ok(md) = entry.metadata() else { continue };
+                    if Dev::from_user(md.dev()) != *dev {
+                        continue;
+                    }
+                    if inos.contains(&md.ino()) && !found.contains_key(&(*dev, md.ino())) {
+                        left -= 1;
+                        found.insert((*dev, md.ino()), (entry.path(), md.clone()));
+                    }
+                    if md.is_dir() {
+                        stack.push(entry.path());
+                    }
+                }
+            }
+        }
+        for f in self.files.iter_mut().filter(|f| f.path.is_none()) {
+            match found.get(&(f.dev, f.ino)) {
+                Some((path, md)) => {
+                    f.path = Some(path.to_string_lossy().into_owned());
+                    f.size = Some(md.size());
+                    f.mtime_ns = Some(md.mtime() * 1_000_000_000 + md.mtime_nsec());
+                    if md.is_dir() {
+                        f.kind = FileKind::Directory;
+                    }
+                }
+                None => self.unresolved += 1,
+            }
+        }
+    }
+
+    /// FIEMAP extents of the regular files in `ids`, placed on whole disks.
+    pub fn extents(&self, ids: &HashSet<u32>) -> (Vec<Extent>, u64) {
+        let mut out = Vec::new();
+        let mut failed = 0;
+        for f in self.files.iter().filter(|f| ids.contains(&f.id) && f.kind == FileKind::Regular) {
+            let Some(path) = &f.path else { continue };
+            let (disk, start) = whole_disk(f.dev);
+            match crate::build::fiemap::extents(Path::new(path), f.dev, f.ino) {
+                Ok(list) => out.extend(list.into_iter().map(|e| Extent {
+                    file_id: f.id,
+                    disk,
+                    logical: e.logical,
+                    physical: e.physical + start,
+                    length: e.length,
+                    flags: e.flags,
+                })),
+                Err(_) => failed += 1,
+            }
+        }
+        (out, failed)
+    }
+}

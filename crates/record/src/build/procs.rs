@@ -1,0 +1,220 @@
+//! The process tree of the recording: processes, threads and execs from the proc
+//! connector's events (which tell threads from processes and carry exit codes),
+//! with exec file names and thread names from tracefs.
+
+use std::collections::{HashMap, HashSet};
+
+use coldstart_trace::{Exec, Nanos, Process, Thread};
+
+use crate::capture::connector::ProcRecord;
+use crate::ftrace::events::{Event, Timed};
+
+/// The processes, threads and execs, and the lookups the other tables need.
+#[derive(Default)]
+pub struct ProcTree {
+    pub processes: Vec<Process>,
+    pub threads: Vec<Thread>,
+    pub execs: Vec<Exec>,
+    /// tid → pid (thread group) for every task seen.
+    pub pid_of: HashMap<i32, i32>,
+    /// Processes in scope.
+    pub in_scope: HashSet<i32>,
+    /// Execs whose argv could not be read (the process had exited or exec'd again).
+    pub argv_unread: u64,
+    pub connector_lost: u64,
+}
+
+/// Converts a wait status (`exit_code` of the connector) to a shell-style exit status.
+pub fn exit_status(wait_status: u32) -> i32 {
+    let signal = wait_status & 0x7f;
+    if signal != 0 { 128 + signal as i32 } else { ((wait_status >> 8) & 0xff) as i32 }
+}
+
+impl ProcTree {
+    pub fn tgid(&self, tid: i32) -> i32 {
+        self.pid_of.get(&tid).copied().unwrap_or(tid)
+    }
+
+    /// Builds the tree. `mono_to_trace` converts connector times; `system` puts everything in scope.
+    pub fn build(
+        records: &[ProcRecord],
+        scope_events: &[Timed],
+        root_pid: Option<i32>,
+        system: bool,
+        to_trace: impl Fn(i64) -> Nanos,
+        boot_to_trace: impl Fn(u64) -> Nanos,
+    ) -> ProcTree {
+        let mut tree = ProcTree::default();
+        let mut current: HashMap<i32, usize> = HashMap::new();
+        let mut thread_idx: HashMap<i32, usize> = HashMap::new();
+        if let Some(root) = root_pid {
+            tree.in_scope.insert(root);
+        }
+        let mut exec_files: HashMap<i32, Vec<(Nanos, String)>> = HashMap::new();
+        let mut thread_comm: HashMap<i32, String> = HashMap::new();
+        for e in scope_events {
+            match &e.event {
+                Event::Exec { tid, filename, .. } => {
+                    exec_files.entry(*tid).or_default().push((boot_to_trace(e.ts), filename.clone()))
+                }
+                Event::Switch { prev_tid, prev_comm, .. } if *prev_tid != 0 => {
+                    thread_comm.insert(*prev_tid, prev_comm.text());
+                }
+                _ => {}
+            }
+        }
+        for rec in records {
+            match rec {
+                ProcRecord::Fork { t, ppid, tid, pid, .. } => {
+                    tree.pid_of.insert(*tid, *pid);
+                    let t = to_trace(*t);
+                    if tid == pid {
+                        let in_scope = system || tree.in_scope.contains(ppid) || Some(*pid) == root_pid;
+                        if !in_scope {
+                            continue;
+                        }
+                        tree.in_scope.insert(*pid);
+                        let comm =
+                            current.get(ppid).map(|&i| tree.processes[i].comm.clone()).unwrap_or_default();
+                        current.insert(*pid, tree.processes.len());
+                        tree.processes.push(Process {
+                            pid: *pid,
+                            ppid: Some(*ppid),
+                            comm: comm.clone(),
+                            exe: None,
+                            argv: Vec::new(),
+                            start_ns: Some(t),
+                            end_ns: None,
+                            exit_code: None,
+                            in_scope: true,
+                        });
+                    } else if !(system || tree.in_scope.contains(pid)) {
+                        continue;
+                    }
+                    thread_idx.insert(*tid, tree.threads.len());
+                    tree.threads.push(Thread {
+                        tid: *tid,
+                        pid: *pid,
+                        comm: String::new(),
+                        start_ns: Some(t),
+                        end_ns: None,
+                    });
+                }
+                ProcRecord::Exec { t, tid, pid, exe, argv, comm } => {
+                    tree.pid_of.insert(*tid, *pid);
+                    let Some(&i) = current.get(pid) else { continue };
+                    let t = to_trace(*t);
+                    let file = exec_files.get(tid).and_then(|list| {
+                        list.iter().min_by_key(|(te, _)| (te - t).abs()).map(|(_, f)| f.clone())
+                    });
+                    if argv.is_none() {
+                        tree.argv_unread += 1;
+                    }
+                    let p = &mut tree.processes[i];
+                    p.exe = exe.clone().or_else(|| file.clone());
+                    p.argv = argv.clone().unwrap_or_default();
+                    if let Some(c) = comm {
+                        p.comm = c.clone();
+                    }
+                    tree.execs.push(Exec {
+                        pid: *pid,
+                        t_ns: t,
+                        path: file.or_else(|| exe.clone()).unwrap_or_default(),
+                        argv: p.argv.clone(),
+                    });
+                }
+                ProcRecord::Comm { tid, pid, comm, .. } => {
+                    if let (true, Some(&i)) = (tid == pid, current.get(pid)) {
+                        tree.processes[i].comm = comm.clone();
+                    }
+                    thread_comm.entry(*tid).or_insert_with(|| comm.clone());
+                }
+                ProcRecord::Exit { t, tid, pid, code, .. } => {
+                    let t = to_trace(*t);
+                    if let Some(&i) = thread_idx.get(tid) {
+                        tree.threads[i].end_ns = Some(t);
+                    }
+                    if let Some(i) = (tid == pid).then(|| current.remove(pid)).flatten() {
+                        tree.processes[i].end_ns = Some(t);
+                        tree.processes[i].exit_code = Some(exit_status(*code));
+                    }
+                }
+                ProcRecord::Lost { .. } => tree.connector_lost += 1,
+            }
+        }
+        for t in &mut tree.threads {
+            if let Some(c) = thread_comm.get(&t.tid) {
+                t.comm = c.clone();
+            } else if let Some(p) = tree.processes.iter().find(|p| p.pid == t.pid) {
+                t.comm = p.comm.clone();
+            }
+        }
+        tree
+    }
+
+    /// Adds a thread (and in system mode its process) for a task seen in events
+    /// but never forked during the recording.
+    pub fn ensure_task(&mut self, tid: i32, comm: &str, system: bool) {
+        if self.pid_of.contains_key(&tid) && self.threads.iter().any(|t| t.tid == tid) {
+            return;
+        }
+        let pid = *self.pid_of.entry(tid).or_insert_with(|| tgid_from_proc(tid).unwrap_or(tid));
+        if !(system || self.in_scope.contains(&pid)) {
+            return;
+        }
+        if system && !self.in_scope.contains(&pid) {
+            self.in_scope.insert(pid);
+            self.processes.push(Process { pid, comm: comm.to_owned(), in_scope: true, ..Default::default() });
+        }
+        if !self.threads.iter().any(|t| t.tid == tid) {
+            self.threads.push(Thread { tid, pid, comm: comm.to_owned(), start_ns: None, end_ns: None });
+        }
+    }
+}
+
+fn tgid_from_proc(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_of_codes_and_signals() {
+        assert_eq!(exit_status(7 << 8), 7);
+        assert_eq!(exit_status(9), 137);
+        assert_eq!(exit_status(0), 0);
+    }
+
+    #[test]
+    fn double_forked_grandchild_stays_in_scope_and_threads_are_not_processes() {
+        let recs = vec![
+            ProcRecord::Fork { t: 10, ptid: 1, ppid: 1, tid: 100, pid: 100 },
+            ProcRecord::Exec {
+                t: 11,
+                tid: 100,
+                pid: 100,
+                exe: Some("/bin/app".into()),
+                argv: Some(vec!["app".into()]),
+                comm: Some("app".into()),
+            },
+            ProcRecord::Fork { t: 12, ptid: 100, ppid: 100, tid: 101, pid: 100 },
+            ProcRecord::Fork { t: 13, ptid: 100, ppid: 100, tid: 200, pid: 200 },
+            ProcRecord::Fork { t: 14, ptid: 200, ppid: 200, tid: 300, pid: 300 },
+            ProcRecord::Exit { t: 15, tid: 200, pid: 200, code: 0, signal: 17 },
+            ProcRecord::Fork { t: 16, ptid: 5, ppid: 5, tid: 400, pid: 400 },
+            ProcRecord::Exit { t: 20, tid: 100, pid: 100, code: 3 << 8, signal: 17 },
+        ];
+        let tree = ProcTree::build(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        let pids: Vec<i32> = tree.processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, vec![100, 200, 300]);
+        assert_eq!(tree.processes[2].ppid, Some(200));
+        assert_eq!(tree.processes[0].exit_code, Some(3));
+        assert_eq!(tree.processes[0].argv, vec!["app".to_string()]);
+        assert_eq!(tree.tgid(101), 100);
+        assert_eq!(tree.threads.iter().filter(|t| t.pid == 100).count(), 2);
+        assert!(!tree.in_scope.contains(&400));
+    }
+}

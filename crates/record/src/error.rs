@@ -1,0 +1,53 @@
+//! Errors of recording, each a one-paragraph message that says what is missing
+//! and what to do.
+
+use std::path::{Path, PathBuf};
+
+pub type Result<T, E = RecordError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(
+        "recording needs root: the recorder reads the kernel's tracing buffers (tracefs) and watches \
+         file opens with fanotify, which only root may do. Run it as `sudo coldstart record -- CMD…`; \
+         the command still runs as you (add --as-root to run it as root)."
+    )]
+    NotRoot,
+    #[error(
+        "the kernel tracing filesystem (tracefs) is not available: {0}. Recording needs a kernel built \
+         with CONFIG_FTRACE and tracefs mounted at /sys/kernel/tracing (`mount -t tracefs nodev \
+         /sys/kernel/tracing`); without it, `coldstart bench` still measures start times."
+    )]
+    NoTracefs(String),
+    #[error("tracefs event {0} is missing from this kernel; the recorder needs it ({1})")]
+    MissingEvent(String, String),
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot understand a tracefs format description: {0}")]
+    Format(String),
+    #[error("fanotify: {0}")]
+    Fanotify(String),
+    #[error(transparent)]
+    Trace(#[from] coldstart_trace::TraceError),
+    #[error("{0}")]
+    Spool(String),
+    #[error("{0}")]
+    Launch(String),
+}
+
+impl RecordError {
+    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> RecordError {
+        RecordError::Io { path: path.as_ref().to_owned(), source }
+    }
+}
+
+/// Attaches a path to io errors.
+pub trait IoContext<T> {
+    fn at(self, path: impl AsRef<Path>) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: impl AsRef<Path>) -> Result<T> {
+        self.map_err(|e| RecordError::io(path, e))
+    }
+}

@@ -1,0 +1,285 @@
+//! The events the recorder enables, decoded from raw records into typed values by
+//! the field offsets of their format files.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::ftrace::format::{DynamicKind, EventFormat, Field};
+
+/// `(system, event)` of every event the recorder enables.
+pub const SCOPE_EVENTS: &[(&str, &str)] = &[
+    ("filemap", "mm_filemap_add_to_page_cache"),
+    ("sched", "sched_process_fork"),
+    ("sched", "sched_process_exec"),
+    ("sched", "sched_process_exit"),
+    ("sched", "sched_switch"),
+    ("sched", "sched_wakeup"),
+    ("sched", "sched_wakeup_new"),
+];
+/// Events of the unfiltered block instance.
+pub const BLOCK_EVENTS: &[(&str, &str)] = &[("block", "block_rq_issue"), ("block", "block_rq_complete")];
+/// `trace_marker` writes (always recorded while tracing is on; nothing to enable).
+pub const PRINT_EVENT: (&str, &str) = ("ftrace", "print");
+
+/// `common_flags` bits of interrupt context (hardirq, softirq, NMI), from the
+/// kernel's `trace_flag_type`; they have been stable since Linux 2.6.
+const INTERRUPT_FLAGS: u8 = 0x08 | 0x10 | 0x40;
+
+/// A command name as the kernel stores it (up to 16 bytes, NUL-padded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Comm(pub [u8; 16]);
+
+impl Comm {
+    fn from_bytes(b: &[u8]) -> Comm {
+        let mut c = [0u8; 16];
+        let n = b.iter().position(|&x| x == 0).unwrap_or(b.len()).min(16);
+        c[..n].copy_from_slice(&b[..n]);
+        Comm(c)
+    }
+
+    pub fn text(&self) -> String {
+        let n = self.0.iter().position(|&x| x == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.0[..n]).into_owned()
+    }
+}
+
+/// A decoded event. `tid` is the task that was running (`common_pid`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    PageCacheAdd { tid: i32, dev: u32, ino: u64, index: u64, order: u8 },
+    BlockIssue { tid: i32, dev: u32, sector: u64, bytes: u32, rwbs: String, comm: Comm },
+    BlockComplete { dev: u32, sector: u64, nr_sector: u32, error: i32, rwbs: String },
+    Fork { parent_tid: i32, child_tid: i32, child_comm: String },
+    Exec { tid: i32, old_tid: i32, filename: String },
+    Exit { tid: i32, comm: Comm },
+    Switch { prev_tid: i32, prev_state: u64, prev_comm: Comm, next_tid: i32, next_comm: Comm },
+    Wakeup { tid: i32, waker: Option<i32>, new: bool },
+    Print { tid: i32, text: String },
+}
+
+/// An event with its time on the trace clock and the CPU it was recorded on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timed {
+    pub ts: u64,
+    pub cpu: u16,
+    pub event: Event,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    PageCacheAdd,
+    BlockIssue,
+    BlockComplete,
+    Fork,
+    Exec,
+    Exit,
+    Switch,
+    Wakeup { new: bool },
+    Print,
+}
+
+/// Decodes the enabled events by their format descriptions.
+pub struct Decoder {
+    common_type: Field,
+    common_flags: Option<Field>,
+    common_pid: Field,
+    kinds: HashMap<u16, (Kind, Vec<Field>)>,
+    /// sched_switch `prev_state` bits by the letter the kernel prints for them.
+    pub state_bits: Vec<(u64, String)>,
+}
+
+fn int(data: &[u8], f: &Field) -> i64 {
+    let Some(b) = data.get(f.offset..f.offset + f.size) else { return 0 };
+    match (f.size, f.signed) {
+        (1, false) => i64::from(b[0]),
+        (1, true) => i64::from(b[0] as i8),
+        (2, false) => i64::from(u16::from_le_bytes([b[0], b[1]])),
+        (2, true) => i64::from(i16::from_le_bytes([b[0], b[1]])),
+        (4, false) => i64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        (4, true) => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        (8, _) => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+        _ => 0,
+    }
+}
+
+fn text(data: &[u8], f: &Field) -> String {
+    let bytes = match f.dynamic() {
+        None => data.get(f.offset..f.offset + f.size).unwrap_or(&[]),
+        Some(kind) => {
+            let loc = int(data, &Field { size: 4, signed: false, ..f.clone() }) as u32;
+            let (mut start, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+            if kind == DynamicKind::RelLoc {
+                start += f.offset + f.size;
+            }
+            data.get(start..start + len).unwrap_or(&[])
+        }
+    };
+    let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..n]).into_owned()
+}
+
+fn comm(data: &[u8], f: &Field) -> Comm {
+    Comm::from_bytes(data.get(f.offset..f.offset + f.size).unwrap_or(&[]))
+}
+
+impl Decoder {
+    /// Builds a decoder from the formats of the enabled events (any subset).
+    pub fn new(formats: &[EventFormat]) -> Result<Decoder> {
+        let any =
+            formats.first().ok_or_else(|| crate::error::RecordError::Format("no event formats".into()))?;
+        let mut decoder = Decoder {
+            common_type: any.require("common_type")?.clone(),
+            common_flags: any.field("common_flags").cloned(),
+            common_pid: any.require("common_pid")?.clone(),
+            kinds: HashMap::new(),
+            state_bits: Vec::new(),
+        };
+        for f in formats {
+            let (kind, names): (Kind, &[&str]) = match (f.system.as_str(), f.name.as_str()) {
+                ("filemap", "mm_filemap_add_to_page_cache") => {
+                    (Kind::PageCacheAdd, &["s_dev", "i_ino", "index", "order"])
+                }
+                ("block", "block_rq_issue") => {
+                    (Kind::BlockIssue, &["dev", "sector", "bytes", "rwbs", "comm"])
+                }
+                ("block", "block_rq_complete") => {
+                    (Kind::BlockComplete, &["dev", "sector", "nr_sector", "error", "rwbs"])
+                }
+                ("sched", "sched_process_fork") => (Kind::Fork, &["parent_pid", "child_pid", "child_comm"]),
+                ("sched", "sched_process_exec") => (Kind::Exec, &["pid", "old_pid", "filename"]),
+                ("sched", "sched_process_exit") => (Kind::Exit, &["pid", "comm"]),
+                ("sched", "sched_switch") => {
+                    decoder.state_bits = f.print_flag_pairs();
+                    (Kind::Switch, &["prev_pid", "prev_state", "prev_comm", "next_pid", "next_comm"])
+                }
+                ("sched", "sched_wakeup") => (Kind::Wakeup { new: false }, &["pid"]),
+                ("sched", "sched_wakeup_new") => (Kind::Wakeup { new: true }, &["pid"]),
+                ("ftrace", "print") => (Kind::Print, &["buf"]),
+                _ => continue,
+            };
+            let fields = names.iter().map(|n| f.require(n).cloned()).collect::<Result<Vec<_>>>()?;
+            decoder.kinds.insert(f.id, (kind, fields));
+        }
+        Ok(decoder)
+    }
+
+    /// Decodes one record; `None` for events the recorder did not ask for.
+    pub fn decode(&self, data: &[u8]) -> Option<Event> {
+        let id = int(data, &self.common_type) as u16;
+        let (kind, f) = self.kinds.get(&id)?;
+        let tid = int(data, &self.common_pid) as i32;
+        Some(match kind {
+            Kind::PageCacheAdd => Event::PageCacheAdd {
+                tid,
+                dev: int(data, &f[0]) as u32,
+                ino: int(data, &f[1]) as u64,
+                index: int(data, &f[2]) as u64,
+                order: int(data, &f[3]) as u8,
+            },
+            Kind::BlockIssue => Event::BlockIssue {
+                tid,
+                dev: int(data, &f[0]) as u32,
+                sector: int(data, &f[1]) as u64,
+                bytes: int(data, &f[2]) as u32,
+                rwbs: text(data, &f[3]),
+                comm: comm(data, &f[4]),
+            },
+            Kind::BlockComplete => Event::BlockComplete {
+                dev: int(data, &f[0]) as u32,
+                sector: int(data, &f[1]) as u64,
+                nr_sector: int(data, &f[2]) as u32,
+                error: int(data, &f[3]) as i32,
+                rwbs: text(data, &f[4]),
+            },
+            Kind::Fork => Event::Fork {
+                parent_tid: int(data, &f[0]) as i32,
+                child_tid: int(data, &f[1]) as i32,
+                child_comm: text(data, &f[2]),
+            },
+            Kind::Exec => Event::Exec {
+                tid: int(data, &f[0]) as i32,
+                old_tid: int(data, &f[1]) as i32,
+                filename: text(data, &f[2]),
+            },
+            Kind::Exit => Event::Exit { tid: int(data, &f[0]) as i32, comm: comm(data, &f[1]) },
+            Kind::Switch => Event::Switch {
+                prev_tid: int(data, &f[0]) as i32,
+                prev_state: int(data, &f[1]) as u64,
+                prev_comm: comm(data, &f[2]),
+                next_tid: int(data, &f[3]) as i32,
+                next_comm: comm(data, &f[4]),
+            },
+            Kind::Wakeup { new } => {
+                let flags = self.common_flags.as_ref().map_or(0, |cf| int(data, cf) as u8);
+                let waker = (flags & INTERRUPT_FLAGS == 0 && tid != 0).then_some(tid);
+                Event::Wakeup { tid: int(data, &f[0]) as i32, waker, new: *new }
+            }
+            Kind::Print => {
+                let buf = &f[0];
+                let bytes = data.get(buf.offset..).unwrap_or(&[]);
+                let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                Event::Print { tid, text: String::from_utf8_lossy(&bytes[..n]).trim_end().to_owned() }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format(system: &str, name: &str, id: u16, fields: &str) -> EventFormat {
+        let text = format!(
+            "name: {name}\nID: {id}\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n{fields}\nprint fmt: \"\"\n"
+        );
+        EventFormat::parse(system, &text).unwrap()
+    }
+
+    fn record(id: u16, flags: u8, pid: i32, rest: &[u8]) -> Vec<u8> {
+        let mut r = id.to_le_bytes().to_vec();
+        r.push(flags);
+        r.push(0);
+        r.extend_from_slice(&pid.to_le_bytes());
+        r.extend_from_slice(rest);
+        r
+    }
+
+    #[test]
+    fn decodes_fork_with_data_loc_and_wakeup_from_irq() {
+        let fork = format(
+            "sched",
+            "sched_process_fork",
+            7,
+            "\tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;\n\
+\tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;\n\
+\tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;\n",
+        );
+        let wake = format("sched", "sched_wakeup", 9, "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n");
+        let d = Decoder::new(&[fork, wake]).unwrap();
+        let mut rest = Vec::new();
+        rest.extend_from_slice(&((3u32 << 16) | 24).to_le_bytes());
+        rest.extend_from_slice(&10i32.to_le_bytes());
+        rest.extend_from_slice(&((4u32 << 16) | 27).to_le_bytes());
+        rest.extend_from_slice(&11i32.to_le_bytes());
+        rest.extend_from_slice(b"sh\0abc\0");
+        assert_eq!(
+            d.decode(&record(7, 0, 10, &rest)),
+            Some(Event::Fork { parent_tid: 10, child_tid: 11, child_comm: "abc".into() })
+        );
+        let mut rest = vec![0u8; 16];
+        rest.extend_from_slice(&55i32.to_le_bytes());
+        assert_eq!(
+            d.decode(&record(9, 0x08, 3, &rest)),
+            Some(Event::Wakeup { tid: 55, waker: None, new: false })
+        );
+        assert_eq!(
+            d.decode(&record(9, 0x01, 3, &rest)),
+            Some(Event::Wakeup { tid: 55, waker: Some(3), new: false })
+        );
+        assert_eq!(d.decode(&record(99, 0, 3, &rest)), None);
+    }
+}

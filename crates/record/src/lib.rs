@@ -1,0 +1,37 @@
+//! The coldstart recorder: records a command's start (or the whole system) from
+//! the kernel's tracing buffers, fanotify, the proc connector and /proc, and turns
+//! what it recorded into a [`coldstart_trace::Trace`].
+//!
+//! How it works, for ARCHITECTURE.md:
+//! - Two private tracefs instances per recording ([`tracefs`]): `scope` (page-cache
+//!   fills, scheduler and process events, `trace_marker`), filtered to the command's
+//!   tree with `set_event_pid` + `event-fork` (or unfiltered with `--system`), and
+//!   `block` (block request issue and completion), always unfiltered because
+//!   completions run in interrupt context and issues often in kworkers.
+//! - While the command runs, [`capture`] threads only copy: raw ring-buffer pages
+//!   from `trace_pipe_raw`, fanotify opens, proc-connector process events and
+//!   /proc samples go to a spool directory ([`spool`]). A double-forked guardian
+//!   ([`guardian`]) removes the instances if the recorder is killed.
+//! - Afterwards, [`build`] decodes the spool into a trace. `coldstart recover` runs
+//!   the same code on the spool of a killed recorder, so recovery is tested by
+//!   every recording.
+//! - Raw pages are parsed by hand ([`ftrace`]) from the kernel's own format
+//!   descriptions: no crate parses ftrace ring-buffer pages well.
+
+pub mod build;
+pub mod capture;
+pub mod error;
+pub mod ftrace;
+pub mod guardian;
+mod session;
+pub mod spool;
+pub mod system;
+pub mod tracefs;
+
+pub use build::{CrossCheck, Summary};
+pub use error::{RecordError, Result};
+pub use session::{
+    RecordConfig, Recorded, TRACE_MARKER_ENV, preflight, record, recover, recover_leftovers, unique_output,
+    write_trace,
+};
+pub use spool::{DEFAULT_SPOOL_ROOT, Spool};

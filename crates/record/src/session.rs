@@ -1,0 +1,437 @@
+//! One recording from start to trace file: checks, instances, capture threads,
+//! the command (through `coldstart-launch`), the stop, the spool turned into a
+//! trace, and cleanup on every path out.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use coldstart_launch::{Command, Ending, PausedChild, RunAs, Until, WaitOptions};
+use coldstart_trace::{Ready, TraceWriter};
+
+use crate::build::{Summary, build};
+use crate::capture::connector::ProcWatch;
+use crate::capture::fanotify::OpenWatch;
+use crate::capture::pages::PageSource;
+use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
+use crate::error::{IoContext, RecordError, Result};
+use crate::ftrace::events::{BLOCK_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
+use crate::guardian::Guardian;
+use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolStart};
+use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
+
+/// Environment variable naming the scope instance's `trace_marker` (root only).
+pub const TRACE_MARKER_ENV: &str = "COLDSTART_TRACE_MARKER";
+
+/// What to record; built by the CLI from its arguments.
+#[derive(Clone, Debug)]
+pub struct RecordConfig {
+    pub command: Vec<OsString>,
+    /// `None`: `<command basename>.coldstart` in the current directory, never overwriting.
+    pub output: Option<PathBuf>,
+    pub system: bool,
+    pub until: Until,
+    pub timeout: Option<Duration>,
+    pub cold: bool,
+    /// Run the command as root even under sudo.
+    pub as_root: bool,
+    pub sample_hz: f64,
+    /// Per-CPU ring buffer of each instance, KiB.
+    pub buffer_kb: u32,
+    /// Wake the page reader when a per-CPU buffer is this full (percent).
+    pub buffer_percent: u32,
+    pub spool_root: PathBuf,
+}
+
+impl Default for RecordConfig {
+    fn default() -> RecordConfig {
+        RecordConfig {
+            command: Vec::new(),
+            output: None,
+            system: false,
+            until: Until::Exit,
+            timeout: None,
+            cold: false,
+            as_root: false,
+            sample_hz: 50.0,
+            buffer_kb: 8192,
+            buffer_percent: 50,
+            spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
+        }
+    }
+}
+
+/// A finished recording.
+#[derive(Debug)]
+pub struct Recorded {
+    pub path: PathBuf,
+    pub summary: Summary,
+    pub ready: Option<Ready>,
+    /// The status `record` should exit with (the command's).
+    pub exit_code: i32,
+    /// Traces rebuilt from spools of earlier, killed recorders.
+    pub recovered: Vec<(PathBuf, Summary)>,
+    pub removed_stale_instances: Vec<String>,
+}
+
+/// Checks root and tracefs, with the one-paragraph messages users see.
+pub fn preflight() -> Result<Tracefs> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return Err(RecordError::NotRoot);
+    }
+    Tracefs::find_or_mount()
+}
+
+/// `name.coldstart`, or `name-2.coldstart`, `name-3.coldstart` … whichever does not exist.
+pub fn unique_output(dir: &Path, stem: &str) -> PathBuf {
+    let first = dir.join(format!("{stem}.coldstart"));
+    if !first.exists() {
+        return first;
+    }
+    (2..).map(|n| dir.join(format!("{stem}-{n}.coldstart"))).find(|p| !p.exists()).unwrap_or(first)
+}
+
+fn default_output(command: &[OsString]) -> PathBuf {
+    let stem = command
+        .first()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "trace".into());
+    unique_output(Path::new("."), &stem)
+}
+
+/// The sudo invoker, who should own the trace file.
+fn invoker() -> Option<(u32, u32)> {
+    let var = |k| std::env::var(k).ok()?.parse::<u32>().ok();
+    let (uid, gid) = (var("SUDO_UID")?, var("SUDO_GID")?);
+    (uid != 0).then_some((uid, gid))
+}
+
+/// Writes a built trace atomically (mode 0600), owned by `chown` if given.
+pub fn write_trace(trace: &coldstart_trace::Trace, path: &Path, chown: Option<(u32, u32)>) -> Result<()> {
+    let mut writer = TraceWriter::create(path)?;
+    writer.all(trace)?;
+    if let Some((uid, gid)) = chown {
+        std::os::unix::fs::chown(writer.temp_path(), Some(uid), Some(gid)).at(writer.temp_path())?;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+/// Rebuilds the trace of one leftover spool and removes the spool.
+pub fn recover(spool: Spool, output: Option<&Path>) -> Result<(PathBuf, Summary)> {
+    let start = spool.start()?;
+    let path = match output {
+        Some(p) => p.to_owned(),
+        None => {
+            let dir = start.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let stem =
+                start.output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("trace".into());
+            let stem = if start.output.exists() { format!("{stem}-partial") } else { stem };
+            unique_output(dir, &stem)
+        }
+    };
+    let built = build(&spool)?;
+    write_trace(&built.trace, &path, start.chown)?;
+    spool.remove()?;
+    Ok((path, built.summary))
+}
+
+/// Recovers every spool under `root` left by a recorder that is no longer running.
+pub fn recover_leftovers(root: &Path) -> Vec<Result<(PathBuf, Summary)>> {
+    Spool::leftovers(root).into_iter().map(|s| recover(s, None)).collect()
+}
+
+/// The recorder's two instances; removed when dropped, whatever happened.
+struct Instances {
+    list: Vec<Instance>,
+}
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        for inst in &self.list {
+            let _ = inst.remove();
+        }
+    }
+}
+
+struct Threads {
+    pages: JoinHandle<Result<u64>>,
+    opens: JoinHandle<Result<crate::capture::fanotify::OpenStats>>,
+    procs: JoinHandle<Result<u64>>,
+    samples: JoinHandle<Result<u64>>,
+}
+
+fn join<T>(h: JoinHandle<Result<T>>, what: &str) -> Result<T> {
+    h.join().map_err(|_| RecordError::Spool(format!("the {what} thread panicked")))?
+}
+
+fn drop_caches() -> Result<()> {
+    nix::unistd::sync();
+    let path = "/proc/sys/vm/drop_caches";
+    std::fs::write(path, "3").at(path)
+}
+
+fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<()> {
+    let header = tracefs.root.join("events/header_page");
+    spool.save_format("header_page", &crate::tracefs::read_text(&header).at(&header)?)?;
+    for (system, event) in SCOPE_EVENTS.iter().chain(BLOCK_EVENTS).chain([&PRINT_EVENT]) {
+        let path = tracefs.root.join("events").join(system).join(event).join("format");
+        let text = crate::tracefs::read_text(&path)
+            .map_err(|e| RecordError::MissingEvent(format!("{system}:{event}"), e.to_string()))?;
+        spool.save_format(&format!("{system}__{event}"), &text)?;
+    }
+    Ok(())
+}
+
+/// Records `config.command` and writes the trace.
+pub fn record(config: &RecordConfig) -> Result<Recorded> {
+    if config.command.is_empty() {
+        return Err(RecordError::Launch("no command to record (write it after `--`)".into()));
+    }
+    let tracefs = preflight()?;
+    let removed_stale_instances = tracefs.remove_stale_instances();
+    let mut recovered = Vec::new();
+    for r in recover_leftovers(&config.spool_root) {
+        recovered.push(r?);
+    }
+    let output = config.output.clone().unwrap_or_else(|| default_output(&config.command));
+    let output = if output.is_absolute() { output } else { std::env::current_dir().at(".")?.join(output) };
+
+    let owner = InstanceOwner::current();
+    let names = [owner.instance_name("scope"), owner.instance_name("block")];
+    let guardian =
+        Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
+    let spool = Spool::create(&config.spool_root, &owner)?;
+    save_formats(&tracefs, &spool)?;
+
+    let scope_config = InstanceConfig {
+        events: SCOPE_EVENTS.to_vec(),
+        pids: (!config.system).then(Vec::new),
+        notrace_pids: Vec::new(),
+        buffer_kb: config.buffer_kb,
+        buffer_percent: config.buffer_percent,
+    };
+    let block_config = InstanceConfig {
+        events: BLOCK_EVENTS.to_vec(),
+        pids: None,
+        notrace_pids: Vec::new(),
+        buffer_kb: (config.buffer_kb / 4).max(1024),
+        buffer_percent: config.buffer_percent,
+    };
+    let mut instances = Instances { list: Vec::new() };
+    instances.list.push(Instance::create(&tracefs, &names[0], &scope_config)?);
+    instances.list.push(Instance::create(&tracefs, &names[1], &block_config)?);
+    let subbuf_kb = std::fs::read_to_string(instances.list[0].dir.join("buffer_subbuf_size_kb"))
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(4);
+    let page_size = subbuf_kb * 1024;
+    let cpus = tracefs.cpus();
+
+    let mut sources = Vec::new();
+    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
+        for &cpu in &cpus {
+            let out_path = spool.raw_path(role, cpu);
+            let out = spool.create_file(
+                &out_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            )?;
+            sources.push(PageSource::open(inst.raw_pipe(cpu), out, out_path)?);
+        }
+    }
+    let mounts = crate::system::mounts();
+    let open_watch = OpenWatch::new(&mounts)?;
+    let mut notes: Vec<String> = open_watch
+        .stats
+        .unmarked
+        .iter()
+        .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
+        .collect();
+    let proc_watch = ProcWatch::new()?;
+    let stop = Stop::new()?;
+    let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
+    let threads = {
+        let (s1, s2, s3, s4) = (stop.clone(), stop.clone(), stop.clone(), stop.clone());
+        let (sc1, sc2) = (scope.clone(), scope.clone());
+        let opens_out = LineWriter::create(&spool, "opens.jsonl")?;
+        let procs_out = LineWriter::create(&spool, "procs.jsonl")?;
+        let samples_out = LineWriter::create(&spool, "samples.jsonl")?;
+        let hz = config.sample_hz;
+        Threads {
+            pages: std::thread::spawn(move || pages::run(sources, page_size, s1)),
+            opens: std::thread::spawn(move || open_watch.run(opens_out, s2)),
+            procs: std::thread::spawn(move || proc_watch.run(procs_out, sc1, s3)),
+            samples: std::thread::spawn(move || sampler::run(hz, samples_out, sc2, s4)),
+        }
+    };
+    let result = run_command(
+        config, &tracefs, &instances, &spool, &scope, &stop, &output, &cpus, page_size, &mut notes,
+    );
+    stop.fire();
+    for inst in &instances.list {
+        let _ = inst.set_tracing(false);
+    }
+    let pages = join(threads.pages, "page reader");
+    let opens = join(threads.opens, "fanotify");
+    let procs_lost = join(threads.procs, "proc connector");
+    let samples = join(threads.samples, "sampler");
+    let (end_partial, exit_code) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            drop(instances);
+            guardian.dismiss();
+            let _ = spool.remove();
+            return Err(e);
+        }
+    };
+    let (pages, opens, procs_lost, _samples) = (pages?, opens?, procs_lost?, samples?);
+    let mut end = end_partial;
+    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
+        for &cpu in &cpus {
+            for (key, value) in inst.cpu_stats(cpu) {
+                if matches!(key.as_str(), "overrun" | "commit overrun" | "dropped events") {
+                    end.losses.push(("tracefs".into(), format!("{role} cpu{cpu} {key}"), value));
+                }
+            }
+        }
+    }
+    end.losses.push(("fanotify".into(), "queue overflows".into(), opens.overflows));
+    if procs_lost > 0 {
+        end.losses.push(("proc connector".into(), "receive buffer overruns".into(), procs_lost));
+    }
+    end.notes.extend(notes);
+    end.notes
+        .push(format!("{pages} ring-buffer pages of {page_size} bytes read, {} opens seen", opens.events));
+    drop(instances);
+    guardian.dismiss();
+    spool.write_json("end.json", &end)?;
+
+    let built = build(&spool)?;
+    let start = spool.start()?;
+    write_trace(&built.trace, &output, start.chown)?;
+    spool.remove()?;
+    Ok(Recorded {
+        path: output,
+        ready: built.trace.meta.ready.clone(),
+        summary: built.summary,
+        exit_code,
+        recovered,
+        removed_stale_instances,
+    })
+}
+
+/// Starts the command, waits for readiness and ends it; returns the end of the
+/// spool (without the instance statistics) and the status to exit with.
+#[allow(clippy::too_many_arguments)]
+fn run_command(
+    config: &RecordConfig,
+    _tracefs: &Tracefs,
+    instances: &Instances,
+    spool: &Spool,
+    scope: &SharedScope,
+    stop: &Arc<Stop>,
+    output: &Path,
+    cpus: &[u16],
+    page_size: usize,
+    notes: &mut Vec<String>,
+) -> Result<(SpoolEnd, i32)> {
+    let launch_err = |e: coldstart_launch::LaunchError| RecordError::Launch(e.to_string());
+    let mut command = Command::new(config.command.iter().cloned());
+    command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
+    command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
+    let user = coldstart_launch::resolve_user(&command.run_as)
+        .map_err(launch_err)?
+        .map(|c| c.name)
+        .or_else(|| std::env::var("USER").ok());
+    let paused = PausedChild::spawn(&command).map_err(launch_err)?;
+    let root_pid = paused.pid();
+    if !config.system {
+        instances.list[0].add_pids(&[root_pid])?;
+    }
+    if let Ok(mut s) = scope.lock() {
+        s.add(root_pid);
+    }
+    let eviction = if config.cold {
+        drop_caches()?;
+        Some("drop_caches".to_owned())
+    } else {
+        None
+    };
+    if config.system {
+        let tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        let path = instances.list[0].dir.join("set_event_notrace_pid");
+        if path.exists() {
+            let list: Vec<String> = tids.iter().map(i32::to_string).collect();
+            std::fs::write(&path, list.join(" ")).at(&path)?;
+        }
+    }
+    for inst in &instances.list {
+        inst.set_tracing(true)?;
+    }
+    let t0_boot_ns = boottime_ns();
+    let boottime_offset_ns = t0_boot_ns - monotonic_ns();
+    let start_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    let start = SpoolStart {
+        owner_pid: std::process::id() as i32,
+        owner_starttime: crate::tracefs::process_starttime(std::process::id() as i32),
+        output: output.to_owned(),
+        command: config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        cwd: std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()),
+        user,
+        chown: invoker(),
+        system: config.system,
+        root_pid: Some(root_pid),
+        t0_boot_ns,
+        start_unix_ns,
+        boottime_offset_ns,
+        cold: config.cold,
+        eviction,
+        sample_hz: config.sample_hz,
+        cpus: cpus.to_vec(),
+        subbuf_size: page_size,
+        diskstats_start: crate::system::diskstats(),
+        marks_file: Some(paused.marks_path().to_owned()),
+        notes: Vec::new(),
+    };
+    spool.write_json("start.json", &start)?;
+    let mut running = paused.resume().map_err(launch_err)?;
+    let options = WaitOptions { timeout: config.timeout, ..WaitOptions::default() };
+    let outcome = running.wait(&config.until, &options).map_err(launch_err)?;
+    let t_end_boot_ns = boottime_ns();
+    let diskstats_end = crate::system::diskstats();
+    for inst in &instances.list {
+        let _ = inst.set_tracing(false);
+    }
+    stop.fire();
+    let _ = std::fs::copy(running.marks_path(), spool.path("marks"));
+    let finished = running.finish(&Ending::default()).map_err(launch_err)?;
+    if finished.marks.bad_lines > 0 {
+        notes.push(format!("{} lines of the marks file were not marks", finished.marks.bad_lines));
+    }
+    let exit_code = match (outcome.exit_status, outcome.met) {
+        (Some(code), _) => code,
+        (None, true) => 0,
+        (None, false) => finished.exit_status.unwrap_or(1),
+    };
+    let end = SpoolEnd {
+        t_end_boot_ns,
+        ready_boot_ns: Some(outcome.ready_ns),
+        ready_reason: Some(outcome.reason.to_string()),
+        exit_code: outcome.exit_status.or(finished.exit_status),
+        diskstats_end,
+        losses: Vec::new(),
+        notes: Vec::new(),
+    };
+    Ok((end, exit_code))
+}

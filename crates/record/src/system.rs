@@ -1,0 +1,191 @@
+//! Facts about the machine the recorder reads once: mounts, block devices, host
+//! and CPU, and the /proc/diskstats counters.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use coldstart_trace::Dev;
+
+use crate::spool::DiskCounters;
+
+/// One line of /proc/self/mountinfo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub dev: Dev,
+    /// The path inside the filesystem that is mounted (`/` for whole filesystems).
+    pub root: PathBuf,
+    pub mount_point: PathBuf,
+    pub fstype: String,
+    pub source: String,
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses /proc/self/mountinfo text.
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            Some(Mount {
+                dev: f.get(2)?.parse().ok()?,
+                root: PathBuf::from(unescape(f.get(3)?)),
+                mount_point: PathBuf::from(unescape(f.get(4)?)),
+                fstype: (*r.first()?).to_owned(),
+                source: unescape(r.get(1).unwrap_or(&"")),
+            })
+        })
+        .collect()
+}
+
+pub fn mounts() -> Vec<Mount> {
+    parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+/// Parses /proc/diskstats text (the fields this recorder uses).
+pub fn parse_diskstats(text: &str) -> Vec<DiskCounters> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+            Some(DiskCounters {
+                major: n(0)? as u32,
+                minor: n(1)? as u32,
+                name: (*f.get(2)?).to_owned(),
+                read_ios: n(3)?,
+                read_sectors: n(5)?,
+                write_ios: n(7)?,
+                write_sectors: n(9)?,
+                io_ticks_ms: n(12)?,
+            })
+        })
+        .collect()
+}
+
+pub fn diskstats() -> Vec<DiskCounters> {
+    parse_diskstats(&fs::read_to_string("/proc/diskstats").unwrap_or_default())
+}
+
+fn sys_block(dev: Dev) -> PathBuf {
+    PathBuf::from(format!("/sys/dev/block/{}:{}", dev.major, dev.minor))
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+/// A partition's disk and start (bytes from the start of the disk); a whole disk is its own disk.
+pub fn whole_disk(dev: Dev) -> (Dev, u64) {
+    let sys = sys_block(dev);
+    let Some(start) = read_trim(&sys.join("start")).and_then(|s| s.parse::<u64>().ok()) else {
+        return (dev, 0);
+    };
+    let parent = fs::canonicalize(&sys).ok().and_then(|p| p.parent().map(|p| p.join("dev")));
+    match parent.and_then(|p| read_trim(&p)).and_then(|d| d.parse().ok()) {
+        Some(disk) => (disk, start * 512),
+        None => (dev, 0),
+    }
+}
+
+/// What sysfs says about a disk.
+pub struct DiskInfo {
+    pub name: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub size_bytes: Option<u64>,
+}
+
+pub fn disk_info(dev: Dev) -> DiskInfo {
+    let sys = sys_block(dev);
+    let name = fs::canonicalize(&sys)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dev.to_string());
+    DiskInfo {
+        name,
+        model: read_trim(&sys.join("device/model")),
+        rotational: read_trim(&sys.join("queue/rotational")).map(|r| r == "1"),
+        size_bytes: read_trim(&sys.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
+    }
+}
+
+/// Host facts for the trace's meta.
+pub struct Host {
+    pub host: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpu_count: u32,
+    pub mem_total_bytes: u64,
+    pub page_size: u32,
+}
+
+pub fn host() -> Host {
+    let uts = nix::sys::utsname::uname().ok();
+    let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        uts.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
+    };
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Host {
+        host: field(|u| u.nodename()),
+        kernel: format!("{} {}", field(|u| u.release()), field(|u| u.version())),
+        cpu_model,
+        cpu_count: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+        mem_total_bytes: mem_kb * 1024,
+        page_size: rustix::param::page_size() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mountinfo_with_escapes_and_optional_fields() {
+        let text = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+                    30 22 0:25 / /mnt/my\\040disk rw - tmpfs tmp\\040fs rw\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].dev, m[0].fstype.as_str()), (Dev::new(254, 0), "ext4"));
+        assert_eq!(m[1].mount_point, PathBuf::from("/mnt/my disk"));
+        assert_eq!(m[1].source, "tmp fs");
+    }
+
+    #[test]
+    fn parses_diskstats() {
+        let d = parse_diskstats(
+            " 254       0 vda 31267 6368 4577322 12268 8325 17595 3576656 11969 0 6160 25560 4826 53\n",
+        );
+        assert_eq!(d[0].name, "vda");
+        assert_eq!(
+            (d[0].read_ios, d[0].read_sectors, d[0].write_sectors, d[0].io_ticks_ms),
+            (31267, 4577322, 3576656, 6160)
+        );
+    }
+}

@@ -1,0 +1,288 @@
+//! Private tracefs instances: finding (or mounting) tracefs, creating the
+//! recorder's instances, configuring and removing them, and removing the stale
+//! instances of recorders that were killed.
+//!
+//! Instances are named `coldstart-<pid>-<starttime>-<role>`, where `starttime` is
+//! field 22 of `/proc/<pid>/stat`, so a recycled pid is never mistaken for a live
+//! recorder.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, RecordError, Result};
+
+const CANDIDATES: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+const PREFIX: &str = "coldstart-";
+
+/// The tracefs mount.
+#[derive(Clone, Debug)]
+pub struct Tracefs {
+    pub root: PathBuf,
+}
+
+impl Tracefs {
+    /// Finds tracefs, mounting it at /sys/kernel/tracing when it is not mounted.
+    pub fn find_or_mount() -> Result<Tracefs> {
+        for c in CANDIDATES {
+            let root = Path::new(c);
+            if root.join("instances").is_dir() && root.join("events").is_dir() {
+                return Ok(Tracefs { root: root.to_owned() });
+            }
+        }
+        let target = Path::new(CANDIDATES[0]);
+        if !target.is_dir() {
+            return Err(RecordError::NoTracefs(format!("{} does not exist", target.display())));
+        }
+        nix::mount::mount(Some("nodev"), target, Some("tracefs"), nix::mount::MsFlags::empty(), None::<&str>)
+            .map_err(|e| {
+                RecordError::NoTracefs(format!("mounting tracefs on {} failed: {e}", target.display()))
+            })?;
+        if target.join("instances").is_dir() {
+            Ok(Tracefs { root: target.to_owned() })
+        } else {
+            Err(RecordError::NoTracefs("tracefs has no instances directory".into()))
+        }
+    }
+
+    pub fn instances_dir(&self) -> PathBuf {
+        self.root.join("instances")
+    }
+
+    /// Removes the instances of recorders that are no longer running; returns their names.
+    pub fn remove_stale_instances(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(self.instances_dir()) else { return Vec::new() };
+        let mut removed = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(owner) = InstanceOwner::parse(&name) else { continue };
+            if !owner.is_alive() {
+                let inst = Instance { name: name.clone(), dir: entry.path() };
+                if inst.remove().is_ok() {
+                    removed.push(name);
+                }
+            }
+        }
+        removed
+    }
+
+    /// CPUs that have a `per_cpu/cpuN` directory.
+    pub fn cpus(&self) -> Vec<u16> {
+        let mut cpus: Vec<u16> = fs::read_dir(self.root.join("per_cpu"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+            .collect();
+        cpus.sort_unstable();
+        cpus
+    }
+}
+
+/// The recorder process an instance name belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstanceOwner {
+    pub pid: i32,
+    pub starttime: Option<u64>,
+}
+
+impl InstanceOwner {
+    /// The current process.
+    pub fn current() -> InstanceOwner {
+        let pid = std::process::id() as i32;
+        InstanceOwner { pid, starttime: process_starttime(pid) }
+    }
+
+    pub fn parse(name: &str) -> Option<InstanceOwner> {
+        let mut parts = name.strip_prefix(PREFIX)?.split('-');
+        let pid = parts.next()?.parse().ok()?;
+        let starttime = parts.next().and_then(|s| s.parse().ok());
+        Some(InstanceOwner { pid, starttime })
+    }
+
+    pub fn is_alive(&self) -> bool {
+        match (process_starttime(self.pid), self.starttime) {
+            (None, _) => false,
+            (Some(now), Some(then)) => now == then,
+            (Some(_), None) => true,
+        }
+    }
+
+    pub fn instance_name(&self, role: &str) -> String {
+        format!("{PREFIX}{}-{}-{role}", self.pid, self.starttime.unwrap_or(0))
+    }
+}
+
+/// Field 22 (`starttime`) of /proc/PID/stat; `None` when the process does not exist.
+pub fn process_starttime(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 2..];
+    after_comm.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// What one instance records.
+#[derive(Clone, Debug)]
+pub struct InstanceConfig {
+    pub events: Vec<(&'static str, &'static str)>,
+    /// Trace only these pids and (with event-fork) their descendants; `None` traces everything.
+    pub pids: Option<Vec<i32>>,
+    /// Never trace these pids (the recorder itself in system mode).
+    pub notrace_pids: Vec<i32>,
+    pub buffer_kb: u32,
+    pub buffer_percent: u32,
+}
+
+/// A tracefs instance owned by this recorder.
+#[derive(Debug)]
+pub struct Instance {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    fs::write(path, value).at(path)
+}
+
+impl Instance {
+    /// Creates the instance (tracing off) and configures it; removes it again on failure.
+    pub fn create(tracefs: &Tracefs, name: &str, config: &InstanceConfig) -> Result<Instance> {
+        let dir = tracefs.instances_dir().join(name);
+        fs::create_dir(&dir).at(&dir)?;
+        let inst = Instance { name: name.to_owned(), dir };
+        if let Err(e) = inst.configure(config) {
+            let _ = inst.remove();
+            return Err(e);
+        }
+        Ok(inst)
+    }
+
+    fn configure(&self, config: &InstanceConfig) -> Result<()> {
+        write(&self.dir.join("tracing_on"), "0")?;
+        write(&self.dir.join("trace_clock"), "boot")?;
+        write(&self.dir.join("buffer_size_kb"), &config.buffer_kb.to_string())?;
+        let percent = self.dir.join("buffer_percent");
+        if percent.exists() {
+            write(&percent, &config.buffer_percent.to_string())?;
+        }
+        if let Some(pids) = &config.pids {
+            write(&self.dir.join("options/event-fork"), "1")?;
+            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+            write(&self.dir.join("set_event_pid"), &list.join(" "))?;
+        }
+        if !config.notrace_pids.is_empty() {
+            let list: Vec<String> = config.notrace_pids.iter().map(i32::to_string).collect();
+            let path = self.dir.join("set_event_notrace_pid");
+            if path.exists() {
+                write(&path, &list.join(" "))?;
+            }
+        }
+        for (system, event) in &config.events {
+            let enable = self.dir.join("events").join(system).join(event).join("enable");
+            if !enable.exists() {
+                return Err(RecordError::MissingEvent(
+                    format!("{system}:{event}"),
+                    format!("{} does not exist", enable.display()),
+                ));
+            }
+            write(&enable, "1")?;
+        }
+        Ok(())
+    }
+
+    /// Adds pids to the event filter (e.g. the paused command before it runs).
+    pub fn add_pids(&self, pids: &[i32]) -> Result<()> {
+        use std::io::Write;
+        let path = self.dir.join("set_event_pid");
+        let mut f = fs::OpenOptions::new().append(true).open(&path).at(&path)?;
+        for pid in pids {
+            f.write_all(format!("{pid}\n").as_bytes()).at(&path)?;
+        }
+        Ok(())
+    }
+
+    pub fn set_tracing(&self, on: bool) -> Result<()> {
+        write(&self.dir.join("tracing_on"), if on { "1" } else { "0" })
+    }
+
+    pub fn raw_pipe(&self, cpu: u16) -> PathBuf {
+        self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"))
+    }
+
+    pub fn trace_marker(&self) -> PathBuf {
+        self.dir.join("trace_marker")
+    }
+
+    /// The per-CPU `stats` file, as (key, value) pairs of its integer lines.
+    pub fn cpu_stats(&self, cpu: u16) -> Vec<(String, u64)> {
+        let text = read_text(&self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).unwrap_or_default();
+        parse_stats(&text)
+    }
+
+    /// Turns tracing off and removes the instance (retrying while readers close).
+    pub fn remove(&self) -> Result<()> {
+        let _ = fs::write(self.dir.join("tracing_on"), "0");
+        let mut last = None;
+        for _ in 0..50 {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Err(RecordError::io(&self.dir, last.unwrap_or_else(|| std::io::Error::other("busy"))))
+    }
+}
+
+/// Reads a tracefs text file with large reads: some of them (`events/header_page`)
+/// return only what the first read() asked for, and std's small first read would
+/// cut them short.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Parses the integer lines of a per-CPU `stats` file (`overrun: 0`, …).
+pub fn parse_stats(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_owned(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_names_round_trip_and_dead_owners_are_stale() {
+        let me = InstanceOwner::current();
+        let name = me.instance_name("scope");
+        assert_eq!(InstanceOwner::parse(&name), Some(me));
+        assert!(me.is_alive());
+        assert!(!InstanceOwner { pid: me.pid, starttime: Some(me.starttime.unwrap() + 1) }.is_alive());
+        assert!(!InstanceOwner { pid: i32::MAX, starttime: None }.is_alive());
+        assert_eq!(InstanceOwner::parse("other-1-2"), None);
+    }
+
+    #[test]
+    fn parses_cpu_stats() {
+        let stats = parse_stats(
+            "entries: 84\noverrun: 3\ncommit overrun: 0\noldest event ts:   864.13\ndropped events: 2\n",
+        );
+        assert!(stats.contains(&("overrun".into(), 3)));
+        assert!(stats.contains(&("dropped events".into(), 2)));
+        assert!(!stats.iter().any(|(k, _)| k == "oldest event ts"));
+    }
+}
