@@ -4,6 +4,9 @@
 
 use crate::error::{ImportError, Result};
 
+/// Times beyond ~31 years of uptime are taken as garbage (and keep nanosecond times far from overflow).
+const MAX_TIME_CS: i64 = 100_000_000_000;
+
 /// One sample: the time it was taken and its lines, each with its 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Block<'a> {
@@ -30,7 +33,8 @@ pub fn timed_blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>> {
         match current.as_mut() {
             Some(block) => block.lines.push((number, line)),
             None => {
-                let time_cs = line.parse::<i64>().map_err(|_| ImportError::Parse {
+                let time_cs = line.parse::<i64>().ok().filter(|t| (0..MAX_TIME_CS).contains(t));
+                let time_cs = time_cs.ok_or_else(|| ImportError::Parse {
                     location: format!("{file}:{number}"),
                     message: format!(
                         "expected the time of a sample (centiseconds since boot) on a line of its own, found {:?}",

@@ -120,9 +120,12 @@ impl DiskLog {
                     t_ns: (cur.time_cs - t0_cs) * NS_PER_CS,
                     dt_ns: dt_cs * NS_PER_CS,
                     dev: cur.dev,
-                    read_bytes: cur.sectors_read.saturating_sub(prev.sectors_read) * SECTOR,
+                    read_bytes: cur.sectors_read.saturating_sub(prev.sectors_read).saturating_mul(SECTOR),
                     read_ios: cur.reads.saturating_sub(prev.reads),
-                    write_bytes: cur.sectors_written.saturating_sub(prev.sectors_written) * SECTOR,
+                    write_bytes: cur
+                        .sectors_written
+                        .saturating_sub(prev.sectors_written)
+                        .saturating_mul(SECTOR),
                     write_ios: cur.writes.saturating_sub(prev.writes),
                     busy: (busy_ms / (dt_cs as f64 * 10.0)).clamp(0.0, 1.0),
                 });
@@ -141,9 +144,13 @@ impl DiskLog {
                 Some(Disk {
                     dev: last.dev,
                     name: last.name.clone(),
-                    read_bytes: Some(last.sectors_read.saturating_sub(first.sectors_read) * SECTOR),
+                    read_bytes: Some(
+                        last.sectors_read.saturating_sub(first.sectors_read).saturating_mul(SECTOR),
+                    ),
                     read_ios: Some(last.reads.saturating_sub(first.reads)),
-                    write_bytes: Some(last.sectors_written.saturating_sub(first.sectors_written) * SECTOR),
+                    write_bytes: Some(
+                        last.sectors_written.saturating_sub(first.sectors_written).saturating_mul(SECTOR),
+                    ),
                     write_ios: Some(last.writes.saturating_sub(first.writes)),
                     ..Disk::default()
                 })

@@ -138,7 +138,10 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
             mem_total_bytes: logs.get(PROC_MEMINFO).and_then(mem_total_bytes).unwrap_or(0),
             page_size: PAGE_SIZE as u32,
             clock: CLOCK.to_owned(),
-            start_unix_ns: first_stat.btime as i64 * 1_000_000_000 + t0_cs * NS_PER_CS,
+            start_unix_ns: i64::try_from(first_stat.btime)
+                .ok()
+                .and_then(|s| s.checked_mul(1_000_000_000)?.checked_add(t0_cs * NS_PER_CS))
+                .unwrap_or(0),
             start_clock_ns: t0_cs * NS_PER_CS,
             boottime_offset_ns: 0,
             duration_ns: to_ns(last_cs),
@@ -182,7 +185,8 @@ fn pybootchartgui_start(ps: &[proc_ps::PsBlock]) -> f64 {
     let mut earliest = f64::INFINITY;
     for block in ps {
         for line in &block.lines {
-            earliest = earliest.min(block.time_cs.min(line.starttime as i64) as f64);
+            let starttime = i64::try_from(line.starttime).unwrap_or(i64::MAX);
+            earliest = earliest.min(block.time_cs.min(starttime) as f64);
         }
     }
     earliest

@@ -38,7 +38,9 @@ pub struct StatSample {
 impl StatSample {
     /// All ticks of the `cpu` line (guest time is already inside user).
     pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+        [self.user, self.nice, self.system, self.idle, self.iowait, self.irq, self.softirq, self.steal]
+            .into_iter()
+            .fold(0u64, u64::saturating_add)
     }
 }
 

@@ -11,8 +11,9 @@
 //!   the one that shows it) and removed. A start is never later than the first
 //!   sample that shows the process (as in pybootchartgui).
 //! - Exit: from the process's accounting record when there is one (start +
-//!   elapsed time); otherwise the last sample that showed it alive; none when it
-//!   was still there at the last sample.
+//!   elapsed time); otherwise the last sample that showed it alive (for one only
+//!   ever seen as a zombie, the first sample showing it); none when it was still
+//!   alive at the last sample.
 //! - Processes only in `kernel_pacct` (they lived between two samples): the
 //!   kernel writes records in exit order, so the exit is interpolated between the
 //!   nearest records whose exit is known, and the start is exit − elapsed time.
@@ -46,7 +47,9 @@ struct Seen {
     ppid: i32,
     comm: String,
     start_cs: f64,
-    last_alive_cs: i64,
+    first_cs: i64,
+    /// The last sample showing it alive (not a zombie).
+    last_alive_cs: Option<i64>,
     in_last_block: bool,
     prev: Option<Counters>,
     has_mm: bool,
@@ -85,13 +88,14 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
         let last = i + 1 == blocks.len();
         for line in &block.lines {
             let index = *by_key.entry((line.pid, line.starttime)).or_insert_with(|| {
-                let start_cs = (line.starttime as i64 - offset).min(t) as f64;
+                let start_cs = starttime_cs(line).saturating_sub(offset).min(t) as f64;
                 seen.push(Seen {
                     pid: line.pid,
                     ppid: line.ppid,
                     comm: line.comm.clone(),
                     start_cs,
-                    last_alive_cs: t,
+                    first_cs: t,
+                    last_alive_cs: None,
                     in_last_block: false,
                     prev: None,
                     has_mm: false,
@@ -136,8 +140,8 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
     let pacct_only = merge_pacct(&mut seen, pacct, period_cs);
     if !pacct.is_empty() {
         table.notes.push(format!(
-            "kernel_pacct: {} exit records, {} of processes also in proc_ps.log (exit = start + elapsed time), \
-             {} of processes only in kernel_pacct (exit interpolated from the exit order of the records, \
+            "kernel_pacct: {} exit records: {} for processes also in proc_ps.log (exit = start + elapsed time), \
+             {} for processes seen only there (exit interpolated from the exit order of the records, \
              start = exit − elapsed time: estimates, to a few centiseconds)",
             pacct.len(),
             pacct.len() - pacct_only.len(),
@@ -151,7 +155,7 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
         let end_ns = match s.exit {
             Some((exit_cs, _)) => Some(to_ns(exit_cs)),
             None if s.in_last_block => None,
-            None => Some(ns(s.last_alive_cs)),
+            None => Some(ns(s.last_alive_cs.unwrap_or(s.first_cs))),
         };
         table.processes.push(Process {
             pid: s.pid,
@@ -187,15 +191,21 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
 
 fn observe(s: &mut Seen, line: &PsLine, t: i64, last_block: bool) {
     s.comm.clone_from(&line.comm);
-    s.in_last_block = last_block;
-    if line.state != 'Z' && line.state != 'X' {
-        s.last_alive_cs = t;
+    let alive = line.state != 'Z' && line.state != 'X';
+    s.in_last_block = last_block && alive;
+    if alive {
+        s.last_alive_cs = Some(t);
         if line.vsize > 0 {
             s.has_mm = true;
         }
         s.kernel_thread = !s.has_mm && line.vsize == 0;
     }
     s.prev = Some(Counters { time_cs: t, utime: line.utime, stime: line.stime, majflt: line.majflt });
+}
+
+/// `starttime` (clock ticks at USER_HZ = 100, so centiseconds) as a signed number.
+fn starttime_cs(line: &PsLine) -> i64 {
+    i64::try_from(line.starttime).unwrap_or(i64::MAX)
 }
 
 /// Centiseconds by which `starttime` runs ahead of the sample clock (0 when within jitter).
@@ -212,9 +222,9 @@ fn clock_offset(blocks: &[PsBlock]) -> i64 {
         for line in &block.lines {
             let new = known.insert((line.pid, line.starttime), ()).is_none();
             if let (true, Some(prev)) = (new, i.checked_sub(1).map(|p| blocks[p].time_cs)) {
-                let start = line.starttime as i64;
-                upper.push(start - block.time_cs);
-                lower.push(start - prev);
+                let start = starttime_cs(line);
+                upper.push(start.saturating_sub(block.time_cs));
+                lower.push(start.saturating_sub(prev));
             }
         }
     }
@@ -225,7 +235,8 @@ fn clock_offset(blocks: &[PsBlock]) -> i64 {
         v.sort_unstable();
         v[(v.len() - 1) * p / 100]
     };
-    let offset = (percentile(&mut upper, 95) + percentile(&mut lower, 5)) / 2;
+    let offset = (i128::from(percentile(&mut upper, 95)) + i128::from(percentile(&mut lower, 5))) / 2;
+    let offset = i64::try_from(offset).unwrap_or(0);
     if offset.abs() <= 2 { 0 } else { offset }
 }
 
@@ -249,12 +260,13 @@ fn merge_pacct(seen: &mut [Seen], pacct: &[AcctRecord], period_cs: f64) -> Vec<(
         });
         let matched = candidate.filter(|&i| {
             let exit = seen[i].start_cs + record.elapsed_cs;
-            exit + slack >= seen[i].last_alive_cs as f64
+            seen[i].last_alive_cs.is_none_or(|alive| exit + slack >= alive as f64)
         });
         match matched {
             Some(i) => {
                 let s = &mut seen[i];
-                let exit_cs = (s.start_cs + record.elapsed_cs).max(s.last_alive_cs as f64);
+                let exit_cs =
+                    (s.start_cs + record.elapsed_cs).max(s.last_alive_cs.unwrap_or(i64::MIN) as f64);
                 s.exit = Some((exit_cs, record.exit_code()));
                 s.exit_comm = Some(record.comm.clone());
                 known_exits.push((record.index, exit_cs));
@@ -264,23 +276,30 @@ fn merge_pacct(seen: &mut [Seen], pacct: &[AcctRecord], period_cs: f64) -> Vec<(
     }
     let mut starts: Vec<(i32, f64)> = seen.iter().map(|s| (s.pid, s.start_cs)).collect();
     starts.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    unmatched
-        .into_iter()
-        .map(|record| {
-            let after = known_exits.partition_point(|&(index, _)| index < record.index);
-            let exit_cs = match (after.checked_sub(1).map(|b| known_exits[b]), known_exits.get(after)) {
-                (Some((ia, ea)), Some(&(ib, eb))) => {
-                    ea + (eb - ea) * (record.index - ia) as f64 / (ib - ia) as f64
-                }
-                (before, after) => {
-                    let guess = start_by_pid(&starts, record.pid) + record.elapsed_cs;
-                    let guess = before.map_or(guess, |(_, e)| guess.max(e));
-                    after.map_or(guess, |&(_, e)| guess.min(e))
-                }
-            };
-            (record.clone(), exit_cs - record.elapsed_cs, exit_cs)
-        })
-        .collect()
+    // Records are in exit order: an estimate is never earlier than the record before it.
+    let mut previous_exit = f64::NEG_INFINITY;
+    let mut next_known = 0;
+    let mut estimated = Vec::with_capacity(unmatched.len());
+    for record in unmatched {
+        while known_exits.get(next_known).is_some_and(|&(index, _)| index < record.index) {
+            previous_exit = previous_exit.max(known_exits[next_known].1);
+            next_known += 1;
+        }
+        let before = next_known.checked_sub(1).map(|b| known_exits[b]);
+        let exit_cs = match (before, known_exits.get(next_known)) {
+            (Some((ia, ea)), Some(&(ib, eb))) => {
+                ea + (eb - ea) * (record.index - ia) as f64 / (ib - ia) as f64
+            }
+            (_, after) => {
+                let guess = start_by_pid(&starts, record.pid) + record.elapsed_cs;
+                after.map_or(guess, |&(_, e)| guess.min(e))
+            }
+        };
+        let exit_cs = exit_cs.max(previous_exit);
+        previous_exit = exit_cs;
+        estimated.push((record.clone(), exit_cs - record.elapsed_cs, exit_cs));
+    }
+    estimated
 }
 
 /// Pids are handed out in increasing order during a boot: a start interpolated
