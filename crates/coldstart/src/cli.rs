@@ -21,11 +21,15 @@ pub struct Cli {
 pub enum Command {
     Info(cmd::info::Args),
     Mark(cmd::mark::Args),
+    Record(cmd::record::Args),
+    Recover(cmd::recover::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => cmd::info::run(args),
         Command::Mark(args) => cmd::mark::run(args),
+        Command::Record(args) => cmd::record::run(args),
+        Command::Recover(args) => cmd::recover::run(args),
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use coldstart_launch::{Command, Ending, PausedChild, RunAs, Until, WaitOptions};
+use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitOptions};
 use coldstart_trace::{Ready, TraceWriter};
 
 use crate::build::{Summary, build};
@@ -342,10 +342,19 @@ fn run_command(
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
     command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
+    if matches!(config.until, Until::Output(_)) {
+        command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
+    }
     let user = coldstart_launch::resolve_user(&command.run_as)
         .map_err(launch_err)?
         .map(|c| c.name)
         .or_else(|| std::env::var("USER").ok());
+    let eviction = if config.cold {
+        drop_caches()?;
+        Some("drop_caches".to_owned())
+    } else {
+        None
+    };
     let paused = PausedChild::spawn(&command).map_err(launch_err)?;
     let root_pid = paused.pid();
     if !config.system {
@@ -354,12 +363,6 @@ fn run_command(
     if let Ok(mut s) = scope.lock() {
         s.add(root_pid);
     }
-    let eviction = if config.cold {
-        drop_caches()?;
-        Some("drop_caches".to_owned())
-    } else {
-        None
-    };
     if config.system {
         let tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
             .into_iter()

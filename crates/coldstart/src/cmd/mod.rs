@@ -3,3 +3,5 @@
 
 pub mod info;
 pub mod mark;
+pub mod record;
+pub mod recover;

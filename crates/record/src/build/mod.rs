@@ -76,7 +76,9 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let blocks = decode::decode_role(spool, "block", &start.cpus, page, &formats)?;
     let (proc_records, torn_procs) = spool.read_lines::<ProcRecord>("procs.jsonl")?;
     let (opens, torn_opens) = spool.read_lines::<OpenRecord>("opens.jsonl")?;
-    let (samples, torn_samples) = spool.read_lines::<SampleRecord>("samples.jsonl")?;
+    let (mut samples, torn_samples) = spool.read_lines::<SampleRecord>("samples.jsonl")?;
+    let first_after_t0 = samples.iter().position(|s| s.t >= start.t0_boot_ns).unwrap_or(samples.len());
+    samples.drain(..first_after_t0.saturating_sub(1));
     let host = crate::system::host();
     let page_size = u64::from(host.page_size);
 

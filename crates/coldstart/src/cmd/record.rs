@@ -1,0 +1,128 @@
+//! `coldstart record`: records a command's cold (or warm) start as root into a
+//! trace file, prints a short summary and the next command to run, and exits with
+//! the command's own status.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use coldstart_launch::Until;
+use coldstart_record::{RecordConfig, Recorded, Summary};
+
+/// Record every page, block request, process and milestone of a command's start (as root).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  sudo coldstart record -- python3 -c 'import pandas'
+  sudo coldstart record --cold -o gimp.coldstart -- gimp
+  sudo coldstart record --until mark:ready --timeout 60 -- ./server
+  sudo coldstart record --until idle:800 --system -- systemctl start myservice
+
+The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
+marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
+instance's trace_marker (writable by root). Ctrl-C reaches the command; the trace is
+still written. If the recorder is killed, `coldstart recover` rebuilds a partial trace.
+Then: coldstart report FILE")]
+pub struct Args {
+    /// The trace file to write [default: <command>.coldstart here, never overwriting: <command>-2.coldstart …].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Record every process on the machine, not only the command's tree.
+    #[arg(long)]
+    pub system: bool,
+    /// When the start is over: exit, mark:NAME, output:REGEX, idle[:MS] or window.
+    #[arg(long, value_name = "WHEN", default_value = "exit")]
+    pub until: String,
+    /// Stop after this many seconds whatever happens.
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Evict the page cache before the start (sync; drop_caches).
+    #[arg(long)]
+    pub cold: bool,
+    /// Under sudo, run the command as root instead of as the invoking user.
+    #[arg(long)]
+    pub as_root: bool,
+    /// Rate of the CPU, disk and process samples, per second.
+    #[arg(long, value_name = "HZ", default_value_t = 50.0)]
+    pub sample_hz: f64,
+    /// Per-CPU tracing buffer, KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 8192)]
+    pub buffer_kb: u32,
+    /// Where the spool of the recording lives until the trace is written.
+    #[arg(long, value_name = "DIR", default_value = coldstart_record::DEFAULT_SPOOL_ROOT)]
+    pub spool_dir: PathBuf,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let until: Until = args.until.parse().context("bad --until")?;
+    if let Some(t) = args.timeout {
+        anyhow::ensure!(t > 0.0 && t.is_finite(), "--timeout takes a positive number of seconds");
+    }
+    anyhow::ensure!(args.sample_hz > 0.0 && args.sample_hz <= 1000.0, "--sample-hz takes 0 < HZ ≤ 1000");
+    let config = RecordConfig {
+        command: args.command,
+        output: args.output,
+        system: args.system,
+        until,
+        timeout: args.timeout.map(Duration::from_secs_f64),
+        cold: args.cold,
+        as_root: args.as_root,
+        sample_hz: args.sample_hz,
+        buffer_kb: args.buffer_kb,
+        spool_root: args.spool_dir,
+        ..RecordConfig::default()
+    };
+    let recorded = coldstart_record::record(&config)?;
+    print_recorded(&recorded);
+    Ok(ExitCode::from(recorded.exit_code.clamp(0, 255) as u8))
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// The summary lines shared by `record` and `recover`, on stderr (stdout is the command's).
+pub fn print_summary(s: &Summary) {
+    eprintln!("  duration    {:.3} s", s.duration_ns as f64 / 1e9);
+    eprintln!("  processes   {}", s.processes);
+    eprintln!("  files read  {} ({} into the page cache)", s.files, mib(s.page_fill_bytes));
+    for c in &s.cross_checks {
+        let share = if c.diskstats_read_bytes > 0 {
+            format!("{:.1}%", 100.0 * c.recorded_read_bytes as f64 / c.diskstats_read_bytes as f64)
+        } else {
+            "n/a".into()
+        };
+        eprintln!(
+            "  disk {:<7} {} read by recorded requests, {} by /proc/diskstats ({share} accounted for)",
+            c.disk,
+            mib(c.recorded_read_bytes),
+            mib(c.diskstats_read_bytes)
+        );
+    }
+    if s.lost.is_empty() {
+        eprintln!("  lost        nothing (0 overruns, 0 dropped events, 0 unresolved inodes)");
+    }
+    for l in &s.lost {
+        eprintln!("  LOST        {} {} ({})", l.count, l.what, l.source);
+    }
+}
+
+fn print_recorded(r: &Recorded) {
+    for name in &r.removed_stale_instances {
+        eprintln!("coldstart: removed the stale tracing instance {name} of a killed recorder");
+    }
+    for (path, _) in &r.recovered {
+        eprintln!("coldstart: recovered a partial trace of a killed recorder: {}", path.display());
+    }
+    eprintln!("coldstart: recorded {}", r.path.display());
+    if let Some(ready) = &r.ready {
+        eprintln!("  ready       {:.3} s ({})", ready.t_ns as f64 / 1e9, ready.reason);
+    }
+    print_summary(&r.summary);
+    eprintln!("  exit status {}", r.exit_code);
+    eprintln!("next: coldstart report {}", r.path.display());
+}
