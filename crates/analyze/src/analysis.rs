@@ -1,0 +1,505 @@
+//! The result of analysing a trace: [`Analysis`] and its parts.
+//!
+//! This is the stable contract that reports, charts, the doctor and users' scripts
+//! read (serialized as JSON, documented in docs/report-json.md). Every field says
+//! its unit in its name: `_ns` nanoseconds since the trace's t = 0 (or a duration
+//! in nanoseconds), `_bytes` bytes, `pages` pages of `trace.page_size` bytes,
+//! `sectors` 512-byte sectors. Lists are in a documented, deterministic order.
+//! Files are referred to by their trace file id (`file`), processes by `pid`.
+
+use coldstart_trace::{BlockOp, CacheState, Dev, FileKind, Loss, Mark, Nanos, Scope, Source};
+use serde::{Deserialize, Serialize};
+
+/// The name written in the `schema` field of every serialized analysis.
+pub const SCHEMA_NAME: &str = "coldstart-analysis";
+/// The version of the serialized form; raised on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything the analysis found in one trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Always [`SCHEMA_NAME`].
+    pub schema: String,
+    /// [`SCHEMA_VERSION`] of the code that produced it.
+    pub version: u32,
+    pub trace: TraceInfo,
+    pub overview: Overview,
+    /// Every file a read, request or attribution names, by id.
+    pub files: Vec<FileInfo>,
+    /// Every process of the trace, by (start, pid); processes present at t = 0 first.
+    pub processes: Vec<ProcessInfo>,
+    /// Every thread seen (thread table, scheduler intervals, page fills), by tid.
+    pub threads: Vec<ThreadInfo>,
+    /// Coalesced reads, by (start, pid, file, first page).
+    pub reads: Vec<Read>,
+    /// One row per process and file it read, by (pid, file).
+    pub file_uses: Vec<FileUse>,
+    /// Every file read, most separate reads first (then bytes, then name).
+    pub by_file: Vec<RankRow>,
+    /// Every process that read, most separate reads first (then bytes, then name).
+    pub by_process: Vec<RankRow>,
+    pub page_origins: PageOrigins,
+    /// One entry per disk in the trace or named by a block request, by device.
+    pub disks: Vec<DiskAnalysis>,
+    /// Wall-clock breakdown of the time to ready (or of the whole trace).
+    pub start: StartBreakdown,
+    /// The timeline from the command's start to ready, in order.
+    pub phases: Vec<Phase>,
+    /// `None` when there is no readiness point or no scheduler data.
+    pub critical_path: Option<CriticalPath>,
+    /// The trace's milestones, by time.
+    pub marks: Vec<Mark>,
+    /// The trace's loss counters, as recorded (zero counts included).
+    pub losses: Vec<Loss>,
+    /// Odd or missing data the analysis noticed; printed by every report.
+    pub warnings: Vec<Warning>,
+}
+
+/// What was traced, where, and how (from the trace's meta and disk tables).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceInfo {
+    pub tool: String,
+    pub source: Source,
+    pub command: Vec<String>,
+    pub scope: Scope,
+    pub root_pid: Option<i32>,
+    pub host: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpu_count: u32,
+    pub mem_total_bytes: u64,
+    pub page_size: u32,
+    pub clock: String,
+    pub start_unix_ns: i64,
+    pub duration_ns: Nanos,
+    pub cache: CacheState,
+    pub eviction: Option<String>,
+    pub exit_code: Option<i32>,
+    pub partial: bool,
+}
+
+/// The headline figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    /// When the traced command started (the root process's fork; 0 when unknown).
+    pub origin_ns: Nanos,
+    pub ready: Option<ReadyInfo>,
+    /// End of the analysed start: the readiness point, else the end of the trace.
+    pub end_ns: Nanos,
+    pub processes: u64,
+    /// Processes forked during the recording, in scope.
+    pub processes_started: u64,
+    pub processes_in_scope: u64,
+    pub threads: u64,
+    pub execs: u64,
+    /// Distinct files with page fills.
+    pub files_read: u64,
+    pub reads: u64,
+    /// Reads that did not continue where the same process's previous read of the file ended.
+    pub seeks: u64,
+    pub pages_read: u64,
+    pub bytes_read: u64,
+    /// Block read requests and their bytes, all disks.
+    pub block_read_requests: u64,
+    pub block_read_bytes: u64,
+    /// Summed over all threads (they overlap in time).
+    pub cpu_ns: Nanos,
+    pub io_wait_ns: Nanos,
+    /// Files with page fills whose inode was never resolved to a path.
+    pub unresolved_files: u64,
+    /// Page fills naming a file id that has no file row.
+    pub fills_without_file: u64,
+    /// Sum of the trace's loss counters.
+    pub lost: u64,
+}
+
+/// The readiness point and who reached it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadyInfo {
+    pub t_ns: Nanos,
+    /// As recorded: `exit`, `mark:NAME`, `idle:MS`, … (`exit` when taken from the root's exit).
+    pub reason: String,
+    /// `t_ns - overview.origin_ns`.
+    pub time_to_ready_ns: Nanos,
+    /// The process and thread that reached it (the critical path ends there).
+    pub pid: i32,
+    pub tid: i32,
+}
+
+/// A file named somewhere in the analysis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub id: u32,
+    pub path: Option<String>,
+    /// The path, or `<unresolved DEV inode INO>`, or `<unknown file ID>` without a file row.
+    pub name: String,
+    pub kind: FileKind,
+    pub dev: Dev,
+    pub ino: u64,
+    pub size_bytes: Option<u64>,
+    /// False when page fills or requests name this id but the trace has no file row for it.
+    pub in_trace: bool,
+}
+
+/// Time a thread (or the threads of a process) spent in each scheduler state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateTimes {
+    pub running_ns: Nanos,
+    /// Runnable: waiting for a CPU.
+    pub runnable_ns: Nanos,
+    /// Uninterruptible sleep, taken as waiting for I/O.
+    pub io_wait_ns: Nanos,
+    /// Interruptible sleep: timers, events, other processes.
+    pub sleeping_ns: Nanos,
+    pub stopped_ns: Nanos,
+}
+
+/// A process, its time and its reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub ppid: Option<i32>,
+    pub comm: String,
+    pub exe: Option<String>,
+    pub argv: Vec<String>,
+    pub start_ns: Option<Nanos>,
+    pub end_ns: Option<Nanos>,
+    pub exit_code: Option<i32>,
+    pub in_scope: bool,
+    pub threads: u64,
+    /// Summed over its threads, whole trace.
+    pub time: StateTimes,
+    /// The part of `time.io_wait_ns` attributed to files (see [`FileUse::io_wait_ns`]).
+    pub io_wait_attributed_ns: Nanos,
+    pub files: u64,
+    pub reads: u64,
+    pub seeks: u64,
+    pub pages: u64,
+}
+
+/// A thread and its time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub tid: i32,
+    pub pid: i32,
+    pub comm: String,
+    pub start_ns: Option<Nanos>,
+    pub end_ns: Option<Nanos>,
+    /// Whole trace.
+    pub time: StateTimes,
+    pub io_wait_attributed_ns: Nanos,
+}
+
+/// A read operation: page fills of one file by one process merged while each
+/// fill starts at the page where the previous one ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Read {
+    /// Time of the first and of the last page fill.
+    pub t_ns: Nanos,
+    pub end_ns: Nanos,
+    pub pid: i32,
+    /// The thread of the first page fill.
+    pub tid: i32,
+    pub file: u32,
+    pub first_page: u64,
+    pub pages: u64,
+    /// True when it does not continue where this process's previous read of this file ended
+    /// (a file-level seek); the first read of a file by a process is not a seek.
+    pub seek: bool,
+}
+
+impl Read {
+    pub fn last_page(&self) -> u64 {
+        self.first_page + self.pages.saturating_sub(1)
+    }
+}
+
+/// One process's reads of one file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileUse {
+    pub pid: i32,
+    pub file: u32,
+    pub reads: u64,
+    pub seeks: u64,
+    pub pages: u64,
+    pub readahead_pages: u64,
+    pub first_ns: Nanos,
+    pub last_ns: Nanos,
+    /// I/O wait of this process's threads attributed to this file: each uninterruptible
+    /// wait is shared, by pages, among the files whose pages the thread added to the
+    /// cache from the start of the running slice that led into the wait to its end.
+    pub io_wait_ns: Nanos,
+}
+
+/// A row of a ranking of files or processes by separate reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankRow {
+    /// The file (rows of a ranking by file).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub file: Option<u32>,
+    /// The process (rows of a ranking by process).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pid: Option<i32>,
+    /// The file's name, or the process's `comm`.
+    pub name: String,
+    pub reads: u64,
+    pub seeks: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    pub io_wait_ns: Nanos,
+    /// Processes that read the file (by file), or files the process read (by process).
+    pub spread: u64,
+}
+
+/// Pages read, by why they entered the page cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageOrigins {
+    pub fault: u64,
+    pub read: u64,
+    pub readahead: u64,
+    /// Fills whose origin the recorder could not tell.
+    pub unknown: u64,
+}
+
+/// Block requests of one disk: traffic, seeks, and which file each request read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskAnalysis {
+    pub dev: Dev,
+    pub name: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    /// /proc/diskstats read bytes and requests over the recording.
+    pub diskstats_read_bytes: Option<u64>,
+    pub diskstats_read_ios: Option<u64>,
+    /// Recorded read requests (op `read`) and their bytes.
+    pub traced_read_requests: u64,
+    pub traced_read_bytes: u64,
+    /// `traced_read_bytes / diskstats_read_bytes`, when diskstats has a non-zero figure.
+    pub coverage: Option<f64>,
+    pub seeks: DiskSeeks,
+    /// Summed issue-to-completion latency of read requests, and its median.
+    pub read_latency_ns: Nanos,
+    pub read_latency_median_ns: Option<Nanos>,
+    /// Requests of the filesystem's own metadata, and of no known file.
+    pub metadata_requests: u64,
+    pub metadata_bytes: u64,
+    pub unknown_requests: u64,
+    pub unknown_bytes: u64,
+    /// Per file, most requests first (then bytes, then id).
+    pub files: Vec<DiskFile>,
+    /// Every request with a sector, in issue order.
+    pub requests: Vec<DiskRequest>,
+}
+
+/// Head movement between consecutive requests (by issue time) of one disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskSeeks {
+    /// Requests with a sector (flushes have none).
+    pub requests: u64,
+    /// Requests starting exactly where the previous one ended.
+    pub sequential: u64,
+    pub forward: u64,
+    pub backward: u64,
+    /// Summed distances, in sectors.
+    pub forward_sectors: u64,
+    pub backward_sectors: u64,
+    /// Requests farther than `threshold_bytes` from the end of the previous one.
+    pub far: u64,
+    pub threshold_bytes: u64,
+}
+
+/// One file's requests on one disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskFile {
+    pub file: u32,
+    pub requests: u64,
+    pub bytes: u64,
+    /// Requests of this file that were far seeks.
+    pub far_seeks: u64,
+    pub latency_ns: Nanos,
+}
+
+/// One block request with the file it belongs to and its distance from the previous one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskRequest {
+    pub issue_ns: Option<Nanos>,
+    pub complete_ns: Option<Nanos>,
+    pub sector: u64,
+    pub bytes: u32,
+    pub op: BlockOp,
+    pub pid: i32,
+    /// The file holding the start sector, when known.
+    pub file: Option<u32>,
+    /// True for the filesystem's own metadata.
+    pub metadata: bool,
+    /// Start sector minus the end sector of the previous request; `None` for the first.
+    pub distance_sectors: Option<i64>,
+    pub far: bool,
+}
+
+/// Wall-clock breakdown of `from_ns..to_ns` by what the traced (in-scope) threads did:
+/// any running counts as CPU; else any in I/O wait as I/O; else any runnable as
+/// waiting for a CPU; else idle (sleeps, timers, other processes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartBreakdown {
+    pub from_ns: Nanos,
+    pub to_ns: Nanos,
+    pub cpu_ns: Nanos,
+    pub io_wait_ns: Nanos,
+    pub cpu_wait_ns: Nanos,
+    pub idle_ns: Nanos,
+    /// False when the trace has no scheduler data (then all time is idle).
+    pub has_sched: bool,
+}
+
+/// The dominant kind of work of a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// Mostly waiting for reads.
+    Read,
+    /// Mostly running on a CPU.
+    Cpu,
+    /// Mostly neither: sleeps, timers, other processes.
+    Wait,
+}
+
+/// A stretch of the start with one dominant kind of work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phase {
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+    pub kind: PhaseKind,
+    /// A human name, e.g. `read 48 files under /usr/share/app — 0.910 s, 3.1 MiB, 52 seeks`.
+    pub name: String,
+    /// The deepest directory holding at least half the bytes read in the phase.
+    pub dir: Option<String>,
+    pub files: u64,
+    pub files_in_dir: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    pub reads: u64,
+    pub seeks: u64,
+    /// In-scope threads, summed (may exceed the phase's length on several CPUs).
+    pub cpu_ns: Nanos,
+    pub io_wait_ns: Nanos,
+    /// The process with most CPU time in the phase.
+    pub top_pid: Option<i32>,
+    /// The mark the phase ends at, when a mark split it.
+    pub ends_at_mark: Option<String>,
+}
+
+/// What a thread on the critical path was doing during a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentKind {
+    Cpu,
+    /// Runnable, waiting for a CPU.
+    CpuWait,
+    IoWait,
+    /// Asleep until an interrupt or timer (no waking thread), or with no wakeup recorded.
+    Sleep,
+    /// Asleep until woken by a thread the trace has no scheduler data for.
+    WaitUntraced,
+    /// No scheduler data for this time (before the thread's first interval, gaps).
+    Untraced,
+}
+
+/// Time spent on one file, or by one process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileTime {
+    pub file: u32,
+    pub ns: Nanos,
+}
+
+/// One step of the critical path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathSegment {
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+    pub tid: i32,
+    pub pid: i32,
+    pub kind: SegmentKind,
+    /// For I/O waits: the files the wait is attributed to, most time first.
+    pub files: Vec<FileTime>,
+    /// For waits ended by another thread that has no data: that thread.
+    pub waker_tid: Option<i32>,
+}
+
+/// Time the critical path spent in another process (a helper), all kinds together.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessTime {
+    pub pid: i32,
+    pub comm: String,
+    pub ns: Nanos,
+    pub cpu_ns: Nanos,
+    pub io_wait_ns: Nanos,
+}
+
+/// The critical path's time by kind: the ready process's own CPU, I/O (by file),
+/// waits for a CPU and sleeps, plus the time spent in other processes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathSummary {
+    pub total_ns: Nanos,
+    pub cpu_ns: Nanos,
+    pub cpu_wait_ns: Nanos,
+    pub io_wait_ns: Nanos,
+    /// Files of the ready process's I/O waits, most time first.
+    pub io_files: Vec<FileTime>,
+    pub sleep_ns: Nanos,
+    /// Waits on threads without scheduler data.
+    pub wait_untraced_ns: Nanos,
+    pub untraced_ns: Nanos,
+    /// Other processes on the path, most time first.
+    pub helpers: Vec<ProcessTime>,
+}
+
+/// The chain of work that led to readiness, walked back from the thread that reached it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriticalPath {
+    /// From the command's start to the readiness point.
+    pub from_ns: Nanos,
+    pub to_ns: Nanos,
+    pub pid: i32,
+    pub tid: i32,
+    /// In time order; consecutive segments of one thread and kind are merged.
+    pub segments: Vec<PathSegment>,
+    pub summary: PathSummary,
+}
+
+/// A kind of odd or missing data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// A non-zero loss counter of the trace.
+    Lost,
+    /// The trace was recovered from a recorder that did not finish.
+    Partial,
+    /// Page fills naming a file id with no file row.
+    UnknownFile,
+    /// Files read whose inode was never resolved to a path.
+    UnresolvedFile,
+    /// Gaps between consecutive scheduler intervals of a thread.
+    SchedGap,
+    /// Scheduler intervals overlapping the previous one of their thread, or ending before they start.
+    SchedOverlap,
+    /// Events timed before t = 0 or after the end of the recording.
+    OutOfRange,
+    /// No scheduler intervals: no time breakdown, no critical path.
+    NoSched,
+    /// No readiness point and no exit of the root process.
+    NoReady,
+    /// The readiness reason names a mark the trace does not hold.
+    ReadyMarkMissing,
+    /// The critical path walk stopped early.
+    PathIncomplete,
+}
+
+/// Something the analysis noticed about the data; never a failure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub code: WarningCode,
+    /// How many events, files or nanoseconds it concerns (see `message`).
+    pub count: u64,
+    pub message: String,
+}

@@ -1,0 +1,267 @@
+//! The critical path to ready: from the readiness point, walk back through the
+//! thread that reached it (its running time, its I/O waits and the files behind
+//! them), jumping to the thread that woke it whenever it slept, and to the thread
+//! that created it when its own history begins, until the command's start.
+
+use coldstart_trace::{Nanos, SchedInterval, ThreadState};
+use rustc_hash::FxHashMap;
+
+use crate::analysis::{
+    CriticalPath, FileTime, PathSegment, PathSummary, ProcessTime, ReadyInfo, SegmentKind, Warning,
+    WarningCode,
+};
+use crate::index::Ctx;
+use crate::time::{WaitFiles, split, wait_files};
+
+/// Jumps to a waker at an unchanged time before a sleep counts as a dead end (wakeup cycles).
+const MAX_JUMPS_AT_ONE_TIME: u32 = 16;
+/// How long after a sleep's recorded end its wakeup may be timed (event order within a CPU).
+const WAKEUP_SLACK_NS: Nanos = 50_000;
+
+struct Walk<'c, 't> {
+    ctx: &'c Ctx<'t>,
+    /// In reverse time order while walking.
+    segments: Vec<PathSegment>,
+    buffer: WaitFiles,
+}
+
+impl Walk<'_, '_> {
+    fn push(&mut self, tid: i32, start: Nanos, end: Nanos, kind: SegmentKind) {
+        if start < end {
+            let pid = self.ctx.pid_of(tid);
+            self.segments.push(PathSegment {
+                start_ns: start,
+                end_ns: end,
+                tid,
+                pid,
+                kind,
+                files: Vec::new(),
+                waker_tid: None,
+            });
+        }
+    }
+
+    fn interval(&self, row: u32) -> &SchedInterval {
+        &self.ctx.trace.sched[row as usize]
+    }
+
+    /// The thread of `pid` that was running at `t` (or ran last before it), with data before `t`.
+    fn thread_of_at(&self, pid: i32, t: Nanos) -> Option<i32> {
+        let groups = &self.ctx.sched_by_tid;
+        (0..groups.len())
+            .filter(|&g| self.ctx.pid_of(groups.key(g)) == pid)
+            .filter_map(|g| {
+                let rows = groups.rows(g);
+                let k = rows.partition_point(|&r| self.interval(r).start_ns < t);
+                let last_run =
+                    rows[..k].iter().rev().find(|&&r| self.interval(r).state == ThreadState::Running)?;
+                Some((self.interval(*last_run).end_ns.min(t), groups.key(g)))
+            })
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, tid)| tid)
+    }
+
+    /// The thread that created `tid`: the process's main thread for a secondary thread,
+    /// the parent process's thread running at `t` for a main thread.
+    fn creator(&self, tid: i32, t: Nanos) -> Option<i32> {
+        let pid = self.ctx.pid_of(tid);
+        let parent_pid = if tid != pid {
+            pid
+        } else {
+            self.ctx.trace.processes.iter().rev().find(|p| p.pid == pid && p.start_ns.is_some())?.ppid?
+        };
+        self.thread_of_at(parent_pid, t).filter(|&c| c != tid)
+    }
+}
+
+pub(crate) fn critical_path(
+    ctx: &Ctx,
+    ready: &ReadyInfo,
+    origin: Nanos,
+    warnings: &mut Vec<Warning>,
+) -> Option<CriticalPath> {
+    if ctx.trace.sched.is_empty() || ready.t_ns <= origin {
+        return None;
+    }
+    let mut walk = Walk { ctx, segments: Vec::new(), buffer: WaitFiles::new() };
+    let (mut tid, mut t) = (ready.tid, ready.t_ns);
+    let mut jumps_at_t = 0;
+    let mut steps: usize = 0;
+    let step_limit = 4 * ctx.trace.sched.len() + 1000;
+    while t > origin {
+        steps += 1;
+        if steps > step_limit {
+            warnings.push(Warning {
+                code: WarningCode::PathIncomplete,
+                count: 1,
+                message: format!("the critical path walk stopped after {step_limit} steps at t = {t} ns"),
+            });
+            walk.push(tid, origin, t, SegmentKind::Untraced);
+            break;
+        }
+        let rows = ctx.sched_by_tid.rows_of(tid);
+        let k = rows.partition_point(|&r| walk.interval(r).start_ns < t);
+        if k == 0 {
+            match walk.creator(tid, t) {
+                Some(creator) if jumps_at_t < MAX_JUMPS_AT_ONE_TIME => {
+                    tid = creator;
+                    jumps_at_t += 1;
+                }
+                _ => {
+                    walk.push(tid, origin, t, SegmentKind::Untraced);
+                    break;
+                }
+            }
+            continue;
+        }
+        let iv = walk.interval(rows[k - 1]).clone();
+        if iv.end_ns < t {
+            let from = iv.end_ns.max(origin);
+            walk.push(tid, from, t, SegmentKind::Untraced);
+            t = from;
+            jumps_at_t = 0;
+            continue;
+        }
+        let start = iv.start_ns.max(origin);
+        match iv.state {
+            ThreadState::Running => walk.push(tid, start, t, SegmentKind::Cpu),
+            ThreadState::Runnable => walk.push(tid, start, t, SegmentKind::CpuWait),
+            ThreadState::IoWait => {
+                let fill_rows = ctx.fills_by_tid.rows_of(tid);
+                let mut buffer = std::mem::take(&mut walk.buffer);
+                wait_files(ctx, rows, k - 1, fill_rows, &mut buffer);
+                let files = buffer
+                    .iter()
+                    .zip(split(t - start, buffer.iter().map(|f| f.2)))
+                    .map(|(f, ns)| FileTime { file: f.1, ns })
+                    .collect();
+                walk.buffer = buffer;
+                walk.push(tid, start, t, SegmentKind::IoWait);
+                if let Some(seg) = walk.segments.last_mut() {
+                    seg.files = files;
+                }
+            }
+            ThreadState::Sleeping | ThreadState::Stopped => {
+                let wakeups = ctx.wakeups_by_tid.rows_of(tid);
+                let bound = iv.end_ns.max(t) + WAKEUP_SLACK_NS;
+                let w = wakeups.partition_point(|&r| ctx.trace.wakeups[r as usize].t_ns <= bound);
+                let wakeup = w
+                    .checked_sub(1)
+                    .map(|i| &ctx.trace.wakeups[wakeups[i] as usize])
+                    .filter(|w| w.t_ns >= iv.start_ns);
+                let waker = wakeup
+                    .and_then(|w| w.waker_tid.map(|waker| (w.t_ns, waker)))
+                    .filter(|&(_, wt)| wt != tid);
+                match waker {
+                    Some((wake_t, waker)) if !ctx.sched_by_tid.rows_of(waker).is_empty() => {
+                        let jump_t = wake_t.min(t).max(start);
+                        if jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
+                            walk.push(tid, jump_t, t, SegmentKind::Sleep);
+                            jumps_at_t = if jump_t < t { 0 } else { jumps_at_t + 1 };
+                            tid = waker;
+                            t = jump_t;
+                            continue;
+                        }
+                        walk.push(tid, start, t, SegmentKind::Sleep);
+                    }
+                    Some((_, waker)) => {
+                        walk.push(tid, start, t, SegmentKind::WaitUntraced);
+                        if let Some(seg) = walk.segments.last_mut() {
+                            seg.waker_tid = Some(waker);
+                        }
+                    }
+                    None => walk.push(tid, start, t, SegmentKind::Sleep),
+                }
+            }
+        }
+        t = start;
+        jumps_at_t = 0;
+    }
+    let mut segments = walk.segments;
+    segments.reverse();
+    let segments = merge(segments);
+    let summary = summarize(ctx, &segments, ready, origin);
+    Some(CriticalPath {
+        from_ns: origin,
+        to_ns: ready.t_ns,
+        pid: ready.pid,
+        tid: ready.tid,
+        segments,
+        summary,
+    })
+}
+
+/// Joins consecutive segments of one thread and kind.
+fn merge(segments: Vec<PathSegment>) -> Vec<PathSegment> {
+    let mut out: Vec<PathSegment> = Vec::with_capacity(segments.len());
+    for seg in segments {
+        match out.last_mut() {
+            Some(last)
+                if last.tid == seg.tid
+                    && last.kind == seg.kind
+                    && last.waker_tid == seg.waker_tid
+                    && last.end_ns == seg.start_ns =>
+            {
+                last.end_ns = seg.end_ns;
+                last.files = add_file_times(std::mem::take(&mut last.files), &seg.files);
+            }
+            _ => out.push(seg),
+        }
+    }
+    out
+}
+
+fn add_file_times(mut into: Vec<FileTime>, more: &[FileTime]) -> Vec<FileTime> {
+    for f in more {
+        match into.iter_mut().find(|x| x.file == f.file) {
+            Some(x) => x.ns += f.ns,
+            None => into.push(f.clone()),
+        }
+    }
+    into.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.file.cmp(&b.file)));
+    into
+}
+
+fn summarize(ctx: &Ctx, segments: &[PathSegment], ready: &ReadyInfo, origin: Nanos) -> PathSummary {
+    let mut s = PathSummary { total_ns: ready.t_ns - origin, ..PathSummary::default() };
+    let mut helpers: FxHashMap<i32, ProcessTime> = FxHashMap::default();
+    for seg in segments {
+        let ns = seg.end_ns - seg.start_ns;
+        if seg.kind == SegmentKind::Untraced {
+            s.untraced_ns += ns;
+        } else if seg.pid != ready.pid {
+            let comm = || {
+                let process = ctx.trace.processes.iter().rev().find(|p| p.pid == seg.pid);
+                process.map(|p| p.comm.clone()).unwrap_or_default()
+            };
+            let helper = helpers.entry(seg.pid).or_insert_with(|| ProcessTime {
+                pid: seg.pid,
+                comm: comm(),
+                ns: 0,
+                cpu_ns: 0,
+                io_wait_ns: 0,
+            });
+            helper.ns += ns;
+            match seg.kind {
+                SegmentKind::Cpu => helper.cpu_ns += ns,
+                SegmentKind::IoWait => helper.io_wait_ns += ns,
+                _ => {}
+            }
+        } else {
+            match seg.kind {
+                SegmentKind::Cpu => s.cpu_ns += ns,
+                SegmentKind::CpuWait => s.cpu_wait_ns += ns,
+                SegmentKind::IoWait => {
+                    s.io_wait_ns += ns;
+                    s.io_files = add_file_times(std::mem::take(&mut s.io_files), &seg.files);
+                }
+                SegmentKind::Sleep => s.sleep_ns += ns,
+                SegmentKind::WaitUntraced => s.wait_untraced_ns += ns,
+                SegmentKind::Untraced => {}
+            }
+        }
+    }
+    s.helpers = helpers.into_values().collect();
+    s.helpers.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
+    s
+}

@@ -1,0 +1,195 @@
+//! Disk-level view of the block requests: traffic per disk against /proc/diskstats
+//! (the trace's completeness check), head movement between consecutive requests,
+//! and the file each request read (the request's own file, else the recorded FIEMAP
+//! extents, else the filesystem metadata pages, else unknown).
+
+use coldstart_trace::{BlockIo, BlockOp, Dev, FileKind, Nanos};
+use rustc_hash::FxHashMap;
+
+use crate::analysis::{DiskAnalysis, DiskFile, DiskRequest, DiskSeeks};
+use crate::index::{Ctx, time_order};
+
+const SECTOR: u64 = 512;
+
+/// Byte ranges of one disk, sorted by start, each naming a file (or metadata).
+#[derive(Default)]
+struct RangeMap {
+    ranges: Vec<(u64, u64, Owner)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    File(u32),
+    Metadata,
+    Unknown,
+}
+
+impl RangeMap {
+    fn finish(&mut self) {
+        self.ranges.sort_unstable_by_key(|r| (r.0, r.1));
+    }
+
+    fn lookup(&self, byte: u64) -> Option<Owner> {
+        let i = self.ranges.partition_point(|r| r.0 <= byte);
+        self.ranges[..i].iter().rev().take(4).find(|r| byte < r.1).map(|r| r.2)
+    }
+}
+
+pub(crate) fn disks(ctx: &Ctx) -> Vec<DiskAnalysis> {
+    let trace = ctx.trace;
+    let mut maps: FxHashMap<Dev, RangeMap> = FxHashMap::default();
+    for e in &trace.extents {
+        let owner = match ctx.file(e.file_id) {
+            Some(f) if f.kind == FileKind::DeviceMetadata => Owner::Metadata,
+            _ => Owner::File(e.file_id),
+        };
+        maps.entry(e.disk).or_default().ranges.push((e.physical, e.physical.saturating_add(e.length), owner));
+    }
+    for g in 0..ctx.fills_by_stream.len() {
+        let (_, file_id) = ctx.fills_by_stream.key(g);
+        let Some(file) = ctx.file(file_id).filter(|f| f.kind == FileKind::DeviceMetadata) else { continue };
+        let map = maps.entry(file.dev).or_default();
+        for &r in ctx.fills_by_stream.rows(g) {
+            let fill = &trace.page_fills[r as usize];
+            let start = fill.index.saturating_mul(ctx.page_size);
+            map.ranges.push((start, start + ctx.bytes(u64::from(fill.pages)), Owner::Metadata));
+        }
+    }
+    maps.values_mut().for_each(RangeMap::finish);
+
+    let mut devs: Vec<Dev> = trace.disks.iter().map(|d| d.dev).collect();
+    devs.extend(trace.block_ios.iter().map(|b| b.dev));
+    devs.sort_unstable();
+    devs.dedup();
+
+    let ios = &trace.block_ios;
+    let order = time_order(ios.len(), |r| ios[r].issue_ns.or(ios[r].complete_ns).unwrap_or(Nanos::MAX));
+    let mut by_dev: FxHashMap<Dev, Vec<u32>> = FxHashMap::default();
+    for &r in &order {
+        by_dev.entry(ios[r as usize].dev).or_default().push(r);
+    }
+    let empty = RangeMap::default();
+    devs.into_iter()
+        .map(|dev| {
+            let rows = by_dev.get(&dev).map_or(&[][..], Vec::as_slice);
+            disk(ctx, dev, rows, maps.get(&dev).unwrap_or(&empty))
+        })
+        .collect()
+}
+
+fn owner_of(ctx: &Ctx, io: &BlockIo, map: &RangeMap) -> Owner {
+    if let Some(id) = io.file_id {
+        return match ctx.file(id) {
+            Some(f) if f.kind == FileKind::DeviceMetadata => Owner::Metadata,
+            _ => Owner::File(id),
+        };
+    }
+    if let Some(owner) = io.sector.and_then(|s| map.lookup(s.saturating_mul(SECTOR))) {
+        return owner;
+    }
+    // The kernel flags metadata requests with M in rwbs (`RM`, `WM`).
+    if io.rwbs.contains('M') { Owner::Metadata } else { Owner::Unknown }
+}
+
+fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
+    let info = ctx.trace.disks.iter().find(|d| d.dev == dev);
+    let threshold_sectors = ctx.config.seek_threshold_bytes / SECTOR;
+    let mut seeks = DiskSeeks { threshold_bytes: ctx.config.seek_threshold_bytes, ..DiskSeeks::default() };
+    let mut out = DiskAnalysis {
+        dev,
+        name: info.map_or_else(|| dev.to_string(), |d| d.name.clone()),
+        model: info.and_then(|d| d.model.clone()),
+        rotational: info.and_then(|d| d.rotational),
+        diskstats_read_bytes: info.and_then(|d| d.read_bytes),
+        diskstats_read_ios: info.and_then(|d| d.read_ios),
+        traced_read_requests: 0,
+        traced_read_bytes: 0,
+        coverage: None,
+        seeks,
+        read_latency_ns: 0,
+        read_latency_median_ns: None,
+        metadata_requests: 0,
+        metadata_bytes: 0,
+        unknown_requests: 0,
+        unknown_bytes: 0,
+        files: Vec::new(),
+        requests: Vec::new(),
+    };
+    let mut latencies: Vec<Nanos> = Vec::new();
+    let mut files: FxHashMap<u32, DiskFile> = FxHashMap::default();
+    let mut previous_end: Option<u64> = None;
+    for &r in rows {
+        let io = &ctx.trace.block_ios[r as usize];
+        let latency = io.latency_ns().filter(|&l| l >= 0);
+        if io.op == BlockOp::Read {
+            out.traced_read_requests += 1;
+            out.traced_read_bytes += u64::from(io.bytes);
+            if let Some(l) = latency {
+                out.read_latency_ns += l;
+                latencies.push(l);
+            }
+        }
+        let Some(sector) = io.sector.filter(|_| io.op != BlockOp::Flush) else { continue };
+        let distance = previous_end.map(|end| sector as i64 - end as i64);
+        previous_end = Some(sector + u64::from(io.bytes).div_ceil(SECTOR));
+        seeks.requests += 1;
+        match distance {
+            Some(0) => seeks.sequential += 1,
+            Some(d) if d > 0 => {
+                seeks.forward += 1;
+                seeks.forward_sectors += d as u64;
+            }
+            Some(d) => {
+                seeks.backward += 1;
+                seeks.backward_sectors += d.unsigned_abs();
+            }
+            None => {}
+        }
+        let far = distance.is_some_and(|d| d.unsigned_abs() > threshold_sectors);
+        seeks.far += u64::from(far);
+        let owner = owner_of(ctx, io, map);
+        match owner {
+            Owner::File(id) => {
+                let f = files.entry(id).or_insert(DiskFile { file: id, ..DiskFile::default() });
+                f.requests += 1;
+                f.bytes += u64::from(io.bytes);
+                f.far_seeks += u64::from(far);
+                f.latency_ns += latency.unwrap_or(0);
+            }
+            Owner::Metadata => {
+                out.metadata_requests += 1;
+                out.metadata_bytes += u64::from(io.bytes);
+            }
+            Owner::Unknown => {
+                out.unknown_requests += 1;
+                out.unknown_bytes += u64::from(io.bytes);
+            }
+        }
+        out.requests.push(DiskRequest {
+            issue_ns: io.issue_ns,
+            complete_ns: io.complete_ns,
+            sector,
+            bytes: io.bytes,
+            op: io.op,
+            pid: io.pid,
+            file: match owner {
+                Owner::File(id) => Some(id),
+                _ => None,
+            },
+            metadata: owner == Owner::Metadata,
+            distance_sectors: distance,
+            far,
+        });
+    }
+    out.seeks = seeks;
+    out.coverage =
+        out.diskstats_read_bytes.filter(|&b| b > 0).map(|b| out.traced_read_bytes as f64 / b as f64);
+    if !latencies.is_empty() {
+        let mid = latencies.len() / 2;
+        out.read_latency_median_ns = Some(*latencies.select_nth_unstable(mid).1);
+    }
+    out.files = files.into_values().collect();
+    out.files
+        .sort_by(|a, b| b.requests.cmp(&a.requests).then(b.bytes.cmp(&a.bytes)).then(a.file.cmp(&b.file)));
+    out
+}

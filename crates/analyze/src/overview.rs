@@ -1,0 +1,199 @@
+//! The frame of the analysis: what was traced, when the command started, the
+//! readiness point and the thread that reached it, and the process table with each
+//! process's time and reads.
+
+use coldstart_trace::{Nanos, ThreadState};
+use rustc_hash::FxHashMap;
+
+use crate::analysis::{
+    FileUse, ProcessInfo, ReadyInfo, StateTimes, ThreadInfo, TraceInfo, Warning, WarningCode,
+};
+use crate::index::Ctx;
+
+pub(crate) fn trace_info(ctx: &Ctx) -> TraceInfo {
+    let m = &ctx.trace.meta;
+    TraceInfo {
+        tool: m.tool.clone(),
+        source: m.source,
+        command: m.command.clone(),
+        scope: m.scope,
+        root_pid: m.root_pid,
+        host: m.host.clone(),
+        kernel: m.kernel.clone(),
+        cpu_model: m.cpu_model.clone(),
+        cpu_count: m.cpu_count,
+        mem_total_bytes: m.mem_total_bytes,
+        page_size: ctx.page_size as u32,
+        clock: m.clock.clone(),
+        start_unix_ns: m.start_unix_ns,
+        duration_ns: m.duration_ns,
+        cache: m.cache,
+        eviction: m.eviction.clone(),
+        exit_code: m.exit_code,
+        partial: m.partial,
+    }
+}
+
+fn root<'t>(ctx: &Ctx<'t>) -> Option<&'t coldstart_trace::Process> {
+    let pid = ctx.trace.meta.root_pid?;
+    ctx.trace.processes.iter().filter(|p| p.pid == pid).min_by_key(|p| p.start_ns.unwrap_or(Nanos::MIN))
+}
+
+/// When the traced command started: its fork, else t = 0.
+pub(crate) fn origin(ctx: &Ctx) -> Nanos {
+    root(ctx).and_then(|p| p.start_ns).unwrap_or(0).max(0)
+}
+
+/// The end of the recording: its duration, else the latest event.
+pub(crate) fn trace_end(ctx: &Ctx) -> Nanos {
+    let t = ctx.trace;
+    if t.meta.duration_ns > 0 {
+        return t.meta.duration_ns;
+    }
+    let latest = [
+        t.page_fills.iter().map(|f| f.t_ns).max(),
+        t.sched.iter().map(|s| s.end_ns).max(),
+        t.block_ios.iter().filter_map(|b| b.complete_ns.or(b.issue_ns)).max(),
+        t.marks.iter().map(|m| m.t_ns).max(),
+    ];
+    latest.into_iter().flatten().max().unwrap_or(0)
+}
+
+/// The readiness point (the recorded one, else the root's exit) and who reached it.
+pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Option<ReadyInfo> {
+    let recorded = ctx.trace.meta.ready.as_ref().map(|r| (r.t_ns, r.reason.clone()));
+    let Some((t_ns, reason)) = recorded.or_else(|| root(ctx)?.end_ns.map(|t| (t, "exit".to_owned()))) else {
+        warnings.push(Warning {
+            code: WarningCode::NoReady,
+            count: 1,
+            message:
+                "the trace has no readiness point and the command's exit was not seen: figures run to the \
+                      end of the trace and there is no critical path"
+                    .to_owned(),
+        });
+        return None;
+    };
+    let root_pid =
+        ctx.trace.meta.root_pid.or_else(|| ctx.trace.processes.first().map(|p| p.pid)).unwrap_or(0);
+    let pid = match reason.strip_prefix("mark:") {
+        Some(name) => {
+            let mark = ctx
+                .trace
+                .marks
+                .iter()
+                .filter(|m| m.name == name)
+                .min_by_key(|m| ((m.t_ns - t_ns).abs(), m.t_ns));
+            if mark.is_none() {
+                warnings.push(Warning {
+                    code: WarningCode::ReadyMarkMissing,
+                    count: 1,
+                    message: format!("the start ended at mark {name:?}, which the trace does not hold"),
+                });
+            }
+            mark.and_then(|m| m.pid).unwrap_or(root_pid)
+        }
+        None => root_pid,
+    };
+    Some(ReadyInfo {
+        t_ns,
+        reason,
+        time_to_ready_ns: t_ns - origin,
+        pid,
+        tid: thread_reaching(ctx, pid, t_ns),
+    })
+}
+
+/// The thread of `pid` that ran last at or before `t`; the main thread when none ran.
+fn thread_reaching(ctx: &Ctx, pid: i32, t: Nanos) -> i32 {
+    let groups = &ctx.sched_by_tid;
+    (0..groups.len())
+        .filter(|&g| ctx.pid_of(groups.key(g)) == pid)
+        .filter_map(|g| {
+            let rows = groups.rows(g);
+            let sched = &ctx.trace.sched;
+            let k = rows.partition_point(|&r| sched[r as usize].start_ns < t);
+            let last_run =
+                rows[..k].iter().rev().find(|&&r| sched[r as usize].state == ThreadState::Running)?;
+            Some((sched[*last_run as usize].end_ns.min(t), groups.key(g)))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map_or(pid, |(_, tid)| tid)
+}
+
+/// Every process, with its threads' times and its reads; pids seen only in threads or
+/// page fills get a row of their own. Times of a reused pid go to its latest process.
+pub(crate) fn processes(ctx: &Ctx, threads: &[ThreadInfo], file_uses: &[FileUse]) -> Vec<ProcessInfo> {
+    let mut rows: Vec<ProcessInfo> = ctx
+        .trace
+        .processes
+        .iter()
+        .map(|p| ProcessInfo {
+            pid: p.pid,
+            ppid: p.ppid,
+            comm: p.comm.clone(),
+            exe: p.exe.clone(),
+            argv: p.argv.clone(),
+            start_ns: p.start_ns,
+            end_ns: p.end_ns,
+            exit_code: p.exit_code,
+            in_scope: p.in_scope,
+            threads: 0,
+            time: StateTimes::default(),
+            io_wait_attributed_ns: 0,
+            files: 0,
+            reads: 0,
+            seeks: 0,
+            pages: 0,
+        })
+        .collect();
+    rows.sort_by_key(|p| (p.start_ns.unwrap_or(Nanos::MIN), p.pid));
+    let mut latest: FxHashMap<i32, usize> = rows.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+    let mut row_of = |pid: i32, comm: &str, rows: &mut Vec<ProcessInfo>| -> usize {
+        *latest.entry(pid).or_insert_with(|| {
+            rows.push(ProcessInfo {
+                pid,
+                ppid: None,
+                comm: comm.to_owned(),
+                exe: None,
+                argv: Vec::new(),
+                start_ns: None,
+                end_ns: None,
+                exit_code: None,
+                in_scope: ctx.pid_in_scope(pid),
+                threads: 0,
+                time: StateTimes::default(),
+                io_wait_attributed_ns: 0,
+                files: 0,
+                reads: 0,
+                seeks: 0,
+                pages: 0,
+            });
+            rows.len() - 1
+        })
+    };
+    for t in threads {
+        let comm = if t.tid == t.pid { t.comm.as_str() } else { "" };
+        let i = row_of(t.pid, comm, &mut rows);
+        let p = &mut rows[i];
+        if p.comm.is_empty() {
+            p.comm = t.comm.clone();
+        }
+        p.threads += 1;
+        p.time.running_ns += t.time.running_ns;
+        p.time.runnable_ns += t.time.runnable_ns;
+        p.time.io_wait_ns += t.time.io_wait_ns;
+        p.time.sleeping_ns += t.time.sleeping_ns;
+        p.time.stopped_ns += t.time.stopped_ns;
+        p.io_wait_attributed_ns += t.io_wait_attributed_ns;
+    }
+    for u in file_uses {
+        let i = row_of(u.pid, "", &mut rows);
+        let p = &mut rows[i];
+        p.files += 1;
+        p.reads += u.reads;
+        p.seeks += u.seeks;
+        p.pages += u.pages;
+    }
+    rows.sort_by_key(|p| (p.start_ns.unwrap_or(Nanos::MIN), p.pid));
+    rows
+}

@@ -1,0 +1,488 @@
+//! Automatic phases: the start's timeline cut into short bins, each labelled by its
+//! dominant work (waiting for reads from one directory, running, or waiting), runs
+//! of equal labels joined, short runs absorbed by a neighbour, and each phase named
+//! by what it did. Marks always cut: no phase spans a mark.
+
+use coldstart_trace::{FileKind, Nanos, ThreadState};
+use rustc_hash::FxHashMap;
+
+use crate::analysis::{Phase, PhaseKind, Read};
+use crate::index::Ctx;
+use crate::units;
+
+/// A directory (or group of unnamed files) reads are attributed to.
+type DirId = u32;
+
+#[derive(Clone, Copy, Default)]
+struct Bin {
+    cpu_ns: Nanos,
+    io_ns: Nanos,
+    pages: u64,
+    dir: Option<DirId>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Label {
+    kind: PhaseKind,
+    dir: Option<DirId>,
+}
+
+#[derive(Clone, Copy)]
+struct Segment {
+    first_bin: usize,
+    end_bin: usize,
+    label: Label,
+    span: usize,
+    /// The directory of the first of its bins with page fills, whatever its kind.
+    hint: Option<DirId>,
+}
+
+/// Interns the directory of each file, so bins compare small numbers.
+struct Dirs<'t> {
+    ctx: &'t Ctx<'t>,
+    names: Vec<String>,
+    by_name: FxHashMap<String, DirId>,
+    by_file: FxHashMap<u32, DirId>,
+}
+
+impl<'t> Dirs<'t> {
+    fn of_file(&mut self, file: u32) -> DirId {
+        if let Some(&d) = self.by_file.get(&file) {
+            return d;
+        }
+        let name = match self.ctx.file(file) {
+            Some(f) if f.kind == FileKind::DeviceMetadata => "<filesystem metadata>".to_owned(),
+            Some(f) => match &f.path {
+                Some(path) => parent(path).to_owned(),
+                None => "<unresolved files>".to_owned(),
+            },
+            None => "<unknown files>".to_owned(),
+        };
+        let next = self.names.len() as DirId;
+        let d = *self.by_name.entry(name.clone()).or_insert_with(|| {
+            self.names.push(name);
+            next
+        });
+        self.by_file.insert(file, d);
+        d
+    }
+}
+
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) => "/",
+        Some(i) => &path[..i],
+        None => path,
+    }
+}
+
+pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<Phase> {
+    if to <= from {
+        return Vec::new();
+    }
+    let config = ctx.config;
+    let span_ns = to - from;
+    let width = (span_ns / Nanos::from(config.phase_bins.max(1))).max(config.phase_bin_min_ns).max(1);
+    let mut marks: Vec<(Nanos, &str)> = ctx
+        .trace
+        .marks
+        .iter()
+        .filter(|m| m.t_ns > from && m.t_ns < to)
+        .map(|m| (m.t_ns, m.name.as_str()))
+        .collect();
+    marks.sort();
+    marks.dedup_by_key(|m| m.0);
+
+    // Bin edges: a regular grid, plus every mark time; `span_of[b]` counts marks before bin b.
+    let mut edges = vec![from];
+    let mut span_of = Vec::new();
+    let mut span = 0;
+    let mut next_mark = 0;
+    let mut grid = from;
+    while *edges.last().unwrap_or(&to) < to {
+        let last = *edges.last().unwrap_or(&from);
+        while grid <= last {
+            grid += width;
+        }
+        let mark = marks.get(next_mark).map(|m| m.0);
+        let edge = match mark {
+            Some(m) if m <= grid.min(to) => {
+                next_mark += 1;
+                m
+            }
+            _ => grid.min(to),
+        };
+        span_of.push(span);
+        edges.push(edge);
+        if mark == Some(edge) {
+            span += 1;
+        }
+    }
+    let bin_of = |t: Nanos| edges.partition_point(|&e| e <= t).saturating_sub(1).min(edges.len() - 2);
+    let mut bins = vec![Bin::default(); edges.len() - 1];
+
+    for g in 0..ctx.sched_by_tid.len() {
+        if !ctx.tid_in_scope(ctx.sched_by_tid.key(g)) {
+            continue;
+        }
+        for &r in ctx.sched_by_tid.rows(g) {
+            let s = &ctx.trace.sched[r as usize];
+            if !matches!(s.state, ThreadState::Running | ThreadState::IoWait) {
+                continue;
+            }
+            let (start, end) = (s.start_ns.max(from), s.end_ns.min(to));
+            if start >= end {
+                continue;
+            }
+            for (b, bin) in bins.iter_mut().enumerate().skip(bin_of(start)) {
+                let overlap = end.min(edges[b + 1]) - start.max(edges[b]);
+                if overlap <= 0 {
+                    break;
+                }
+                match s.state {
+                    ThreadState::Running => bin.cpu_ns += overlap,
+                    _ => bin.io_ns += overlap,
+                }
+            }
+        }
+    }
+
+    let fills = &ctx.trace.page_fills;
+    let mut dirs =
+        Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
+    let order = &ctx.fills_in_time;
+    let first = order.partition_point(|&r| fills[r as usize].t_ns < from);
+    let mut pages_by_dir: Vec<(DirId, u64)> = Vec::new();
+    let mut current_bin = usize::MAX;
+    let mut b = 0;
+    let mut last_file: Option<(u32, DirId)> = None;
+    for &r in &order[first..] {
+        let fill = &fills[r as usize];
+        if fill.t_ns >= to {
+            break;
+        }
+        while fill.t_ns >= edges[b + 1] {
+            b += 1;
+        }
+        if b != current_bin {
+            close_bin(&mut bins, current_bin, &mut pages_by_dir);
+            current_bin = b;
+        }
+        let d = match last_file {
+            Some((file, dir)) if file == fill.file_id => dir,
+            _ => {
+                let dir = dirs.of_file(fill.file_id);
+                last_file = Some((fill.file_id, dir));
+                dir
+            }
+        };
+        match pages_by_dir.iter_mut().find(|x| x.0 == d) {
+            Some(x) => x.1 += u64::from(fill.pages),
+            None => pages_by_dir.push((d, u64::from(fill.pages))),
+        }
+        bins[b].pages += u64::from(fill.pages);
+    }
+    close_bin(&mut bins, current_bin, &mut pages_by_dir);
+
+    let has_sched = !ctx.trace.sched.is_empty();
+    let labels = label_bins(&bins, &edges, has_sched);
+    let mut segments = run_lengths(&labels, &span_of, &bins);
+    let min_len = (3 * width).max(span_ns / Nanos::from(config.phase_min_fraction.max(1)));
+    absorb_short(&mut segments, &edges, min_len);
+
+    describe(ctx, &segments, &edges, &bins, &marks, reads)
+}
+
+/// Gives bin `b` (if any) the directory with most pages, and starts a new count.
+fn close_bin(bins: &mut [Bin], b: usize, pages_by_dir: &mut Vec<(DirId, u64)>) {
+    if let Some(bin) = bins.get_mut(b) {
+        bin.dir = pages_by_dir.iter().max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0))).map(|x| x.0);
+    }
+    pages_by_dir.clear();
+}
+
+fn label_bins(bins: &[Bin], edges: &[Nanos], has_sched: bool) -> Vec<Label> {
+    let mut labels: Vec<Label> = bins
+        .iter()
+        .enumerate()
+        .map(|(b, bin)| {
+            let busy = bin.cpu_ns.max(bin.io_ns) as f64 / (edges[b + 1] - edges[b]).max(1) as f64;
+            let kind = if !has_sched {
+                if bin.pages > 0 { PhaseKind::Read } else { PhaseKind::Wait }
+            } else if busy < 0.25 {
+                PhaseKind::Wait
+            } else if bin.io_ns >= bin.cpu_ns {
+                PhaseKind::Read
+            } else {
+                PhaseKind::Cpu
+            };
+            Label { kind, dir: if kind == PhaseKind::Read { bin.dir } else { None } }
+        })
+        .collect();
+    // Read bins without fills of their own (the wait after the request) take the
+    // directory of the read bin before them, or else after them.
+    for pass in 0..2 {
+        let mut last: Option<DirId> = None;
+        let indices: Box<dyn Iterator<Item = usize>> =
+            if pass == 0 { Box::new(0..labels.len()) } else { Box::new((0..labels.len()).rev()) };
+        for b in indices {
+            let label = &mut labels[b];
+            if label.kind != PhaseKind::Read {
+                last = None;
+            } else if label.dir.is_some() {
+                last = label.dir;
+            } else {
+                label.dir = last;
+            }
+        }
+    }
+    labels
+}
+
+fn run_lengths(labels: &[Label], span_of: &[usize], bins: &[Bin]) -> Vec<Segment> {
+    let mut segments: Vec<Segment> = Vec::new();
+    for (b, &label) in labels.iter().enumerate() {
+        match segments.last_mut() {
+            Some(s) if s.label == label && s.span == span_of[b] => {
+                s.end_bin = b + 1;
+                s.hint = s.hint.or(bins[b].dir);
+            }
+            _ => segments.push(Segment {
+                first_bin: b,
+                end_bin: b + 1,
+                label,
+                span: span_of[b],
+                hint: bins[b].dir,
+            }),
+        }
+    }
+    segments
+}
+
+/// Merges segments shorter than `min_len` into a neighbour in the same mark span
+/// (preferring one of the same kind, then one reading the directory the short
+/// segment read from, then the longer), shortest first, until none is left.
+fn absorb_short(segments: &mut Vec<Segment>, edges: &[Nanos], min_len: Nanos) {
+    let len = |s: &Segment| edges[s.end_bin] - edges[s.first_bin];
+    loop {
+        let candidate = (0..segments.len())
+            .filter(|&i| len(&segments[i]) < min_len)
+            .filter(|&i| {
+                let same_span = |j: usize| segments.get(j).is_some_and(|n| n.span == segments[i].span);
+                (i > 0 && same_span(i - 1)) || same_span(i + 1)
+            })
+            .min_by_key(|&i| (len(&segments[i]), i));
+        let Some(i) = candidate else { break };
+        let this = segments[i];
+        let neighbour =
+            |j: Option<usize>| j.filter(|&j| segments.get(j).is_some_and(|n| n.span == this.span));
+        let prev = neighbour(i.checked_sub(1));
+        let next = neighbour(Some(i + 1));
+        let target = match (prev, next) {
+            (Some(p), Some(n)) => {
+                let same_kind = |j: usize| segments[j].label.kind == this.label.kind;
+                let same_dir = |j: usize| this.hint.is_some() && segments[j].label.dir == this.hint;
+                match (same_kind(p), same_kind(n), same_dir(p), same_dir(n)) {
+                    (true, false, _, _) => p,
+                    (false, true, _, _) => n,
+                    (_, _, true, false) => p,
+                    (_, _, false, true) => n,
+                    _ if len(&segments[n]) > len(&segments[p]) => n,
+                    _ => p,
+                }
+            }
+            (Some(p), None) => p,
+            (None, Some(n)) => n,
+            (None, None) => break,
+        };
+        let label = segments[target].label;
+        let (lo, hi) = (i.min(target), i.max(target));
+        segments[lo] = Segment {
+            first_bin: segments[lo].first_bin,
+            end_bin: segments[hi].end_bin,
+            label,
+            span: this.span,
+            hint: segments[lo].hint.or(segments[hi].hint),
+        };
+        segments.remove(hi);
+        // Absorbing may have made two neighbours equal: join them.
+        let mut j = 1;
+        while j < segments.len() {
+            if segments[j].label == segments[j - 1].label && segments[j].span == segments[j - 1].span {
+                segments[j - 1].end_bin = segments[j].end_bin;
+                segments[j - 1].hint = segments[j - 1].hint.or(segments[j].hint);
+                segments.remove(j);
+            } else {
+                j += 1;
+            }
+        }
+    }
+}
+
+fn describe(
+    ctx: &Ctx,
+    segments: &[Segment],
+    edges: &[Nanos],
+    bins: &[Bin],
+    marks: &[(Nanos, &str)],
+    reads: &[Read],
+) -> Vec<Phase> {
+    let fills = &ctx.trace.page_fills;
+    let order = &ctx.fills_in_time;
+    let mut phases = Vec::with_capacity(segments.len());
+    for (i, seg) in segments.iter().enumerate() {
+        let (start, end) = (edges[seg.first_bin], edges[seg.end_bin]);
+        let mut pages_by_file: FxHashMap<u32, u64> = FxHashMap::default();
+        let first = order.partition_point(|&r| fills[r as usize].t_ns < start);
+        let mut run: Option<(u32, u64)> = None;
+        for &r in &order[first..] {
+            let fill = &fills[r as usize];
+            if fill.t_ns >= end {
+                break;
+            }
+            match &mut run {
+                Some((file, pages)) if *file == fill.file_id => *pages += u64::from(fill.pages),
+                _ => {
+                    if let Some((file, pages)) = run.replace((fill.file_id, u64::from(fill.pages))) {
+                        *pages_by_file.entry(file).or_default() += pages;
+                    }
+                }
+            }
+        }
+        if let Some((file, pages)) = run {
+            *pages_by_file.entry(file).or_default() += pages;
+        }
+        let pages: u64 = pages_by_file.values().sum();
+        let (dir, files_in_dir) = majority_dir(ctx, &pages_by_file);
+        let reads_here =
+            &reads[reads.partition_point(|r| r.t_ns < start)..reads.partition_point(|r| r.t_ns < end)];
+        let seg_bins = &bins[seg.first_bin..seg.end_bin];
+        let ends_at_mark = segments
+            .get(i + 1)
+            .filter(|next| next.span != seg.span)
+            .and_then(|_| marks.get(seg.span).map(|m| m.1.to_owned()));
+        phases.push(Phase {
+            start_ns: start,
+            end_ns: end,
+            kind: seg.label.kind,
+            name: String::new(),
+            dir,
+            files: pages_by_file.len() as u64,
+            files_in_dir,
+            pages,
+            bytes: ctx.bytes(pages),
+            reads: reads_here.len() as u64,
+            seeks: reads_here.iter().filter(|r| r.seek).count() as u64,
+            cpu_ns: seg_bins.iter().map(|b| b.cpu_ns).sum(),
+            io_wait_ns: seg_bins.iter().map(|b| b.io_ns).sum(),
+            top_pid: None,
+            ends_at_mark,
+        });
+    }
+    assign_top_pids(ctx, &mut phases);
+    for phase in &mut phases {
+        phase.name = name(ctx, phase);
+    }
+    phases
+}
+
+/// The deepest directory holding at least half the bytes, and how many files under it.
+fn majority_dir(ctx: &Ctx, pages_by_file: &FxHashMap<u32, u64>) -> (Option<String>, u64) {
+    let total: u64 = pages_by_file.values().sum();
+    let mut by_dir: FxHashMap<&str, (u64, u64)> = FxHashMap::default();
+    for (&file, &pages) in pages_by_file {
+        let Some(path) =
+            ctx.file(file).filter(|f| f.kind != FileKind::DeviceMetadata).and_then(|f| f.path.as_deref())
+        else {
+            continue;
+        };
+        let mut dir = parent(path);
+        loop {
+            let entry = by_dir.entry(dir).or_default();
+            entry.0 += pages;
+            entry.1 += 1;
+            if dir == "/" || !dir.contains('/') {
+                break;
+            }
+            dir = parent(dir);
+        }
+    }
+    by_dir
+        .into_iter()
+        .filter(|(_, (pages, _))| total > 0 && 2 * pages >= total)
+        .max_by(|a, b| {
+            let depth = |d: &str| if d == "/" { 0 } else { d.matches('/').count() };
+            depth(a.0).cmp(&depth(b.0)).then(a.1.0.cmp(&b.1.0)).then(b.0.cmp(a.0))
+        })
+        .map_or((None, 0), |(dir, (_, files))| (Some(dir.to_owned()), files))
+}
+
+fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
+    let mut cpu: FxHashMap<(usize, i32), Nanos> = FxHashMap::default();
+    for g in 0..ctx.sched_by_tid.len() {
+        let tid = ctx.sched_by_tid.key(g);
+        if !ctx.tid_in_scope(tid) {
+            continue;
+        }
+        let pid = ctx.pid_of(tid);
+        for &r in ctx.sched_by_tid.rows(g) {
+            let s = &ctx.trace.sched[r as usize];
+            if s.state != ThreadState::Running {
+                continue;
+            }
+            let first = phases.partition_point(|p| p.end_ns <= s.start_ns);
+            for (i, phase) in phases.iter().enumerate().skip(first) {
+                let overlap = s.end_ns.min(phase.end_ns) - s.start_ns.max(phase.start_ns);
+                if overlap <= 0 {
+                    break;
+                }
+                *cpu.entry((i, pid)).or_default() += overlap;
+            }
+        }
+    }
+    for (i, phase) in phases.iter_mut().enumerate() {
+        phase.top_pid = cpu
+            .iter()
+            .filter(|((p, _), _)| *p == i)
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.1.cmp(&a.0.1)))
+            .map(|((_, pid), _)| *pid);
+    }
+}
+
+fn name(ctx: &Ctx, phase: &Phase) -> String {
+    let dur = units::secs(phase.end_ns - phase.start_ns);
+    let comm = |pid: i32| {
+        ctx.trace
+            .processes
+            .iter()
+            .rev()
+            .find(|p| p.pid == pid)
+            .map_or_else(|| format!("pid {pid}"), |p| p.comm.clone())
+    };
+    match phase.kind {
+        PhaseKind::Read if phase.files == 0 => format!("I/O wait — {dur}"),
+        PhaseKind::Read => {
+            let what = match (&phase.dir, phase.files) {
+                (Some(dir), files) if files > 1 => {
+                    let elsewhere = files - phase.files_in_dir;
+                    let rest =
+                        if elsewhere > 0 { format!(" (+{elsewhere} elsewhere)") } else { String::new() };
+                    format!("read {} under {dir}{rest}", units::plural(phase.files_in_dir, "file"))
+                }
+                _ => format!("read {}", units::plural(phase.files, "file")),
+            };
+            format!("{what} — {dur}, {}, {}", units::bytes(phase.bytes), units::plural(phase.seeks, "seek"))
+        }
+        PhaseKind::Cpu => {
+            let who = phase.top_pid.map(|pid| format!(", mostly {}", comm(pid))).unwrap_or_default();
+            let read =
+                if phase.bytes > 0 { format!(", {} read", units::bytes(phase.bytes)) } else { String::new() };
+            format!("CPU{who} — {dur}{read}")
+        }
+        PhaseKind::Wait => {
+            let read =
+                if phase.bytes > 0 { format!(", {} read", units::bytes(phase.bytes)) } else { String::new() };
+            format!("waiting — {dur}{read}")
+        }
+    }
+}

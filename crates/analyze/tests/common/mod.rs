@@ -1,0 +1,447 @@
+//! The only place the tests touch the analysis API: a builder for synthetic traces,
+//! a round trip through the trace file, and `check`, which renders one facet of the
+//! analysis as plain lines and compares them with the expected ones.
+
+#![allow(dead_code)]
+
+use coldstart_analyze::{Analysis, RankBy, ReadFilter, SegmentKind};
+use coldstart_trace::*;
+
+pub const MS: Nanos = 1_000_000;
+
+/// Builds a trace: root process 100 (`app`, thread 100) started at t = 0, page size 4 KiB.
+pub struct Builder {
+    trace: Trace,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        let trace = Trace {
+            meta: Meta {
+                tool: "test".into(),
+                source: Source::Synthetic,
+                command: vec!["app".into()],
+                root_pid: Some(100),
+                page_size: 4096,
+                duration_ns: 10_000 * MS,
+                ..Meta::default()
+            },
+            ..Trace::default()
+        };
+        let b = Builder { trace };
+        b.process(100, 1, "app", Some(0))
+    }
+
+    pub fn process(mut self, pid: i32, ppid: i32, comm: &str, start_ns: Option<Nanos>) -> Builder {
+        self.trace.processes.push(Process {
+            pid,
+            ppid: Some(ppid),
+            comm: comm.into(),
+            start_ns,
+            in_scope: true,
+            ..Process::default()
+        });
+        self.thread(pid, pid, comm)
+    }
+
+    pub fn exits(mut self, pid: i32, t_ns: Nanos) -> Builder {
+        for p in self.trace.processes.iter_mut().filter(|p| p.pid == pid) {
+            p.end_ns = Some(t_ns);
+        }
+        self
+    }
+
+    pub fn thread(mut self, tid: i32, pid: i32, comm: &str) -> Builder {
+        self.trace.threads.push(Thread { tid, pid, comm: comm.into(), start_ns: None, end_ns: None });
+        self
+    }
+
+    pub fn file(mut self, id: u32, path: &str) -> Builder {
+        self.trace.files.push(File {
+            id,
+            dev: Dev::new(254, 0),
+            ino: u64::from(id) + 1000,
+            path: Some(path.into()),
+            ..File::default()
+        });
+        self
+    }
+
+    pub fn unresolved_file(mut self, id: u32) -> Builder {
+        self.trace.files.push(File {
+            id,
+            dev: Dev::new(254, 0),
+            ino: u64::from(id) + 1000,
+            ..File::default()
+        });
+        self
+    }
+
+    pub fn metadata_file(mut self, id: u32) -> Builder {
+        self.trace.files.push(File {
+            id,
+            dev: Dev::new(254, 0),
+            ino: 0,
+            path: None,
+            kind: FileKind::DeviceMetadata,
+            ..File::default()
+        });
+        self
+    }
+
+    /// `pages` pages of `file` from page `index`, added by `tid` (of process `pid`) at `t_ns`.
+    pub fn fill(mut self, t_ns: Nanos, pid: i32, tid: i32, file: u32, index: u64, pages: u32) -> Builder {
+        self.trace.page_fills.push(PageFill { t_ns, pid, tid, file_id: file, index, pages, origin: None });
+        self
+    }
+
+    pub fn fill_origin(mut self, origin: PageOrigin) -> Builder {
+        if let Some(f) = self.trace.page_fills.last_mut() {
+            f.origin = Some(origin);
+        }
+        self
+    }
+
+    pub fn sched(mut self, tid: i32, start_ns: Nanos, end_ns: Nanos, state: ThreadState) -> Builder {
+        self.trace.sched.push(SchedInterval { tid, start_ns, end_ns, state });
+        self
+    }
+
+    pub fn wakeup(mut self, t_ns: Nanos, tid: i32, waker_tid: Option<i32>) -> Builder {
+        self.trace.wakeups.push(Wakeup { t_ns, tid, waker_tid });
+        self
+    }
+
+    pub fn extent(mut self, file: u32, physical: u64, length: u64) -> Builder {
+        self.trace.extents.push(Extent {
+            file_id: file,
+            disk: Dev::new(254, 0),
+            logical: 0,
+            physical,
+            length,
+            flags: 0,
+        });
+        self
+    }
+
+    pub fn disk(mut self, read_bytes: u64) -> Builder {
+        self.trace.disks.push(Disk {
+            dev: Dev::new(254, 0),
+            name: "vda".into(),
+            rotational: Some(true),
+            read_bytes: Some(read_bytes),
+            ..Disk::default()
+        });
+        self
+    }
+
+    /// A read request on 254:0 issued at `issue_ns`, done 1 ms later.
+    pub fn block(mut self, issue_ns: Nanos, sector: u64, bytes: u32, rwbs: &str) -> Builder {
+        self.trace.block_ios.push(BlockIo {
+            issue_ns: Some(issue_ns),
+            complete_ns: Some(issue_ns + MS),
+            dev: Dev::new(254, 0),
+            sector: Some(sector),
+            bytes,
+            op: BlockOp::from_rwbs(rwbs),
+            rwbs: rwbs.into(),
+            pid: 100,
+            comm: "app".into(),
+            file_id: None,
+            error: 0,
+        });
+        self
+    }
+
+    pub fn mark(mut self, t_ns: Nanos, pid: i32, name: &str) -> Builder {
+        self.trace.marks.push(Mark { t_ns, pid: Some(pid), name: name.into(), source: MarkSource::Command });
+        self
+    }
+
+    pub fn ready(mut self, t_ns: Nanos, reason: &str) -> Builder {
+        self.trace.meta.ready = Some(Ready { t_ns, reason: reason.into() });
+        self
+    }
+
+    pub fn loss(mut self, source: &str, what: &str, count: u64) -> Builder {
+        self.trace.losses.push(Loss { source: source.into(), what: what.into(), count });
+        self
+    }
+
+    pub fn duration(mut self, ns: Nanos) -> Builder {
+        self.trace.meta.duration_ns = ns;
+        self
+    }
+
+    pub fn build(self) -> Trace {
+        self.trace
+    }
+}
+
+/// Writes the trace with the trace writer, reads it back, and analyses what was read.
+pub fn analyze(trace: &Trace) -> Analysis {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("test.coldstart");
+    trace.write(&path).expect("write the trace");
+    let read = Trace::read(&path).expect("read the trace back");
+    assert_eq!(&read, trace, "the trace file round trip changed the trace");
+    coldstart_analyze::analyze(&read)
+}
+
+/// A facet of the analysis, rendered as lines by [`render`].
+#[derive(Clone, Copy, Debug)]
+pub enum Facet {
+    /// One line per coalesced read: `t_ms pid file first-last [seek]`.
+    Reads,
+    /// `file reads seeks pages io_wait_ms`, ranked.
+    ByFile,
+    ByProcess,
+    /// Per thread: `tid run/runnable/io/sleep ms, attributed io ms`.
+    Threads,
+    /// The wall-clock breakdown of the start, in ms.
+    Start,
+    /// `start-end ms kind name`.
+    Phases,
+    /// The critical path's segments and summary.
+    CriticalPath,
+    /// Disk seeks, ownership and the diskstats cross-check.
+    Disk,
+    /// `code count`.
+    Warnings,
+    /// Headline figures.
+    Overview,
+}
+
+fn ms(ns: Nanos) -> String {
+    let whole = ns / MS;
+    let frac = ns % MS;
+    if frac == 0 { whole.to_string() } else { format!("{:.3}", ns as f64 / MS as f64) }
+}
+
+pub fn render(a: &Analysis, facet: Facet) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let name = |id: u32| a.file_name(id).to_owned();
+    match facet {
+        Facet::Reads => {
+            for r in &a.reads {
+                let seek = if r.seek { " seek" } else { "" };
+                lines.push(format!(
+                    "{} {} {} {}-{}{seek}",
+                    ms(r.t_ns),
+                    r.pid,
+                    name(r.file),
+                    r.first_page,
+                    r.last_page()
+                ));
+            }
+        }
+        Facet::ByFile | Facet::ByProcess => {
+            let by = if matches!(facet, Facet::ByFile) { RankBy::File } else { RankBy::Process };
+            for row in a.rank(by, &ReadFilter::default()) {
+                lines.push(format!(
+                    "{} reads={} seeks={} pages={} io={} spread={}",
+                    row.name,
+                    row.reads,
+                    row.seeks,
+                    row.pages,
+                    ms(row.io_wait_ns),
+                    row.spread
+                ));
+            }
+        }
+        Facet::Threads => {
+            for t in &a.threads {
+                let s = &t.time;
+                lines.push(format!(
+                    "{} run={} runnable={} io={} sleep={} attributed={}",
+                    t.tid,
+                    ms(s.running_ns),
+                    ms(s.runnable_ns),
+                    ms(s.io_wait_ns),
+                    ms(s.sleeping_ns),
+                    ms(t.io_wait_attributed_ns)
+                ));
+            }
+        }
+        Facet::Start => {
+            let s = &a.start;
+            lines.push(format!(
+                "{}-{} cpu={} io={} cpu_wait={} idle={}",
+                ms(s.from_ns),
+                ms(s.to_ns),
+                ms(s.cpu_ns),
+                ms(s.io_wait_ns),
+                ms(s.cpu_wait_ns),
+                ms(s.idle_ns)
+            ));
+        }
+        Facet::Phases => {
+            for p in &a.phases {
+                let mark = p.ends_at_mark.as_deref().map(|m| format!(" | {m}")).unwrap_or_default();
+                lines.push(format!("{}-{} {:?}: {}{mark}", ms(p.start_ns), ms(p.end_ns), p.kind, p.name));
+            }
+        }
+        Facet::CriticalPath => match &a.critical_path {
+            None => lines.push("none".into()),
+            Some(cp) => {
+                for s in &cp.segments {
+                    let kind = match s.kind {
+                        SegmentKind::Cpu => "cpu",
+                        SegmentKind::CpuWait => "cpu_wait",
+                        SegmentKind::IoWait => "io",
+                        SegmentKind::Sleep => "sleep",
+                        SegmentKind::WaitUntraced => "wait_untraced",
+                        SegmentKind::Untraced => "untraced",
+                    };
+                    let files: Vec<String> =
+                        s.files.iter().map(|f| format!("{}={}", name(f.file), ms(f.ns))).collect();
+                    let files =
+                        if files.is_empty() { String::new() } else { format!(" [{}]", files.join(", ")) };
+                    lines.push(format!("{}-{} {} {kind}{files}", ms(s.start_ns), ms(s.end_ns), s.tid));
+                }
+                let m = &cp.summary;
+                let files: Vec<String> =
+                    m.io_files.iter().map(|f| format!("{}={}", name(f.file), ms(f.ns))).collect();
+                let helpers: Vec<String> =
+                    m.helpers.iter().map(|h| format!("{}/{}={}", h.comm, h.pid, ms(h.ns))).collect();
+                lines.push(format!(
+                    "total={} cpu={} cpu_wait={} io={} [{}] sleep={} untraced={} helpers=[{}]",
+                    ms(m.total_ns),
+                    ms(m.cpu_ns),
+                    ms(m.cpu_wait_ns),
+                    ms(m.io_wait_ns),
+                    files.join(", "),
+                    ms(m.sleep_ns),
+                    ms(m.untraced_ns),
+                    helpers.join(", ")
+                ));
+            }
+        },
+        Facet::Disk => {
+            for d in &a.disks {
+                let s = &d.seeks;
+                lines.push(format!(
+                    "{} coverage={} requests={} sequential={} forward={}/{} backward={}/{} far={}",
+                    d.name,
+                    d.coverage.map_or("-".into(), |c| format!("{c:.2}")),
+                    s.requests,
+                    s.sequential,
+                    s.forward,
+                    s.forward_sectors,
+                    s.backward,
+                    s.backward_sectors,
+                    s.far
+                ));
+                lines.push(format!(
+                    "metadata={}/{} unknown={}/{}",
+                    d.metadata_requests, d.metadata_bytes, d.unknown_requests, d.unknown_bytes
+                ));
+                for f in &d.files {
+                    lines.push(format!(
+                        "{} requests={} bytes={} far={}",
+                        name(f.file),
+                        f.requests,
+                        f.bytes,
+                        f.far_seeks
+                    ));
+                }
+            }
+        }
+        Facet::Warnings => {
+            for w in &a.warnings {
+                lines.push(format!("{:?} {}", w.code, w.count));
+            }
+        }
+        Facet::Overview => {
+            let o = &a.overview;
+            lines.push(format!(
+                "origin={} end={} processes={} started={} files={} reads={} seeks={} pages={} bytes={}",
+                ms(o.origin_ns),
+                ms(o.end_ns),
+                o.processes,
+                o.processes_started,
+                o.files_read,
+                o.reads,
+                o.seeks,
+                o.pages_read,
+                o.bytes_read
+            ));
+            if let Some(r) = &o.ready {
+                lines.push(format!(
+                    "ready={} {} ttr={} pid={} tid={}",
+                    ms(r.t_ns),
+                    r.reason,
+                    ms(r.time_to_ready_ns),
+                    r.pid,
+                    r.tid
+                ));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+/// Analyses `trace` (through the trace file) and compares one facet with `expected`
+/// (compared line by line, each trimmed; blank lines ignored).
+pub fn check(trace: &Trace, facet: Facet, expected: &str) {
+    let analysis = analyze(trace);
+    let actual = render(&analysis, facet);
+    let normalize =
+        |s: &str| s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+    assert_eq!(normalize(&actual), normalize(expected), "\n--- {facet:?} facet, actual:\n{actual}\n");
+}
+
+/// Properties that hold for any trace, however odd: the analysis returns, its time
+/// accounts add up, and it survives a JSON round trip unchanged.
+pub fn check_invariants(trace: &Trace) {
+    let a = coldstart_analyze::analyze(trace);
+    let s = &a.start;
+    if s.to_ns >= s.from_ns {
+        assert_eq!(
+            s.cpu_ns + s.io_wait_ns + s.cpu_wait_ns + s.idle_ns,
+            s.to_ns - s.from_ns,
+            "start breakdown"
+        );
+    }
+    if let Some(cp) = &a.critical_path {
+        let mut t = cp.from_ns;
+        for seg in &cp.segments {
+            assert_eq!(seg.start_ns, t, "critical path segments must tile the start: {:?}", cp.segments);
+            assert!(seg.end_ns > seg.start_ns, "empty segment {seg:?}");
+            t = seg.end_ns;
+        }
+        assert_eq!(t, cp.to_ns, "critical path must end at ready");
+        let m = &cp.summary;
+        let helpers: Nanos = m.helpers.iter().map(|h| h.ns).sum();
+        let parts = m.cpu_ns
+            + m.cpu_wait_ns
+            + m.io_wait_ns
+            + m.sleep_ns
+            + m.wait_untraced_ns
+            + m.untraced_ns
+            + helpers;
+        assert_eq!(parts, m.total_ns, "critical path summary");
+    }
+    let mut t = a.overview.origin_ns;
+    for p in &a.phases {
+        assert_eq!(p.start_ns, t, "phases must tile the start");
+        t = p.end_ns;
+    }
+    for th in &a.threads {
+        assert!(
+            th.io_wait_attributed_ns <= th.time.io_wait_ns,
+            "attributed more I/O wait than waited: {th:?}"
+        );
+    }
+    let fill_pages: u64 = trace.page_fills.iter().map(|f| u64::from(f.pages)).sum();
+    assert_eq!(a.reads.iter().map(|r| r.pages).sum::<u64>(), fill_pages, "reads must hold every page");
+    let json = serde_json::to_string(&a).expect("serialize");
+    let back: Analysis = serde_json::from_str(&json).expect("deserialize");
+    assert_eq!(back, a, "JSON round trip");
+}

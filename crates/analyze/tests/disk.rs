@@ -1,0 +1,68 @@
+//! Disk-level seeks, the file of each block request, and the diskstats cross-check.
+
+mod common;
+
+use common::{Builder, Facet, MS, check};
+
+#[test]
+fn requests_are_placed_on_files_by_their_extents_and_seeks_are_measured_between_them() {
+    let trace = Builder::new()
+        .disk(65536)
+        .file(1, "/a")
+        .file(2, "/b")
+        .extent(1, 1 << 20, 64 << 10)
+        .extent(2, 100 << 20, 64 << 10)
+        .block(MS, 2048, 8192, "R")
+        .block(2 * MS, 2064, 8192, "RA")
+        .block(3 * MS, 204_800, 4096, "R")
+        .block(4 * MS, 2080, 4096, "R")
+        .block(5 * MS, 999_999, 4096, "RM")
+        .block(6 * MS, 3000, 4096, "R")
+        .build();
+    check(
+        &trace,
+        Facet::Disk,
+        "vda coverage=0.50 requests=6 sequential=1 forward=2/1200631 backward=2/1199735 far=4
+         metadata=1/4096 unknown=1/4096
+         /a requests=3 bytes=20480 far=1
+         /b requests=1 bytes=4096 far=1",
+    );
+}
+
+#[test]
+fn a_request_on_pages_of_the_filesystem_metadata_is_metadata() {
+    // Metadata page 500 is disk byte 2,048,000, sector 4000.
+    let trace = Builder::new()
+        .disk(4096)
+        .metadata_file(9)
+        .fill(MS, 100, 100, 9, 500, 1)
+        .block(MS, 4000, 4096, "R")
+        .build();
+    check(
+        &trace,
+        Facet::Disk,
+        "vda coverage=1.00 requests=1 sequential=0 forward=0/0 backward=0/0 far=0
+         metadata=1/4096 unknown=0/0",
+    );
+}
+
+#[test]
+fn flushes_and_writes_do_not_count_as_reads_in_the_cross_check() {
+    let mut trace = Builder::new().disk(8192).block(MS, 100, 4096, "R").block(2 * MS, 108, 4096, "W").build();
+    trace.block_ios.push(coldstart_trace::BlockIo {
+        issue_ns: None,
+        complete_ns: Some(3 * MS),
+        dev: coldstart_trace::Dev::new(254, 0),
+        sector: None,
+        bytes: 0,
+        op: coldstart_trace::BlockOp::Flush,
+        rwbs: "FF".into(),
+        ..Default::default()
+    });
+    check(
+        &trace,
+        Facet::Disk,
+        "vda coverage=0.50 requests=2 sequential=1 forward=0/0 backward=0/0 far=0
+         metadata=0/0 unknown=2/8192",
+    );
+}
