@@ -19,6 +19,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Import(cmd::import::Args),
     Info(cmd::info::Args),
     Mark(cmd::mark::Args),
     Record(cmd::record::Args),
@@ -27,6 +28,7 @@ pub enum Command {
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Import(args) => cmd::import::run(args),
         Command::Info(args) => cmd::info::run(args),
         Command::Mark(args) => cmd::mark::run(args),
         Command::Record(args) => cmd::record::run(args),

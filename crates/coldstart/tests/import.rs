@@ -1,0 +1,98 @@
+//! `coldstart import bootchart2` end to end, on the example logs of coldstart-import.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/data").join(name)
+}
+
+fn coldstart() -> Command {
+    Command::cargo_bin("coldstart").unwrap()
+}
+
+#[test]
+fn import_then_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("boot.coldstart");
+    coldstart()
+        .args(["import", "bootchart2"])
+        .arg(example("example2"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("processes  5071 (5022 with an exit record from kernel_pacct)"))
+        .stdout(predicate::str::contains("boot end   48.38 s after the first sample (55.36 s uptime)"));
+    coldstart()
+        .arg("info")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Bootchart2"))
+        .stdout(predicate::str::contains("processes        5071"))
+        .stdout(predicate::str::contains("ready      48.383 s (bootchart2:end)"));
+}
+
+#[test]
+fn never_overwrites_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("boot.coldstart");
+    std::fs::write(&out, b"precious").unwrap();
+    coldstart()
+        .args(["import", "bootchart2"])
+        .arg(example("example1"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists; use --force"));
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    coldstart()
+        .args(["import", "bootchart2"])
+        .arg(example("example1"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--force")
+        .assert()
+        .success();
+    assert_ne!(std::fs::read(&out).unwrap(), b"precious");
+}
+
+#[test]
+fn default_output_is_named_after_the_input_in_the_current_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    coldstart()
+        .current_dir(dir.path())
+        .args(["import", "bootchart2"])
+        .arg(example("example1"))
+        .assert()
+        .success();
+    assert!(dir.path().join("example1.coldstart").is_file());
+}
+
+#[test]
+fn a_folder_that_is_not_a_log_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    coldstart()
+        .args(["import", "bootchart2"])
+        .arg(dir.path())
+        .arg("-o")
+        .arg(dir.path().join("x.coldstart"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot import the bootchart2 log"))
+        .stderr(predicate::str::contains("header is missing"))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn help_has_examples() {
+    coldstart()
+        .args(["import", "bootchart2", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("coldstart import bootchart2 /var/log/bootchart.tgz"));
+}
