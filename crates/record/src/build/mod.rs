@@ -140,6 +140,14 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let in_scope_tid = |tid: i32| start.system || tree.in_scope.contains(&tree.tgid(tid));
     let states = sched::StateMap::new(&formats.decoder.state_bits);
     let (sched, wakeups) = sched::intervals(&scope.events, &states, in_scope_tid, boot, duration);
+    if start.system {
+        let mut seen = HashSet::new();
+        for s in &sched {
+            if seen.insert(s.tid) {
+                tree.ensure_task(s.tid, "", true);
+            }
+        }
+    }
 
     let mut marks: Vec<Mark> = Vec::new();
     let marks_text = std::fs::read_to_string(spool.path("marks"))

@@ -159,12 +159,17 @@ impl ProcTree {
             return;
         }
         let pid = *self.pid_of.entry(tid).or_insert_with(|| tgid_from_proc(tid).unwrap_or(tid));
+        let from_proc =
+            |id: i32| std::fs::read_to_string(format!("/proc/{id}/comm")).map(|c| c.trim_end().to_owned());
+        let comm = if comm.is_empty() { from_proc(tid).unwrap_or_default() } else { comm.to_owned() };
+        let comm = comm.as_str();
         if !(system || self.in_scope.contains(&pid)) {
             return;
         }
         if system && !self.in_scope.contains(&pid) {
             self.in_scope.insert(pid);
-            self.processes.push(Process { pid, comm: comm.to_owned(), in_scope: true, ..Default::default() });
+            let pcomm = from_proc(pid).unwrap_or_else(|_| comm.to_owned());
+            self.processes.push(Process { pid, comm: pcomm, in_scope: true, ..Default::default() });
         }
         if !self.threads.iter().any(|t| t.tid == tid) {
             self.threads.push(Thread { tid, pid, comm: comm.to_owned(), start_ns: None, end_ns: None });

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Recorder overhead on a cold start: N interleaved pairs (default 10) of
+#   A: the start alone, B: the start under `coldstart record --cold`,
+# each after drop_caches, in ABBA order. Both are timed the same way: a bash
+# wrapper (itself the traced command in B) takes EPOCHREALTIME just before
+# running the start and just after it exits.
+# Prints every pair and the medians; run as root from the repository root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-10}
+CMD=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
+need=()
+for p in python3-scipy python3-matplotlib python3-pandas sqlite3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ "${#need[@]}" -gt 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}"; fi
+BIN=${COLDSTART:-target/release/coldstart}
+[ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
+work=$(mktemp -d /var/tmp/cs-overhead.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export MPLBACKEND=Agg
+"${CMD[@]}"   # warm-up: compile .pyc files once, so every run below starts from the same files
+TIMED='t0=$EPOCHREALTIME; "$@"; t1=$EPOCHREALTIME; echo "($t1 - $t0) * 1000" | bc -l > "$OUT"'
+run_a() { sync; echo 3 > /proc/sys/vm/drop_caches; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
+run_b() {
+    OUT="$work/b$1" "$BIN" record --cold -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
+        bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
+}
+a=(); b=()
+for i in $(seq 1 "$N"); do
+    if [ $((i % 2)) -eq 1 ]; then run_a "$i"; run_b "$i"; else run_b "$i"; run_a "$i"; fi
+    a+=("$(cat "$work/a$i")"); b+=("$(cat "$work/b$i")")
+    lost=$(sqlite3 "$work/run$i.coldstart" "select coalesce(sum(count), 0) from loss where source = 'tracefs'")
+    fills=$(sqlite3 "$work/run$i.coldstart" "select count(*) from page_fill")
+    printf 'pair %2d  untraced %8.1f ms  recorded %8.1f ms  (%s page fills, tracefs losses %s)\n' "$i" "${a[-1]}" "${b[-1]}" "$fills" "$lost"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
+echo "median untraced ${ma} ms, recorded ${mb} ms, overhead $(echo "($mb / $ma - 1) * 100" | bc -l | xargs printf '%.1f')%"
