@@ -366,3 +366,46 @@ fn missing_files_and_non_logs_are_clear_errors() {
     let err = bootchart2::import(&dir.path().join("nope")).unwrap_err().to_string();
     assert!(err.contains("nope"), "{err}");
 }
+
+#[test]
+fn taskstats_cmdline2_and_paternity_logs() {
+    // A newer collector's log: taskstats.log instead of proc_ps.log, with the event logs.
+    let taskstats = "155\n1 0 init 50000000 0 0\n300 1 udevd 10000000 0 0\n\n\
+                     176\n300 1 udevd 30000000 0 0\n310 300 modprobe 2000000 40000000 0\n\n\
+                     196\n310 300 modprobe 2000000 90000000 0\n\n";
+    let cmdline2 =
+        "300\n:/sbin/udevd\n:/sbin/udevd\0--daemon\0\n\n310\n:/sbin/modprobe\n:modprobe\0-b\0snd\0\n\n";
+    let dir = example("example1");
+    let file = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let logs = bootchart2::LogFiles::from_files(
+        Path::new("new-collector"),
+        [
+            ("header", file("header")),
+            ("proc_stat.log", file("proc_stat.log")),
+            ("proc_diskstats.log", file("proc_diskstats.log")),
+            ("taskstats.log", taskstats.as_bytes().to_vec()),
+            ("cmdline2.log", cmdline2.as_bytes().to_vec()),
+            ("paternity.log", b"300 1\n310 1\n".to_vec()),
+        ],
+    );
+    let trace = bootchart2::convert(&logs).unwrap();
+    assert_eq!(trace.processes.len(), 3);
+    let by_pid = |pid| trace.processes.iter().find(|p| p.pid == pid).unwrap();
+    let modprobe = by_pid(310);
+    assert_eq!(modprobe.exe.as_deref(), Some("/sbin/modprobe"));
+    assert_eq!(modprobe.argv, ["modprobe", "-b", "snd"]);
+    assert_eq!(modprobe.ppid, Some(1), "paternity.log wins over taskstats' parent");
+    // First listed at 176 cs (t0 = 154): starts there; listed in the last sample: no end.
+    assert_eq!((modprobe.start_ns, modprobe.end_ns), (Some(22 * NS_PER_CS), None));
+    // udevd was there at the first sample and last listed at 176.
+    assert_eq!((by_pid(300).start_ns, by_pid(300).end_ns), (None, Some(22 * NS_PER_CS)));
+    // udevd: 20 ms of CPU over the 21 cs from 155 to 176.
+    let udevd = trace.process_samples.iter().find(|s| s.pid == 300).unwrap();
+    assert_eq!((udevd.t_ns, udevd.dt_ns, udevd.state), (22 * NS_PER_CS, 21 * NS_PER_CS, 'R'));
+    assert!((udevd.cpu_user - 2.0 / 21.0).abs() < 1e-12);
+    // modprobe only waited for I/O between 176 and 196.
+    let waiting = trace.process_samples.iter().rfind(|s| s.pid == 310).unwrap();
+    assert_eq!((waiting.state, waiting.cpu_user, waiting.rss_bytes), ('D', 0.0, None));
+    note(&trace, "processes come from taskstats.log");
+    note(&trace, "executable and arguments of 2 processes; paternity.log the parent of 2");
+}

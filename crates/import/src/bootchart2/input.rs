@@ -13,7 +13,7 @@ use crate::error::{ImportError, Result};
 
 /// The log files this importer reads, by their bootchart2 names.
 pub const KNOWN_FILES: &[&str] =
-    &[HEADER, PROC_STAT, PROC_DISKSTATS, PROC_PS, KERNEL_PACCT, TASKSTATS, PROC_MEMINFO];
+    &[HEADER, PROC_STAT, PROC_DISKSTATS, PROC_PS, KERNEL_PACCT, TASKSTATS, PROC_MEMINFO, CMDLINE2, PATERNITY];
 
 pub const HEADER: &str = "header";
 pub const PROC_STAT: &str = "proc_stat.log";
@@ -22,6 +22,8 @@ pub const PROC_PS: &str = "proc_ps.log";
 pub const KERNEL_PACCT: &str = "kernel_pacct";
 pub const TASKSTATS: &str = "taskstats.log";
 pub const PROC_MEMINFO: &str = "proc_meminfo.log";
+pub const CMDLINE2: &str = "cmdline2.log";
+pub const PATERNITY: &str = "paternity.log";
 
 /// The contents of one bootchart2 log, file name to bytes.
 #[derive(Clone, Debug, Default)]

@@ -8,8 +8,10 @@
 //!   `meta.start_clock_ns` is that uptime, `meta.clock` is `uptime_cs`.
 //! - `header` → host, kernel, CPU model; notes for the rest.
 //! - `proc_stat.log` → CPU samples ([`proc_stat`]); `proc_diskstats.log` → disk
-//!   samples and totals ([`diskstats`]); `proc_ps.log` and `kernel_pacct` →
-//!   processes and process samples ([`processes`]).
+//!   samples and totals ([`diskstats`]); `proc_ps.log` (or `taskstats.log`, which
+//!   newer collectors write instead, [`taskstats`]) and `kernel_pacct` → processes
+//!   and process samples ([`processes`]); `cmdline2.log` and `paternity.log`, when
+//!   present, → executables, arguments and exact parents ([`cmdline`]).
 //! - Ready: the end of the boot as pybootchartgui draws it without
 //!   `--crop-after` (`ProcessTree.end_time`): the last `proc_ps.log` sample plus
 //!   one mean sample interval, since each process bar ends at its last sample
@@ -20,6 +22,7 @@
 //!   x86.
 
 mod blocks;
+mod cmdline;
 mod diskstats;
 mod header;
 mod input;
@@ -28,6 +31,7 @@ mod problems;
 mod proc_ps;
 mod proc_stat;
 mod processes;
+mod taskstats;
 
 use std::path::Path;
 
@@ -36,7 +40,9 @@ use coldstart_trace::{CacheState, Meta, Note, Ready, Scope, Source, Trace};
 use crate::error::{ImportError, Result};
 use header::Header;
 pub use input::LogFiles;
-use input::{HEADER, KERNEL_PACCT, PROC_DISKSTATS, PROC_MEMINFO, PROC_PS, PROC_STAT};
+use input::{
+    CMDLINE2, HEADER, KERNEL_PACCT, PATERNITY, PROC_DISKSTATS, PROC_MEMINFO, PROC_PS, PROC_STAT, TASKSTATS,
+};
 use problems::Problems;
 
 /// The `source` of the notes and losses this importer writes.
@@ -65,8 +71,24 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     let stats = proc_stat::parse(&stat_name, &text(PROC_STAT)?, &mut problems)?;
     let disk_name = logs.display_name(PROC_DISKSTATS);
     let disks = diskstats::parse(&disk_name, &text(PROC_DISKSTATS)?, &mut problems)?;
-    let ps_name = logs.display_name(PROC_PS);
-    let ps = proc_ps::parse(&ps_name, &text(PROC_PS)?, &mut problems)?;
+    let mut notes = header_notes(&header);
+    let (ps_name, ps) = match (logs.get(PROC_PS), logs.get(TASKSTATS)) {
+        (None, Some(bytes)) => {
+            let name = logs.display_name(TASKSTATS);
+            notes.push(
+                "processes come from taskstats.log, which lists a process only when its totals change: a \
+                 process ends at the last sample that lists it, and starts at the first (as in pybootchartgui)"
+                    .to_owned(),
+            );
+            let ps = taskstats::parse(&name, &String::from_utf8_lossy(bytes), &mut problems)?;
+            (name, ps)
+        }
+        _ => {
+            let name = logs.display_name(PROC_PS);
+            let ps = proc_ps::parse(&name, &text(PROC_PS)?, &mut problems)?;
+            (name, ps)
+        }
+    };
     let pacct = match logs.get(KERNEL_PACCT) {
         Some(bytes) => pacct::parse(&logs.display_name(KERNEL_PACCT), bytes, &mut problems)?,
         None => Vec::new(),
@@ -91,7 +113,8 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
         [Some(first_stat.time_cs), disks.first_cs, Some(first_ps.time_cs)].into_iter().flatten().min();
     let t0_cs = t0_cs.unwrap_or(first_stat.time_cs);
     let period_cs = (last_ps.time_cs - first_ps.time_cs) as f64 / (ps.len() - 1) as f64;
-    let table = processes::build(&ps, &pacct, t0_cs, period_cs);
+    let mut table = processes::build(&ps, &pacct, t0_cs, period_cs);
+    apply_cmdlines(logs, &mut table.processes, &mut notes);
     let end_cs = last_ps.time_cs as f64 + period_cs;
     let last_cs =
         [Some(last_stat.time_cs as f64), disks.last_cs.map(|t| t as f64), Some(end_cs), table.latest_exit_cs]
@@ -100,7 +123,6 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
             .fold(end_cs, f64::max);
     let to_ns = |cs: f64| ((cs - t0_cs as f64) * NS_PER_CS as f64).round() as i64;
 
-    let mut notes = header_notes(&header);
     let bootchart_start = pybootchartgui_start(&ps);
     notes.push(format!(
         "ready is the end of the boot as pybootchartgui draws it: the last proc_ps.log sample ({:.2} s uptime) \
@@ -167,6 +189,30 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     Ok(trace)
 }
 
+/// Executables, arguments and exact parents from `cmdline2.log` and `paternity.log`.
+fn apply_cmdlines(logs: &LogFiles, processes: &mut [coldstart_trace::Process], notes: &mut Vec<String>) {
+    let text = |name| logs.get(name).map(|b| String::from_utf8_lossy(b).into_owned());
+    let execs = text(CMDLINE2).map(|t| cmdline::parse_cmdlines(&t)).unwrap_or_default();
+    let parents = text(PATERNITY).map(|t| cmdline::parse_paternity(&t)).unwrap_or_default();
+    let (mut with_exec, mut with_parent) = (0, 0);
+    for process in processes.iter_mut() {
+        if let Some((exe, argv)) = execs.get(&process.pid) {
+            process.exe = Some(exe.clone());
+            process.argv.clone_from(argv);
+            with_exec += 1;
+        }
+        if let Some(&parent) = parents.get(&process.pid) {
+            process.ppid = Some(parent).filter(|&p| p > 0);
+            with_parent += 1;
+        }
+    }
+    if !execs.is_empty() || !parents.is_empty() {
+        notes.push(format!(
+            "cmdline2.log gave the executable and arguments of {with_exec} processes; paternity.log the parent of {with_parent}"
+        ));
+    }
+}
+
 fn header_notes(header: &Header) -> Vec<String> {
     let keys = [
         ("title", "title"),
@@ -185,7 +231,7 @@ fn pybootchartgui_start(ps: &[proc_ps::PsBlock]) -> f64 {
     let mut earliest = f64::INFINITY;
     for block in ps {
         for line in &block.lines {
-            let starttime = i64::try_from(line.starttime).unwrap_or(i64::MAX);
+            let starttime = line.starttime.map_or(i64::MAX, |s| i64::try_from(s).unwrap_or(i64::MAX));
             earliest = earliest.min(block.time_cs.min(starttime) as f64);
         }
     }

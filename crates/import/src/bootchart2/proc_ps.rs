@@ -9,27 +9,28 @@ use super::blocks::{shorten, timed_blocks};
 use super::problems::Problems;
 use crate::error::Result;
 
-/// The fields of one /proc/PID/stat line the importer uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What one sample says about one process: the fields of a /proc/PID/stat line
+/// the importer uses (or what a taskstats.log line gives; see [`super::taskstats`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct PsLine {
     pub pid: i32,
     pub ppid: i32,
     pub comm: String,
     pub state: char,
-    /// Clock ticks (USER_HZ).
-    pub utime: u64,
-    pub stime: u64,
+    /// CPU time used so far, in centiseconds (clock ticks at USER_HZ = 100).
+    pub utime_cs: f64,
+    pub stime_cs: f64,
     pub majflt: u64,
     /// Pages.
-    pub rss: u64,
-    /// Clock ticks since boot.
-    pub starttime: u64,
+    pub rss: Option<u64>,
+    /// Clock ticks since boot; `None` when the log does not say (taskstats).
+    pub starttime: Option<u64>,
     /// Bytes of address space; 0 for kernel threads (and zombies).
-    pub vsize: u64,
+    pub vsize: Option<u64>,
 }
 
 /// The processes seen at one sample.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PsBlock {
     pub time_cs: i64,
     pub lines: Vec<PsLine>,
@@ -74,12 +75,12 @@ pub fn parse_line(line: &str) -> Result<PsLine, String> {
         ppid: stat.ppid,
         comm: stat.comm,
         state: stat.state,
-        utime: stat.utime,
-        stime: stat.stime,
+        utime_cs: stat.utime as f64,
+        stime_cs: stat.stime as f64,
         majflt: stat.majflt,
-        rss: stat.rss,
-        starttime: stat.starttime,
-        vsize: stat.vsize,
+        rss: Some(stat.rss),
+        starttime: Some(stat.starttime),
+        vsize: Some(stat.vsize),
     })
 }
 
@@ -92,14 +93,18 @@ mod tests {
         let line = "1 (init) S 0 0 0 0 -1 8388864 658 7072 23 0 0 118 3 11 15 0 1 0 282 3244032 124 4294967295 134512640 134541009 3219633440 3219623804 7227298 0 0 1475401980 671819267 3222738200 0 0 0 0";
         let ps = parse_line(line).unwrap();
         assert_eq!((ps.pid, ps.ppid, ps.comm.as_str(), ps.state), (1, 0, "init", 'S'));
-        assert_eq!((ps.utime, ps.stime, ps.majflt, ps.starttime, ps.rss), (0, 118, 23, 282, 124));
+        assert_eq!((ps.utime_cs, ps.stime_cs, ps.majflt), (0.0, 118.0, 23));
+        assert_eq!((ps.starttime, ps.rss, ps.vsize), (Some(282), Some(124), Some(3_244_032)));
     }
 
     #[test]
     fn command_names_with_spaces_and_parentheses() {
         let line = "42 (a (b) c) R 1 0 0 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 99 1000 2 0 0 0 0 0 0 0 0 0 0 0 0 0";
         let ps = parse_line(line).unwrap();
-        assert_eq!((ps.pid, ps.comm.as_str(), ps.state, ps.utime, ps.starttime), (42, "a (b) c", 'R', 5, 99));
+        assert_eq!(
+            (ps.pid, ps.comm.as_str(), ps.state, ps.utime_cs, ps.starttime),
+            (42, "a (b) c", 'R', 5.0, Some(99))
+        );
     }
 
     #[test]

@@ -47,6 +47,8 @@ struct Seen {
     ppid: i32,
     comm: String,
     start_cs: f64,
+    /// True when the log gives no start and the process was there at the first sample.
+    start_unknown: bool,
     first_cs: i64,
     /// The last sample showing it alive (not a zombie).
     last_alive_cs: Option<i64>,
@@ -61,8 +63,8 @@ struct Seen {
 #[derive(Clone, Copy, Debug)]
 struct Counters {
     time_cs: i64,
-    utime: u64,
-    stime: u64,
+    utime_cs: f64,
+    stime_cs: f64,
     majflt: u64,
 }
 
@@ -80,7 +82,7 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
         ));
     }
     let mut seen: Vec<Seen> = Vec::new();
-    let mut by_key: HashMap<(i32, u64), usize> = HashMap::new();
+    let mut by_key: HashMap<(i32, Option<u64>), usize> = HashMap::new();
     let ns = |cs: i64| (cs - t0_cs) * NS_PER_CS;
     for (i, block) in blocks.iter().enumerate() {
         let t = block.time_cs;
@@ -88,12 +90,13 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
         let last = i + 1 == blocks.len();
         for line in &block.lines {
             let index = *by_key.entry((line.pid, line.starttime)).or_insert_with(|| {
-                let start_cs = starttime_cs(line).saturating_sub(offset).min(t) as f64;
+                let start_cs = starttime_cs(line).map_or(t, |s| s.saturating_sub(offset).min(t)) as f64;
                 seen.push(Seen {
                     pid: line.pid,
                     ppid: line.ppid,
                     comm: line.comm.clone(),
                     start_cs,
+                    start_unknown: line.starttime.is_none() && i == 0,
                     first_cs: t,
                     last_alive_cs: None,
                     in_last_block: false,
@@ -110,7 +113,7 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
                 (Some(prev), _) => Some(prev),
                 // First seen during the log: all its CPU time fell in this interval.
                 (None, Some(pt)) if s.start_cs > pt as f64 => {
-                    Some(Counters { time_cs: pt, utime: 0, stime: 0, majflt: 0 })
+                    Some(Counters { time_cs: pt, utime_cs: 0.0, stime_cs: 0.0, majflt: 0 })
                 }
                 _ => None,
             };
@@ -121,10 +124,10 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
                     dt_ns: ns(t) - ns(since.time_cs),
                     pid: line.pid,
                     state: line.state,
-                    cpu_user: line.utime.saturating_sub(since.utime) as f64 / dt_cs,
-                    cpu_system: line.stime.saturating_sub(since.stime) as f64 / dt_cs,
+                    cpu_user: (line.utime_cs - since.utime_cs).max(0.0) / dt_cs,
+                    cpu_system: (line.stime_cs - since.stime_cs).max(0.0) / dt_cs,
                     major_faults: line.majflt.saturating_sub(since.majflt),
-                    rss_bytes: Some(line.rss.saturating_mul(PAGE_SIZE)),
+                    rss_bytes: line.rss.map(|pages| pages.saturating_mul(PAGE_SIZE)),
                 });
             }
             observe(s, line, t, last);
@@ -161,7 +164,7 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
             pid: s.pid,
             ppid: Some(s.ppid).filter(|&p| p > 0),
             comm: s.exit_comm.clone().unwrap_or_else(|| s.comm.clone()),
-            start_ns: started(s.start_cs),
+            start_ns: if s.start_unknown { None } else { started(s.start_cs) },
             end_ns,
             exit_code: s.exit.map(|(_, code)| code),
             in_scope: true,
@@ -195,17 +198,18 @@ fn observe(s: &mut Seen, line: &PsLine, t: i64, last_block: bool) {
     s.in_last_block = last_block && alive;
     if alive {
         s.last_alive_cs = Some(t);
-        if line.vsize > 0 {
+        if line.vsize.is_some_and(|v| v > 0) {
             s.has_mm = true;
         }
-        s.kernel_thread = !s.has_mm && line.vsize == 0;
+        s.kernel_thread = !s.has_mm && line.vsize == Some(0);
     }
-    s.prev = Some(Counters { time_cs: t, utime: line.utime, stime: line.stime, majflt: line.majflt });
+    s.prev =
+        Some(Counters { time_cs: t, utime_cs: line.utime_cs, stime_cs: line.stime_cs, majflt: line.majflt });
 }
 
 /// `starttime` (clock ticks at USER_HZ = 100, so centiseconds) as a signed number.
-fn starttime_cs(line: &PsLine) -> i64 {
-    i64::try_from(line.starttime).unwrap_or(i64::MAX)
+fn starttime_cs(line: &PsLine) -> Option<i64> {
+    line.starttime.map(|s| i64::try_from(s).unwrap_or(i64::MAX))
 }
 
 /// Centiseconds by which `starttime` runs ahead of the sample clock (0 when within jitter).
@@ -215,14 +219,14 @@ fn starttime_cs(line: &PsLine) -> i64 {
 /// offset lies between `starttime − first` and `starttime − prev`. The 95th
 /// percentile of the first and the 5th of the second bound it robustly.
 fn clock_offset(blocks: &[PsBlock]) -> i64 {
-    let mut known: HashMap<(i32, u64), ()> = HashMap::new();
+    let mut known: HashMap<(i32, Option<u64>), ()> = HashMap::new();
     let mut lower = Vec::new();
     let mut upper = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         for line in &block.lines {
             let new = known.insert((line.pid, line.starttime), ()).is_none();
-            if let (true, Some(prev)) = (new, i.checked_sub(1).map(|p| blocks[p].time_cs)) {
-                let start = starttime_cs(line);
+            let prev = i.checked_sub(1).map(|p| blocks[p].time_cs);
+            if let (true, Some(prev), Some(start)) = (new, prev, starttime_cs(line)) {
                 upper.push(start.saturating_sub(block.time_cs));
                 lower.push(start.saturating_sub(prev));
             }
@@ -326,12 +330,12 @@ mod tests {
             ppid,
             comm: comm.into(),
             state: 'R',
-            utime,
-            stime: 0,
+            utime_cs: utime as f64,
+            stime_cs: 0.0,
             majflt: 0,
-            rss: 10,
-            starttime,
-            vsize: 4096,
+            rss: Some(10),
+            starttime: Some(starttime),
+            vsize: Some(4096),
         }
     }
 
