@@ -22,6 +22,7 @@ pub enum Command {
     Import(cmd::import::Args),
     Info(cmd::info::Args),
     Mark(cmd::mark::Args),
+    Bench(cmd::bench::Args),
     Record(cmd::record::Args),
     Recover(cmd::recover::Args),
 }
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => cmd::import::run(args),
         Command::Info(args) => cmd::info::run(args),
         Command::Mark(args) => cmd::mark::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
         Command::Record(args) => cmd::record::run(args),
         Command::Recover(args) => cmd::recover::run(args),
     }

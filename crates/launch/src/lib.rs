@@ -99,5 +99,5 @@ pub use interrupt::Interrupts;
 pub use marks::{MARKS_ENV, Mark, Marks};
 pub use running::{Ending, Finished, Outcome, Running, TreeUsage, WaitOptions};
 pub use spawn::PausedChild;
-pub use tree::delay_accounting_enabled;
+pub use tree::{delay_accounting_enabled, tree_pids};
 pub use until::{DEFAULT_IDLE_MS, Reason, Until};

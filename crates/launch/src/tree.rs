@@ -26,6 +26,12 @@ pub(crate) fn descendants(ancestor: i32) -> Vec<i32> {
     descendants_by_scan(ancestor)
 }
 
+/// The pids of a command's tree: every descendant of its tree root
+/// ([`crate::PausedChild::tree_root`]), for samplers running beside a wait.
+pub fn tree_pids(tree_root: i32) -> Vec<i32> {
+    descendants(tree_root)
+}
+
 /// Children from `/proc/PID/task/*/children` (CONFIG_PROC_CHILDREN).
 fn children_of(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };

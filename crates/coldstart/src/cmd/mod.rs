@@ -4,5 +4,6 @@
 pub mod import;
 pub mod info;
 pub mod mark;
+pub mod bench;
 pub mod record;
 pub mod recover;

@@ -1,0 +1,164 @@
+//! What to benchmark and how: the plain configuration the CLI builds (clap types
+//! never reach this crate).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use coldstart_launch::{Ending, RunAs, Until};
+use serde::{Deserialize, Serialize};
+
+/// How a cold run's page cache is emptied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evict {
+    /// `sync` and `echo 3 > /proc/sys/vm/drop_caches`: the whole page cache, dentries
+    /// and inodes (root only).
+    System,
+    /// `posix_fadvise(DONTNEED)`, twice, on each file the command uses (any user who
+    /// can read the files).
+    Files,
+}
+
+impl Evict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Evict::System => "system",
+            Evict::Files => "files",
+        }
+    }
+}
+
+/// The eviction methods asked for; `Auto` picks `System` as root, else `Files`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictChoice {
+    Auto,
+    Only(Evict),
+}
+
+/// The page-cache state a configuration runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "cache", content = "evict")]
+pub enum Cache {
+    Cold(Evict),
+    Warm,
+}
+
+impl Cache {
+    pub fn is_cold(self) -> bool {
+        matches!(self, Cache::Cold(_))
+    }
+
+    pub fn word(self) -> &'static str {
+        if self.is_cold() { "cold" } else { "warm" }
+    }
+}
+
+/// Where the file set of `--evict files` comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileSource {
+    /// The files table of a coldstart trace (`--trace`).
+    Trace(PathBuf),
+    /// A list, one path per line (`--files`).
+    List(PathBuf),
+    /// Learned by a first, traced run of each command.
+    Learn,
+}
+
+/// One command to benchmark.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchCommand {
+    /// The label in results (`--name`, else the command line).
+    pub name: String,
+    pub argv: Vec<String>,
+}
+
+impl BenchCommand {
+    pub fn new(argv: Vec<String>) -> BenchCommand {
+        BenchCommand { name: argv.join(" "), argv }
+    }
+
+    pub fn line(&self) -> String {
+        self.argv.join(" ")
+    }
+}
+
+/// Which cache states to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Modes {
+    pub cold: bool,
+    pub warm: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    pub commands: Vec<BenchCommand>,
+    pub modes: Modes,
+    /// Cold eviction methods, each a configuration of its own (interleaved).
+    pub evict: Vec<Evict>,
+    /// Measured runs per configuration.
+    pub runs: usize,
+    /// Unmeasured warm runs of each command before the measured ones.
+    pub warmup: usize,
+    /// Run each configuration once more and drop its first run.
+    pub discard_first: bool,
+    pub files: FileSource,
+    pub until: Until,
+    /// Limit per run; a run that hits it is a failed run.
+    pub timeout: Duration,
+    pub ending: Ending,
+    pub run_as: RunAs,
+    /// Copy the commands' output to ours (otherwise it is discarded).
+    pub show_output: bool,
+    /// Keep going when a command fails (non-zero exit or readiness not reached).
+    pub ignore_failure: bool,
+}
+
+impl BenchConfig {
+    /// The configurations, in the order of a round: per command, its cold
+    /// configurations then its warm one (so a warm run follows a run of the same command).
+    pub fn configurations(&self) -> Vec<(usize, Cache)> {
+        let mut out = Vec::new();
+        for i in 0..self.commands.len() {
+            if self.modes.cold {
+                out.extend(self.evict.iter().map(|&e| (i, Cache::Cold(e))));
+            }
+            if self.modes.warm {
+                out.push((i, Cache::Warm));
+            }
+        }
+        out
+    }
+
+    /// The label of a configuration: the command's name, with the cache state when
+    /// several states are measured (and the eviction method when several are).
+    pub fn label(&self, command: usize, cache: Cache) -> String {
+        let name = &self.commands[command].name;
+        let both = self.modes.cold && self.modes.warm;
+        match cache {
+            Cache::Cold(e) if self.evict.len() > 1 => format!("{name} (cold, {})", e.name()),
+            Cache::Cold(_) if both => format!("{name} (cold)"),
+            Cache::Warm if both => format!("{name} (warm)"),
+            _ => name.clone(),
+        }
+    }
+}
+
+impl Default for BenchConfig {
+    fn default() -> BenchConfig {
+        BenchConfig {
+            commands: Vec::new(),
+            modes: Modes { cold: true, warm: false },
+            evict: vec![Evict::Files],
+            runs: 10,
+            warmup: 0,
+            discard_first: false,
+            files: FileSource::Learn,
+            until: Until::Exit,
+            timeout: Duration::from_secs(600),
+            ending: Ending::default(),
+            run_as: RunAs::Invoker,
+            show_output: false,
+            ignore_failure: false,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Emptying the page cache for cold runs, and checking what stayed.
+//!
+//! `system`: `sync`, then `3` into `/proc/sys/vm/drop_caches` (root): every clean
+//! page, dentry and inode of the machine. `files`: `posix_fadvise(DONTNEED)` on each
+//! file of the set, twice (pages under readahead in flight can survive one call).
+//! `files` cannot evict: pages of files outside the set, filesystem metadata
+//! (directories, inode tables) and the dentry/inode caches, dirty pages, and pages
+//! mapped by running processes (shared libraries in use elsewhere, e.g. libc).
+//!
+//! Residency is asked with `cachestat(2)` (Linux 6.5+), or `mincore(2)` on a
+//! mapping where cachestat is missing; both only when the answer is truthful: as
+//! root, or on files we may write (for others, cachestat fails with EPERM and
+//! mincore claims every page resident).
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::error::{BenchError, Result};
+
+/// What `files` mode cannot evict, for the user.
+pub const FILES_MODE_LIMITS: &str = "--evict files empties only the page cache of the files in the set: files \
+outside it, filesystem metadata (directories, inode tables, the dentry and inode caches), dirty pages and pages \
+mapped by other running processes (shared libraries such as libc) stay cached, so its cold starts can be faster \
+than after a reboot; residual residency is reported where the kernel tells it truthfully";
+
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `sync` + `drop_caches=3`.
+pub fn drop_caches() -> Result<()> {
+    if !is_root() {
+        return Err(BenchError::SystemEvictNeedsRoot);
+    }
+    rustix::fs::sync();
+    let path = "/proc/sys/vm/drop_caches";
+    std::fs::write(path, "3\n").map_err(|e| BenchError::file(path, e))
+}
+
+/// DONTNEED on every file, twice; returns how many files could not be opened.
+pub fn fadvise_dontneed(paths: &[PathBuf]) -> usize {
+    let mut failed = 0;
+    for path in paths {
+        let Ok(file) = std::fs::File::open(path) else {
+            failed += 1;
+            continue;
+        };
+        for _ in 0..2 {
+            let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+        }
+    }
+    failed
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+const SYS_CACHESTAT: libc::c_long = 451;
+
+fn truthful(path: &Path) -> bool {
+    is_root() || rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// Bytes of `path` in the page cache, when the kernel answers truthfully.
+pub fn cached_bytes(path: &Path) -> Option<u64> {
+    if !truthful(path) {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let page = rustix::param::page_size() as u64;
+    let range = CachestatRange::default();
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat(fd, &range, &stat, 0) with valid pointers to repr(C) structs.
+    let r = unsafe { libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range, &mut stat, 0u32) };
+    if r == 0 {
+        return Some(stat.nr_cache * page);
+    }
+    if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+        return None;
+    }
+    mincore_bytes(&file, page)
+}
+
+fn mincore_bytes(file: &std::fs::File, page: u64) -> Option<u64> {
+    let len = file.metadata().ok()?.len();
+    if len == 0 {
+        return Some(0);
+    }
+    // SAFETY: a read-only mapping of an open file, unmapped before returning.
+    unsafe {
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if addr == libc::MAP_FAILED {
+            return None;
+        }
+        let mut vec = vec![0u8; len.div_ceil(page) as usize];
+        let ok = libc::mincore(addr, len as usize, vec.as_mut_ptr()) == 0;
+        libc::munmap(addr, len as usize);
+        ok.then(|| vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page)
+    }
+}
+
+/// Bytes of the set still cached (summed over the files the kernel answers for),
+/// and how many files it would not answer for.
+pub fn residual(paths: &[PathBuf]) -> (Option<u64>, usize) {
+    let mut total = None;
+    let mut unknown = 0;
+    for path in paths {
+        match cached_bytes(path) {
+            Some(b) => *total.get_or_insert(0) += b,
+            None => unknown += 1,
+        }
+    }
+    (total, unknown)
+}

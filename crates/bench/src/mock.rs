@@ -1,0 +1,72 @@
+//! A deterministic [`Executor`] for tests: times come from fixed sequences, and
+//! every call is logged, so the scheduler, statistics and exports can be checked
+//! against known answers without running anything.
+
+use std::collections::HashMap;
+
+use crate::config::{BenchCommand, Cache};
+use crate::error::Result;
+use crate::executor::{Executor, Preparation, Run, Sources};
+
+#[derive(Debug, Default)]
+pub struct MockExecutor {
+    /// Times per (command, cache state), used in order and cycled.
+    pub times: HashMap<(usize, Cache), Vec<f64>>,
+    /// Every run asked for, in order.
+    pub log: Vec<(usize, Cache)>,
+    /// Report an interruption before this many runs have been done.
+    pub interrupt_after: Option<usize>,
+    /// Make the run with this 0-based number exit with status 1.
+    pub fail_run: Option<usize>,
+    /// How many times of each sequence have been used.
+    pub used: HashMap<(usize, Cache), usize>,
+}
+
+impl MockExecutor {
+    pub fn with_times(times: impl IntoIterator<Item = ((usize, Cache), Vec<f64>)>) -> MockExecutor {
+        MockExecutor { times: times.into_iter().collect(), ..MockExecutor::default() }
+    }
+}
+
+impl Executor for MockExecutor {
+    fn prepare(&mut self, index: usize, _command: &BenchCommand) -> Result<Preparation> {
+        Ok(Preparation {
+            files: 10 + index,
+            file_bytes: 1 << 20,
+            file_source: Some("mock".into()),
+            notes: vec![],
+        })
+    }
+
+    fn run(&mut self, index: usize, _command: &BenchCommand, cache: Cache) -> Result<Run> {
+        let n = self.log.len();
+        self.log.push((index, cache));
+        let used = self.used.entry((index, cache)).or_default();
+        let sequence = self.times.get(&(index, cache)).cloned().unwrap_or_else(|| vec![1.0]);
+        let time = sequence[*used % sequence.len()];
+        *used += 1;
+        let cold = cache.is_cold();
+        Ok(Run {
+            time,
+            ready: "exit".into(),
+            met: true,
+            exit_code: Some(if self.fail_run == Some(n) { 1 } else { 0 }),
+            user: time / 2.0,
+            system: time / 10.0,
+            major_faults: if cold { 1000 } else { 0 },
+            read_bytes: Some(if cold { 50_000_000 } else { 0 }),
+            io_wait: Some(if cold { time / 3.0 } else { 0.0 }),
+            other_cpu: Some(0.01),
+            residual_bytes: cold.then_some(0),
+            interrupted: false,
+        })
+    }
+
+    fn interrupted(&mut self) -> bool {
+        self.interrupt_after.is_some_and(|n| self.log.len() >= n)
+    }
+
+    fn sources(&self) -> Sources {
+        Sources { read_bytes: "mock".into(), io_wait: "mock".into(), notes: vec!["mock executor".into()] }
+    }
+}

@@ -1,0 +1,163 @@
+//! The [`Executor`] that really runs commands: evicts for cold runs, starts the
+//! command with the launch crate, waits for readiness, ends its tree, and reads
+//! the counters around it.
+
+use std::time::Duration;
+
+use coldstart_launch::{Command, Input, Interrupts, Output, PausedChild, Until, WaitOptions};
+
+use crate::config::{BenchCommand, BenchConfig, Cache, Evict, FileSource};
+use crate::counters::{BlkioCgroup, DelayAccounting, cpu_ticks, disk_read_bytes};
+use crate::error::{BenchError, Result};
+use crate::evict::{self, FILES_MODE_LIMITS};
+use crate::executor::{Executor, Preparation, Run, Sources};
+use crate::fileset::{self, FileSet};
+
+pub struct RealExecutor {
+    config: BenchConfig,
+    filesets: Vec<Option<FileSet>>,
+    cgroup: Option<BlkioCgroup>,
+    delay_accounting: Option<DelayAccounting>,
+    interrupts: Interrupts,
+}
+
+impl RealExecutor {
+    pub fn new(config: &BenchConfig) -> Result<RealExecutor> {
+        if config.modes.cold && config.evict.contains(&Evict::System) && !evict::is_root() {
+            return Err(BenchError::SystemEvictNeedsRoot);
+        }
+        Ok(RealExecutor {
+            config: config.clone(),
+            filesets: vec![None; config.commands.len()],
+            cgroup: if evict::is_root() { BlkioCgroup::create() } else { None },
+            delay_accounting: DelayAccounting::enable(),
+            interrupts: Interrupts::catch()?,
+        })
+    }
+
+    fn file_set(&self, command: &BenchCommand) -> Result<Option<FileSet>> {
+        let needed = self.config.modes.cold && self.config.evict.contains(&Evict::Files);
+        match &self.config.files {
+            FileSource::Trace(path) => fileset::from_trace(path).map(Some),
+            FileSource::List(path) => fileset::from_list(path).map(Some),
+            FileSource::Learn if needed => {
+                fileset::learn(&command.argv, &self.config.run_as, &self.config.until, self.config.timeout)
+                    .map(Some)
+            }
+            FileSource::Learn => Ok(None),
+        }
+    }
+
+    fn launch_command(&self, command: &BenchCommand) -> Command {
+        let mut launch = Command::new(command.argv.clone());
+        let shown = if self.config.show_output { Output::Inherit } else { Output::Null };
+        let watched = Output::Watch { echo: self.config.show_output };
+        let output = if matches!(self.config.until, Until::Output(_)) { watched } else { shown };
+        launch.run_as(self.config.run_as.clone()).stdin(Input::Null).stdout(output).stderr(output);
+        launch
+    }
+
+    fn read_bytes_now(&self) -> Option<u64> {
+        match &self.cgroup {
+            Some(cgroup) => cgroup.read_bytes().ok(),
+            None => disk_read_bytes(),
+        }
+    }
+}
+
+impl Executor for RealExecutor {
+    fn prepare(&mut self, index: usize, command: &BenchCommand) -> Result<Preparation> {
+        let set = self.file_set(command)?;
+        let preparation = match &set {
+            Some(s) => Preparation {
+                files: s.paths.len(),
+                file_bytes: s.bytes,
+                file_source: Some(s.source.clone()),
+                notes: s.notes.clone(),
+            },
+            None => Preparation::default(),
+        };
+        self.filesets[index] = set;
+        Ok(preparation)
+    }
+
+    fn run(&mut self, index: usize, command: &BenchCommand, cache: Cache) -> Result<Run> {
+        let set = self.filesets[index].as_ref();
+        if let Cache::Cold(method) = cache {
+            match method {
+                Evict::System => evict::drop_caches()?,
+                Evict::Files => {
+                    evict::fadvise_dontneed(set.map(|s| s.paths.as_slice()).unwrap_or_default());
+                }
+            }
+        }
+        let residual_bytes = match (cache, set) {
+            (Cache::Cold(_), Some(s)) => evict::residual(&s.paths).0,
+            _ => None,
+        };
+        let bytes_before = self.read_bytes_now();
+        let cpu_before = cpu_ticks();
+
+        let paused = PausedChild::spawn(&self.launch_command(command))?;
+        if let Some(cgroup) = &self.cgroup {
+            paused.join_cgroup(cgroup.path())?;
+        }
+        let mut running = paused.resume()?;
+        let options = WaitOptions {
+            timeout: Some(self.config.timeout),
+            sample_io_wait: self.delay_accounting.is_some(),
+            ..WaitOptions::default()
+        };
+        let outcome = running.wait(&self.config.until, &options);
+        let finished = running.finish(&self.config.ending)?;
+        let outcome = outcome?;
+
+        let read_bytes = bytes_before.zip(self.read_bytes_now()).map(|(a, b)| b.saturating_sub(a));
+        let usage = finished.usage.unwrap_or_default();
+        let tree_cpu = (usage.user + usage.system).as_secs_f64();
+        let other_cpu = cpu_before.zip(cpu_ticks()).and_then(|((b0, t0), (b1, t1))| {
+            let total = t1.saturating_sub(t0) as f64;
+            let tree_ticks = tree_cpu * procfs::ticks_per_second() as f64;
+            (total > 0.0).then(|| ((b1.saturating_sub(b0) as f64 - tree_ticks) / total).clamp(0.0, 1.0))
+        });
+        Ok(Run {
+            time: outcome.time_to_ready().as_secs_f64(),
+            ready: outcome.reason.to_string(),
+            met: outcome.met,
+            exit_code: outcome.exit_status,
+            user: usage.user.as_secs_f64(),
+            system: usage.system.as_secs_f64(),
+            major_faults: usage.major_faults,
+            read_bytes,
+            io_wait: usage.io_wait.map(|d: Duration| d.as_secs_f64()),
+            other_cpu,
+            residual_bytes,
+            interrupted: outcome.signal.is_some(),
+        })
+    }
+
+    fn interrupted(&mut self) -> bool {
+        !self.interrupts.take().is_empty()
+    }
+
+    fn sources(&self) -> Sources {
+        let read_bytes = if self.cgroup.is_some() {
+            "a v1 blkio cgroup holding the command's tree (bytes its processes read, all devices)"
+        } else {
+            "/proc/diskstats, sectors read by all disks during the run (whole machine: other processes' reads count too)"
+        };
+        let io_wait = match &self.delay_accounting {
+            Some(d) if d.enabled_by_us() => {
+                "delayacct_blkio_ticks of the tree's threads sampled every 50 ms, a lower bound (kernel.task_delayacct \
+                 was turned on for this benchmark and turned off again after it)"
+            }
+            Some(_) => "delayacct_blkio_ticks of the tree's threads sampled every 50 ms, a lower bound",
+            None => "not measured: kernel.task_delayacct is off and only root may turn it on",
+        };
+        let mut notes = Vec::new();
+        if self.config.modes.cold && self.config.evict.contains(&Evict::Files) {
+            notes.push(FILES_MODE_LIMITS.to_owned());
+        }
+        Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
+    }
+}

@@ -1,0 +1,256 @@
+//! The results of a benchmark, as exported to JSON: per configuration a superset
+//! of hyperfine's result fields, plus comparisons. JSON is the stable contract:
+//! every time is in seconds, every size in bytes; the field docs below are the reference.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{BenchConfig, Cache, Evict};
+use crate::executor::{Preparation, Run};
+use crate::stats::{self, Summary};
+
+/// Version of the JSON layout; bumped on incompatible changes.
+pub const SCHEMA: &str = "coldstart-bench/1";
+
+/// A measured run that stands out, and the likeliest reason.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outlier {
+    /// Index into `times` (0-based).
+    pub run: usize,
+    pub time: f64,
+    pub reason: String,
+}
+
+/// One configuration (a command in one cache state).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigResult {
+    // hyperfine's fields, same names and units (seconds).
+    pub command: String,
+    pub mean: f64,
+    pub stddev: Option<f64>,
+    pub median: f64,
+    /// Mean user CPU seconds (of the whole process tree).
+    pub user: f64,
+    /// Mean system CPU seconds (of the whole process tree).
+    pub system: f64,
+    pub min: f64,
+    pub max: f64,
+    pub times: Vec<f64>,
+    pub exit_codes: Vec<Option<i32>>,
+    // coldstart's.
+    pub command_line: Vec<String>,
+    /// `cold` or `warm`.
+    pub cache: String,
+    /// The eviction method of cold runs: `system` or `files`.
+    pub evict: Option<Evict>,
+    /// The readiness condition, e.g. `exit`, `mark:ready`.
+    pub until: String,
+    /// 95% confidence interval of the mean, seconds.
+    pub mean_ci95: [f64; 2],
+    /// Why each run's wait ended.
+    pub ready: Vec<String>,
+    pub user_times: Vec<f64>,
+    pub system_times: Vec<f64>,
+    pub major_faults: Vec<u64>,
+    pub read_bytes: Vec<Option<u64>>,
+    pub io_wait: Vec<Option<f64>>,
+    pub other_cpu: Vec<Option<f64>>,
+    pub residual_bytes: Vec<Option<u64>>,
+    pub median_major_faults: Option<f64>,
+    pub median_read_bytes: Option<f64>,
+    pub median_io_wait: Option<f64>,
+    pub outliers: Vec<Outlier>,
+    /// Runs measured but not counted (`--discard-first`).
+    pub discarded: usize,
+}
+
+/// One comparison of two configurations: `a` against `b`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// `commands` (same cache state), `cold_vs_warm` (the cold penalty), or `evict` (files vs system).
+    pub kind: String,
+    pub a: String,
+    pub b: String,
+    /// mean(a) / mean(b), with its 95% confidence interval.
+    pub ratio: f64,
+    pub ratio_ci95: [f64; 2],
+    /// mean(a) − mean(b), seconds, with its 95% confidence interval.
+    pub difference: f64,
+    pub difference_ci95: [f64; 2],
+    /// median(a) − median(b), seconds.
+    pub median_difference: f64,
+    /// Two-sided p-value of Welch's t-test; `significant` when below 0.05.
+    pub p: f64,
+    pub significant: bool,
+    /// median read bytes of a − of b.
+    pub read_bytes_difference: Option<f64>,
+}
+
+/// What eviction did for one command.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandPreparation {
+    pub command: String,
+    #[serde(flatten)]
+    pub preparation: Preparation,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchResults {
+    pub schema: String,
+    pub results: Vec<ConfigResult>,
+    pub comparisons: Vec<Comparison>,
+    pub preparations: Vec<CommandPreparation>,
+    /// Where `read_bytes` comes from, e.g. `blkio cgroup (the command's tree)` or
+    /// `/proc/diskstats (whole machine)`.
+    pub read_bytes_source: String,
+    /// Where `io_wait` comes from, or why it is missing.
+    pub io_wait_source: String,
+    /// What the eviction methods used cannot evict.
+    pub notes: Vec<String>,
+    /// True when SIGINT/SIGTERM stopped the benchmark early (results are partial).
+    pub interrupted: bool,
+}
+
+fn median_of<T: Copy + Into<f64>>(values: impl Iterator<Item = Option<T>>) -> Option<f64> {
+    let xs: Vec<f64> = values.flatten().map(Into::into).collect();
+    (!xs.is_empty()).then(|| stats::median(&xs))
+}
+
+/// The likeliest reason a run stands out, from the counters measured with it.
+pub fn outlier_reason(run: &Run, index: usize, runs: &[Run], summary: &Summary) -> String {
+    let slow = run.time > summary.median;
+    let median_bytes = median_of(runs.iter().map(|r| r.read_bytes.map(|b| b as f64)));
+    if !run.met {
+        return format!("readiness not reached (ended by {})", run.ready);
+    }
+    if let Some(other) = run.other_cpu
+        && slow
+        && other > 0.25
+    {
+        return format!(
+            "machine busy: {:.0}% of the CPUs worked for other processes during the run",
+            other * 100.0
+        );
+    }
+    if let (Some(bytes), Some(median)) = (run.read_bytes, median_bytes) {
+        let bytes = bytes as f64;
+        if slow && bytes > 1.5 * median + 1e6 {
+            return format!(
+                "read {:.1} MB from disk against a median of {:.1} MB",
+                bytes / 1e6,
+                median / 1e6
+            );
+        }
+        if !slow && bytes + 1e6 < 0.5 * median {
+            return format!(
+                "read only {:.1} MB from disk against a median of {:.1} MB (pages left cached)",
+                bytes / 1e6,
+                median / 1e6
+            );
+        }
+    }
+    if index == 0 && slow {
+        return "first run of the configuration (caches outside the evicted set were still cold)".into();
+    }
+    "no counter explains it (scheduling noise)".into()
+}
+
+impl ConfigResult {
+    pub fn build(
+        config: &BenchConfig,
+        command: usize,
+        cache: Cache,
+        runs: &[Run],
+        discarded: usize,
+    ) -> ConfigResult {
+        let times: Vec<f64> = runs.iter().map(|r| r.time).collect();
+        let s = stats::summarize(&times);
+        let outliers = stats::outliers(&times)
+            .into_iter()
+            .map(|i| Outlier { run: i, time: times[i], reason: outlier_reason(&runs[i], i, runs, &s) })
+            .collect();
+        let user_times: Vec<f64> = runs.iter().map(|r| r.user).collect();
+        let system_times: Vec<f64> = runs.iter().map(|r| r.system).collect();
+        ConfigResult {
+            command: config.label(command, cache),
+            mean: s.mean,
+            stddev: (s.n >= 2).then_some(s.stddev),
+            median: s.median,
+            user: stats::mean(&user_times),
+            system: stats::mean(&system_times),
+            min: s.min,
+            max: s.max,
+            exit_codes: runs.iter().map(|r| r.exit_code).collect(),
+            command_line: config.commands[command].argv.clone(),
+            cache: cache.word().into(),
+            evict: match cache {
+                Cache::Cold(e) => Some(e),
+                Cache::Warm => None,
+            },
+            until: config.until.to_string(),
+            mean_ci95: [s.ci95.0, s.ci95.1],
+            ready: runs.iter().map(|r| r.ready.clone()).collect(),
+            major_faults: runs.iter().map(|r| r.major_faults).collect(),
+            read_bytes: runs.iter().map(|r| r.read_bytes).collect(),
+            io_wait: runs.iter().map(|r| r.io_wait).collect(),
+            other_cpu: runs.iter().map(|r| r.other_cpu).collect(),
+            residual_bytes: runs.iter().map(|r| r.residual_bytes).collect(),
+            median_major_faults: median_of(runs.iter().map(|r| Some(r.major_faults as f64))),
+            median_read_bytes: median_of(runs.iter().map(|r| r.read_bytes.map(|b| b as f64))),
+            median_io_wait: median_of(runs.iter().map(|r| r.io_wait)),
+            outliers,
+            discarded,
+            times,
+            user_times,
+            system_times,
+        }
+    }
+}
+
+/// `a` against `b`; `None` with fewer than two runs on either side.
+pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Comparison> {
+    let r = stats::ratio(&a.times, &b.times)?;
+    let w = stats::welch(&a.times, &b.times)?;
+    Some(Comparison {
+        kind: kind.into(),
+        a: a.command.clone(),
+        b: b.command.clone(),
+        ratio: r.ratio,
+        ratio_ci95: [r.ci95.0, r.ci95.1],
+        difference: w.difference,
+        difference_ci95: [w.ci95.0, w.ci95.1],
+        median_difference: a.median - b.median,
+        p: w.p,
+        significant: w.p < 0.05,
+        read_bytes_difference: a.median_read_bytes.zip(b.median_read_bytes).map(|(x, y)| x - y),
+    })
+}
+
+/// The comparisons worth printing: every command against the first in the same
+/// cache state, cold against warm for each command, and `files` against `system`.
+pub fn comparisons(
+    config: &BenchConfig,
+    results: &[ConfigResult],
+    keys: &[(usize, Cache)],
+) -> Vec<Comparison> {
+    let find =
+        |command: usize, cache: Cache| keys.iter().position(|&k| k == (command, cache)).map(|i| &results[i]);
+    let mut out = Vec::new();
+    for &(command, cache) in keys.iter().filter(|(c, _)| *c > 0) {
+        if let (Some(a), Some(b)) = (find(command, cache), find(0, cache)) {
+            out.extend(compare("commands", a, b));
+        }
+    }
+    for command in 0..config.commands.len() {
+        for &evict in &config.evict {
+            if let (Some(a), Some(b)) = (find(command, Cache::Cold(evict)), find(command, Cache::Warm)) {
+                out.extend(compare("cold_vs_warm", a, b));
+            }
+        }
+        if let (Some(a), Some(b)) =
+            (find(command, Cache::Cold(Evict::Files)), find(command, Cache::Cold(Evict::System)))
+        {
+            out.extend(compare("evict", a, b));
+        }
+    }
+    out
+}

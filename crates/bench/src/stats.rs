@@ -1,0 +1,193 @@
+//! The statistics of a benchmark: summaries with a 95% confidence interval,
+//! outliers, and two-sample comparisons (Welch's t-test, ratio of means).
+//!
+//! Everything here is a pure function of the measured numbers, so it is tested
+//! with known answers.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Location and spread of one sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 for fewer than two values.
+    pub stddev: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// 95% confidence interval of the mean (Student's t); the mean itself for n < 2.
+    pub ci95: (f64, f64),
+}
+
+/// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
+fn t975(df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df.max(1.0)).map(|t| t.inverse_cdf(0.975)).unwrap_or(f64::NAN)
+}
+
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() { f64::NAN } else { xs.iter().sum::<f64>() / xs.len() as f64 }
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) { (sorted[mid - 1] + sorted[mid]) / 2.0 } else { sorted[mid] }
+}
+
+fn variance(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+}
+
+pub fn summarize(xs: &[f64]) -> Summary {
+    let n = xs.len();
+    let mean = mean(xs);
+    let stddev = variance(xs).sqrt();
+    let half = if n >= 2 { t975((n - 1) as f64) * stddev / (n as f64).sqrt() } else { 0.0 };
+    Summary {
+        n,
+        mean,
+        stddev,
+        median: median(xs),
+        min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+        max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ci95: (mean - half, mean + half),
+    }
+}
+
+/// Indexes of outliers: modified z-score (median absolute deviation) above 3.5,
+/// the rule hyperfine uses too. Needs at least 3 values.
+pub fn outliers(xs: &[f64]) -> Vec<usize> {
+    if xs.len() < 3 {
+        return Vec::new();
+    }
+    let m = median(xs);
+    let deviations: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    let mad = median(&deviations);
+    if mad == 0.0 {
+        return Vec::new();
+    }
+    xs.iter().enumerate().filter(|&(_, &x)| (0.6745 * (x - m) / mad).abs() > 3.5).map(|(i, _)| i).collect()
+}
+
+/// Welch's two-sample t-test of `a` against `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Welch {
+    /// mean(a) − mean(b).
+    pub difference: f64,
+    /// 95% confidence interval of the difference.
+    pub ci95: (f64, f64),
+    pub t: f64,
+    pub df: f64,
+    /// Two-sided p-value of "the means are equal".
+    pub p: f64,
+}
+
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (va, vb) = (variance(a) / a.len() as f64, variance(b) / b.len() as f64);
+    let difference = mean(a) - mean(b);
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        let p = if difference == 0.0 { 1.0 } else { 0.0 };
+        return Some(Welch { difference, ci95: (difference, difference), t: f64::INFINITY, df: f64::NAN, p });
+    }
+    let df = (va + vb).powi(2) / (va.powi(2) / (a.len() - 1) as f64 + vb.powi(2) / (b.len() - 1) as f64);
+    let t = difference / se;
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = 2.0 * (1.0 - dist.cdf(t.abs()));
+    let half = t975(df) * se;
+    Some(Welch { difference, ci95: (difference - half, difference + half), t, df, p })
+}
+
+/// mean(a) / mean(b) with a 95% confidence interval (delta method, Welch degrees of
+/// freedom) and the p-value of Welch's test that the means are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub ratio: f64,
+    pub ci95: (f64, f64),
+    pub p: f64,
+}
+
+pub fn ratio(a: &[f64], b: &[f64]) -> Option<Ratio> {
+    let w = welch(a, b)?;
+    let (ma, mb) = (mean(a), mean(b));
+    if mb <= 0.0 || ma <= 0.0 {
+        return None;
+    }
+    let r = ma / mb;
+    let rel_var = variance(a) / (a.len() as f64 * ma * ma) + variance(b) / (b.len() as f64 * mb * mb);
+    let half = if w.df.is_finite() { t975(w.df) * r * rel_var.sqrt() } else { 0.0 };
+    Some(Ratio { ratio: r, ci95: (r - half, r + half), p: w.p })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn summary_of_known_values() {
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!((s.n, s.mean, s.median, s.min, s.max), (8, 5.0, 4.5, 2.0, 9.0));
+        assert!(close(s.stddev, 2.138_089_935, 1e-9));
+        // t(0.975, 7) = 2.364624251 (scipy); half width = 2.364624251 * 2.138089935 / sqrt(8)
+        assert!(
+            close(s.ci95.0, 5.0 - 1.787_487_9, 1e-6) && close(s.ci95.1, 5.0 + 1.787_487_9, 1e-6),
+            "{s:?}"
+        );
+        let one = summarize(&[3.0]);
+        assert_eq!((one.stddev, one.ci95), (0.0, (3.0, 3.0)));
+    }
+
+    #[test]
+    fn outliers_by_modified_z_score() {
+        let xs = [1.00, 1.02, 0.98, 1.01, 0.99, 1.00, 2.50];
+        assert_eq!(outliers(&xs), [6]);
+        assert!(outliers(&[1.0, 1.1, 0.9, 1.05]).is_empty());
+        assert!(outliers(&[1.0, 1.0, 1.0]).is_empty());
+    }
+
+    #[test]
+    fn welch_test_known_answer() {
+        // Textbook example: a = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4]
+        // b = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4]
+        // scipy.stats.ttest_ind(a, b, equal_var=False): t = -2.455356398, p = 0.021378001;
+        // df = 24.9885, t(0.975, df) = 2.059586491
+        let a = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4];
+        let b = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4];
+        let w = welch(&a, &b).unwrap();
+        assert!(close(w.t, -2.455_356_398, 1e-8), "{w:?}");
+        assert!(close(w.df, 24.988_5, 1e-3), "{w:?}");
+        assert!(close(w.p, 0.021_378_001, 1e-8), "{w:?}");
+        // difference -2.1666667 ± 2.059586491 * 2.1666667 / 2.455356398
+        assert!(close(w.ci95.0, -3.984_096, 1e-5) && close(w.ci95.1, -0.349_237, 1e-5), "{w:?}");
+    }
+
+    #[test]
+    fn ratio_of_means_and_identical_samples() {
+        let a = [2.0, 2.2, 1.8, 2.1, 1.9];
+        let b = [1.0, 1.1, 0.9, 1.05, 0.95];
+        let r = ratio(&a, &b).unwrap();
+        assert!(close(r.ratio, 2.0, 1e-12));
+        assert!(r.ci95.0 < 2.0 && r.ci95.1 > 2.0 && r.ci95.0 > 1.5, "{r:?}");
+        assert!(r.p < 1e-4);
+        let same = ratio(&a, &a).unwrap();
+        assert!(close(same.ratio, 1.0, 1e-12) && close(same.p, 1.0, 1e-9));
+        assert!(welch(&[1.0], &a).is_none());
+    }
+}

@@ -1,0 +1,282 @@
+//! `coldstart bench`: cold and warm starts of one or more commands, interleaved,
+//! with statistics, comparisons, exports and a regression check.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use coldstart_bench::export::{CsvExporter, Exporter, JsonExporter, MarkdownExporter};
+use coldstart_bench::{
+    BenchCommand, BenchConfig, BenchError, Evict, FileSource, Modes, Progress, RealExecutor, Step, baseline,
+    evict, run_benchmark, summary,
+};
+use coldstart_launch::{Ending, RunAs, Until};
+
+/// Benchmark cold and warm starts: real cache eviction with or without root, readiness other than exit.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  coldstart bench -- python3 -c 'import json'              # 10 cold runs, evict auto
+  coldstart bench --both --runs 5 -- soffice --headless --convert-to pdf doc.txt
+  coldstart bench --evict system,files -- python3 -c 'import scipy'   # compare eviction methods
+  coldstart bench -c 'app --old' -c 'app --new' --until mark:ready --export-json out.json
+  coldstart bench --warm -- ./server ::: ./server-v2     # two commands, interleaved A B A B
+  coldstart bench --baseline main.json --max-regression 10 -- ./app   # CI check
+
+Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
+(root); `files` calls posix_fadvise(DONTNEED) twice on the files the command uses (any user), taken
+from --trace FILE (a coldstart trace), --files LIST (one path per line), or learned by a first run
+under strace plus /proc sampling; `auto` is `system` as root, else `files`. Several methods (e.g.
+`system,files`) are measured as separate, interleaved configurations.
+
+Readiness (--until): exit (default), mark:NAME (the program runs `coldstart mark NAME`), output:REGEX
+(a line of stdout/stderr), idle[:MS] (no disk reads and CPUs under 10% busy for MS, default 500),
+window (its first top-level X11 window). The command and everything it started are then ended.
+
+Exit status: 0 success; 1 a configuration regressed beyond --max-regression against --baseline;
+2 an error of coldstart (arguments, eviction impossible, a command that cannot start); 3 a
+benchmarked command failed (non-zero exit or readiness not reached; see --ignore-failure);
+130 interrupted by SIGINT/SIGTERM (the results so far are printed and exported).")]
+pub struct Args {
+    /// Measure cold starts only (the default).
+    #[arg(long, group = "mode")]
+    pub cold: bool,
+    /// Measure warm starts only.
+    #[arg(long, group = "mode")]
+    pub warm: bool,
+    /// Measure both, each cold run followed by a warm run of the same command.
+    #[arg(long, group = "mode")]
+    pub both: bool,
+    /// Measured runs per configuration.
+    #[arg(short, long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs: u64,
+    /// Unmeasured warm runs of each command first [default: 1 with warm runs, else 0].
+    #[arg(short, long)]
+    pub warmup: Option<usize>,
+    /// Run each configuration once more and drop its first run.
+    #[arg(long)]
+    pub discard_first: bool,
+    /// Cache eviction for cold runs: auto, system, files, or a comma-separated list to compare.
+    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    pub evict: Vec<String>,
+    /// Evict the files of this coldstart trace (its files table).
+    #[arg(long, conflicts_with = "files")]
+    pub trace: Option<PathBuf>,
+    /// Evict the files listed in this file (one path per line).
+    #[arg(long)]
+    pub files: Option<PathBuf>,
+    /// When a run counts as ready: exit, mark:NAME, output:REGEX, idle[:MS], window.
+    #[arg(long, default_value = "exit")]
+    pub until: String,
+    /// Give up on a run after this many seconds (the run fails).
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Seconds between SIGTERM and SIGKILL when ending the command's tree.
+    #[arg(long, default_value_t = 2.0)]
+    pub grace: f64,
+    /// Keep root's credentials for the command (by default a sudo invoker's are used).
+    #[arg(long)]
+    pub as_root: bool,
+    /// Show the commands' output (discarded by default).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Keep measuring when a command fails.
+    #[arg(short, long)]
+    pub ignore_failure: bool,
+    /// A command to benchmark, as one shell-quoted string (repeatable).
+    #[arg(short = 'c', long = "command")]
+    pub commands: Vec<String>,
+    /// A name for each command, in order (repeatable).
+    #[arg(short = 'n', long = "name")]
+    pub names: Vec<String>,
+    /// Write the results as JSON (hyperfine's fields plus coldstart's; seconds and bytes).
+    #[arg(long)]
+    pub export_json: Option<PathBuf>,
+    /// Write a Markdown table.
+    #[arg(long)]
+    pub export_markdown: Option<PathBuf>,
+    /// Write CSV (hyperfine's columns first).
+    #[arg(long)]
+    pub export_csv: Option<PathBuf>,
+    /// A previous --export-json (coldstart's or hyperfine's) to compare medians with.
+    #[arg(long, requires = "max_regression")]
+    pub baseline: Option<PathBuf>,
+    /// Percent by which a median may exceed the baseline's before the exit status is 1.
+    #[arg(long, requires = "baseline")]
+    pub max_regression: Option<f64>,
+    /// Do not draw a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// The command (after `--`); separate several with `:::`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+fn commands(args: &Args) -> anyhow::Result<Vec<BenchCommand>> {
+    let mut argvs: Vec<Vec<String>> = Vec::new();
+    for c in &args.commands {
+        argvs.push(
+            shlex::split(c)
+                .filter(|a| !a.is_empty())
+                .with_context(|| format!("cannot split the command {c:?}"))?,
+        );
+    }
+    for part in args.command.split(|a| a == ":::") {
+        if !part.is_empty() {
+            argvs.push(part.to_vec());
+        }
+    }
+    if argvs.is_empty() {
+        bail!(
+            "no command to benchmark: give it after `--` (e.g. `coldstart bench -- python3 -c pass`) or with -c"
+        );
+    }
+    if args.names.len() > argvs.len() {
+        bail!("{} names for {} commands", args.names.len(), argvs.len());
+    }
+    Ok(argvs
+        .into_iter()
+        .enumerate()
+        .map(|(i, argv)| {
+            let mut command = BenchCommand::new(argv);
+            if let Some(name) = args.names.get(i) {
+                command.name = name.clone();
+            }
+            command
+        })
+        .collect())
+}
+
+fn evictions(args: &Args) -> anyhow::Result<Vec<Evict>> {
+    let mut out = Vec::new();
+    for word in &args.evict {
+        let method = match word.as_str() {
+            "system" => Evict::System,
+            "files" => Evict::Files,
+            "auto" => {
+                let method = if evict::is_root() { Evict::System } else { Evict::Files };
+                match method {
+                    Evict::System => eprintln!(
+                        "evict: auto chose `system` (running as root): sync and drop_caches before every cold run, \
+                         which empties the page cache of the whole machine"
+                    ),
+                    Evict::Files => {
+                        eprintln!("evict: auto chose `files` (not root). {}", evict::FILES_MODE_LIMITS)
+                    }
+                }
+                method
+            }
+            other => bail!("unknown --evict method {other:?}: expected auto, system or files"),
+        };
+        if !out.contains(&method) {
+            out.push(method);
+        }
+    }
+    Ok(out)
+}
+
+fn config(args: &Args) -> anyhow::Result<BenchConfig> {
+    let modes = match (args.warm, args.both) {
+        (true, _) => Modes { cold: false, warm: true },
+        (_, true) => Modes { cold: true, warm: true },
+        _ => Modes { cold: true, warm: false },
+    };
+    let until: Until = args.until.parse()?;
+    if !(args.timeout > 0.0 && args.grace >= 0.0) {
+        bail!("--timeout must be positive and --grace not negative");
+    }
+    Ok(BenchConfig {
+        commands: commands(args)?,
+        modes,
+        evict: if modes.cold { evictions(args)? } else { Vec::new() },
+        runs: args.runs as usize,
+        warmup: args.warmup.unwrap_or(usize::from(modes.warm)),
+        discard_first: args.discard_first,
+        files: match (&args.trace, &args.files) {
+            (Some(trace), _) => FileSource::Trace(trace.clone()),
+            (_, Some(list)) => FileSource::List(list.clone()),
+            _ => FileSource::Learn,
+        },
+        until,
+        timeout: Duration::from_secs_f64(args.timeout),
+        ending: Ending::Terminate { grace: Duration::from_secs_f64(args.grace) },
+        run_as: if args.as_root { RunAs::Current } else { RunAs::Invoker },
+        show_output: args.show_output,
+        ignore_failure: args.ignore_failure,
+    })
+}
+
+/// An indicatif bar with the estimated time left.
+struct Bar(Option<indicatif::ProgressBar>);
+
+impl Progress for Bar {
+    fn begin(&mut self, total: usize) {
+        if let Some(bar) = &self.0 {
+            bar.set_length(total as u64);
+        }
+    }
+
+    fn step(&mut self, done: usize, step: &Step, label: &str) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(done as u64);
+            bar.set_message(format!("{:?} {}: {label}", step.kind, step.round + 1));
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn progress_bar(enabled: bool) -> Bar {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return Bar(None);
+    }
+    let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {eta} left  {wide_msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    Bar(Some(indicatif::ProgressBar::new(0).with_style(style)))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = config(&args)?;
+    let mut executor = RealExecutor::new(&config)?;
+    let results = match run_benchmark(&config, &mut executor, &mut progress_bar(!args.no_progress)) {
+        Ok(results) => results,
+        Err(err @ BenchError::CommandFailed { .. }) => {
+            eprintln!("coldstart: {err}");
+            return Ok(ExitCode::from(3));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    drop(executor);
+    print!("{}", summary::render(&results));
+    let exports: [(&Option<PathBuf>, &dyn Exporter); 3] = [
+        (&args.export_json, &JsonExporter),
+        (&args.export_markdown, &MarkdownExporter),
+        (&args.export_csv, &CsvExporter),
+    ];
+    for (path, exporter) in exports {
+        if let Some(path) = path {
+            std::fs::write(path, exporter.serialize(&results)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    if results.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    if let (Some(base), Some(limit)) = (&args.baseline, args.max_regression) {
+        let verdicts = baseline::check(&results, base, limit)?;
+        println!();
+        for v in &verdicts {
+            println!("{}", v.describe(limit));
+        }
+        if verdicts.iter().any(|v| v.regressed) {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
