@@ -60,7 +60,8 @@ fn example1_meta() {
     let m = &trace.meta;
     assert_eq!(m.source, Source::Bootchart2);
     assert_eq!(m.scope, Scope::System);
-    assert_eq!(m.clock, "uptime_cs");
+    assert_eq!(m.clock, "boot");
+    note(&trace, "from /proc/uptime (CLOCK_BOOTTIME) in centiseconds, not jiffies");
     assert_eq!(m.host, "anders-desktop");
     assert_eq!(m.kernel, "2.6.27-10-generic #1 SMP Fri Nov 21 12:00:22 UTC 2008");
     assert_eq!(m.cpu_model, "Intel(R) Core(TM)2 CPU          6600  @ 2.40GHz");

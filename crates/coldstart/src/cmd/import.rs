@@ -24,10 +24,11 @@ pub enum Format {
 
 /// Import a bootchart2 log (bootchartd's bootchart.tgz, or its unpacked folder).
 ///
-/// Reads header, proc_stat.log, proc_diskstats.log and proc_ps.log, and kernel_pacct
-/// when present. The trace covers the whole system; t = 0 is the first sample, and
-/// "ready" is the end of the boot as pybootchartgui draws it (the last sample plus one
-/// sample interval).
+/// Reads header, proc_stat.log, proc_diskstats.log and proc_ps.log (or taskstats.log),
+/// and kernel_pacct, cmdline2.log and paternity.log when present. The trace covers the
+/// whole system; t = 0 is the first sample, and "ready" is the end of the boot as
+/// pybootchartgui draws it (the last sample plus one sample interval). Lines that
+/// cannot be read are skipped and counted in the trace's losses.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   coldstart import bootchart2 /var/log/bootchart.tgz            # writes bootchart.coldstart

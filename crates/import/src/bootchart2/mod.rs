@@ -4,8 +4,9 @@
 //! What the logs hold and how it maps to the trace:
 //! - Times: every `*.log` block starts with /proc/uptime in centiseconds
 //!   (bootchart-collector's `get_uptime()` and the older shell collector both
-//!   log uptime × 100). The trace's t = 0 is the first sample of any log;
-//!   `meta.start_clock_ns` is that uptime, `meta.clock` is `uptime_cs`.
+//!   log uptime × 100), not jiffies. /proc/uptime reads CLOCK_BOOTTIME, so
+//!   `meta.clock` is `boot` (at 10 ms resolution, which a note says). The trace's
+//!   t = 0 is the first sample of any log; `meta.start_clock_ns` is that uptime.
 //! - `header` → host, kernel, CPU model; notes for the rest.
 //! - `proc_stat.log` → CPU samples ([`proc_stat`]); `proc_diskstats.log` → disk
 //!   samples and totals ([`diskstats`]); `proc_ps.log` (or `taskstats.log`, which
@@ -47,8 +48,8 @@ use problems::Problems;
 
 /// The `source` of the notes and losses this importer writes.
 pub const SOURCE: &str = "bootchart2";
-/// The value of `meta.clock` in imported traces: /proc/uptime in centiseconds.
-pub const CLOCK: &str = "uptime_cs";
+/// The value of `meta.clock` in imported traces: the logs' /proc/uptime is CLOCK_BOOTTIME.
+pub const CLOCK: &str = "boot";
 /// The `ready.reason` of imported traces.
 pub const READY_REASON: &str = "bootchart2:end";
 
@@ -141,7 +142,8 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
         ));
     }
     notes.push(format!(
-        "times come from /proc/uptime in centiseconds (10 ms resolution); t = 0 is the first sample at {:.2} s uptime",
+        "times come from /proc/uptime (CLOCK_BOOTTIME) in centiseconds, not jiffies: 10 ms resolution; \
+         t = 0 is the first sample at {:.2} s uptime",
         t0_cs as f64 / 100.0
     ));
     notes.extend(table.notes.iter().cloned());
