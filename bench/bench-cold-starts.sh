@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Cold (--evict system and --evict files) and warm starts of the two programs of
+# shared/KERNEL-NOTES.md, interleaved in one `coldstart bench` run each:
+#   /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas'
+#   soffice --headless --convert-to pdf doc.txt
+# Needs root (drop_caches). Installs its Debian packages, builds coldstart, writes
+# JSON and Markdown next to the summary in $OUT (default /tmp/coldstart-bench).
+# Usage: bash bench/bench-cold-starts.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-10}
+out=${OUT:-/tmp/coldstart-bench}
+mkdir -p "$out"
+
+packages=()
+for p in python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui strace; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
+done
+if [ "${#packages[@]}" -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
+fi
+cargo build --release -q -p coldstart
+coldstart=$PWD/target/release/coldstart
+
+echo "== python3 scientific import, $runs runs per configuration"
+"$coldstart" bench --both --evict system,files --runs "$runs" --no-progress \
+    --export-json "$out/python.json" --export-markdown "$out/python.md" \
+    -- /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas' | tee "$out/python.txt"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+seq 1 2000 | sed 's/^/A line of text for the conversion benchmark, number /' > "$work/doc.txt"
+echo "== LibreOffice conversion, $runs runs per configuration"
+"$coldstart" bench --both --evict system,files --runs "$runs" --no-progress \
+    --export-json "$out/soffice.json" --export-markdown "$out/soffice.md" \
+    -- soffice "-env:UserInstallation=file://$work/profile" --headless --convert-to pdf --outdir "$work" "$work/doc.txt" \
+    | tee "$out/soffice.txt"
