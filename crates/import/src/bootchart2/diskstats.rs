@@ -5,6 +5,8 @@
 //! such); newer ones print them in full, and a device whose name is another
 //! device's name plus a number (`sda1`, `nvme0n1p2`) is taken as a partition.
 //! Devices whose counters never move (unused ram disks, empty drives) are left out.
+//! A disk that appears during the log (its driver loaded then) counted from zero
+//! at the copy before the one that first lists it.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +46,7 @@ pub struct DiskLog {
 pub fn parse(file: &str, text: &str, problems: &mut Problems) -> Result<DiskLog> {
     let blocks = timed_blocks(file, text)?;
     let mut log = DiskLog::default();
+    let mut previous_cs = None;
     for block in &blocks {
         log.first_cs.get_or_insert(block.time_cs);
         log.last_cs = Some(block.time_cs);
@@ -71,7 +74,22 @@ pub fn parse(file: &str, text: &str, problems: &mut Problems) -> Result<DiskLog>
                 continue;
             };
             let dev = Dev::new(major, minor);
-            log.disks.entry(dev).or_default().push(DiskCounters {
+            let counters = log.disks.entry(dev).or_default();
+            if let (true, Some(time_cs)) = (counters.is_empty(), previous_cs) {
+                let name = stat.name.clone();
+                let zero = DiskCounters {
+                    time_cs,
+                    dev,
+                    name,
+                    reads: 0,
+                    sectors_read: 0,
+                    writes: 0,
+                    sectors_written: 0,
+                    io_ticks_ms: 0,
+                };
+                counters.push(zero);
+            }
+            counters.push(DiskCounters {
                 time_cs: block.time_cs,
                 dev,
                 name: stat.name.clone(),
@@ -82,6 +100,7 @@ pub fn parse(file: &str, text: &str, problems: &mut Problems) -> Result<DiskLog>
                 io_ticks_ms: stat.time_in_progress,
             });
         }
+        previous_cs = Some(block.time_cs);
     }
     log.disks.retain(|_, counters| counters.windows(2).any(|w| moved(&w[0], &w[1])));
     Ok(log)
@@ -162,6 +181,19 @@ impl DiskLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disk_that_appears_later_counts_from_zero() {
+        let text = "100\n   1    0 ram0 0 0 0 0 0 0 0 0 0 0 0\n\n120\n   8    0 sda 10 9 152 176 0 0 0 0 1 124 180\n\n";
+        let log = parse("d", text, &mut Problems::default()).unwrap();
+        let samples = log.samples(100);
+        assert_eq!(samples.len(), 1);
+        assert_eq!(
+            (samples[0].t_ns, samples[0].dt_ns, samples[0].read_ios, samples[0].read_bytes),
+            (200_000_000, 200_000_000, 10, 152 * 512)
+        );
+        assert_eq!(log.totals()[0].read_ios, Some(10));
+    }
 
     #[test]
     fn partitions() {
