@@ -41,7 +41,7 @@ fn the_untouched_sample_imports() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn truncated_files(file in 0..FILES.len(), keep in 0.0..1.0f64) {

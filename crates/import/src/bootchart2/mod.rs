@@ -73,6 +73,8 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     let disk_name = logs.display_name(PROC_DISKSTATS);
     let disks = diskstats::parse(&disk_name, &text(PROC_DISKSTATS)?, &mut problems)?;
     let mut notes = header_notes(&header);
+    let ps_file =
+        if logs.get(PROC_PS).is_none() && logs.get(TASKSTATS).is_some() { TASKSTATS } else { PROC_PS };
     let (ps_name, ps) = match (logs.get(PROC_PS), logs.get(TASKSTATS)) {
         (None, Some(bytes)) => {
             let name = logs.display_name(TASKSTATS);
@@ -126,7 +128,7 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
 
     let bootchart_start = pybootchartgui_start(&ps);
     notes.push(format!(
-        "ready is the end of the boot as pybootchartgui draws it: the last proc_ps.log sample ({:.2} s uptime) \
+        "ready is the end of the boot as pybootchartgui draws it: the last {ps_file} sample ({:.2} s uptime) \
          plus one mean sample interval ({:.3} s); pybootchartgui's header would say time {:.2} s, from the \
          earliest process start it sees ({:.2} s uptime) to that end",
         last_ps.time_cs as f64 / 100.0,
