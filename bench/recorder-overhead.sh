@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Recorder overhead on a cold start: N interleaved pairs (default 10) of
-#   A: the start alone, B: the start under `coldstart record --cold`,
+#   A: the start alone, B: the start under `coldstart record`,
 # each after drop_caches, in ABBA order. Both are timed the same way: a bash
 # wrapper (itself the traced command in B) takes EPOCHREALTIME just before
 # running the start and just after it exits.
@@ -21,19 +21,28 @@ trap 'rm -rf "$work"' EXIT
 export MPLBACKEND=Agg
 "${CMD[@]}"   # warm-up: compile .pyc files once, so every run below starts from the same files
 TIMED='t0=$EPOCHREALTIME; "$@"; t1=$EPOCHREALTIME; echo "($t1 - $t0) * 1000" | bc -l > "$OUT"'
-run_a() { sync; echo 3 > /proc/sys/vm/drop_caches; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
+# The cache is dropped the same way before A and B, then the machine gets SETTLE
+# seconds (default 1) to finish the aftermath of drop_caches (without that pause
+# whichever run starts right after the drop is the slower one, by ~10%).
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep "${SETTLE:-1}"; }
+run_a() { drop; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
 run_b() {
-    OUT="$work/b$1" "$BIN" record --cold -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
+    drop
+    OUT="$work/b$1" "$BIN" record -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }
-a=(); b=()
+a=(); b=(); r=()
 for i in $(seq 1 "$N"); do
     if [ $((i % 2)) -eq 1 ]; then run_a "$i"; run_b "$i"; else run_b "$i"; run_a "$i"; fi
     a+=("$(cat "$work/a$i")"); b+=("$(cat "$work/b$i")")
     lost=$(sqlite3 "$work/run$i.coldstart" "select coalesce(sum(count), 0) from loss where source = 'tracefs'")
     fills=$(sqlite3 "$work/run$i.coldstart" "select count(*) from page_fill")
-    printf 'pair %2d  untraced %8.1f ms  recorded %8.1f ms  (%s page fills, tracefs losses %s)\n' "$i" "${a[-1]}" "${b[-1]}" "$fills" "$lost"
+    cpu=$(sqlite3 "$work/run$i.coldstart" "select text from note where text like 'capture threads used%'" | awk '{print $4}')
+    r+=("$(echo "${b[-1]} / ${a[-1]}" | bc -l)")
+    printf 'pair %2d  untraced %8.1f ms  recorded %8.1f ms  ratio %.3f  (%s page fills, tracefs losses %s, capture CPU %s ms)\n' \
+        "$i" "${a[-1]}" "${b[-1]}" "${r[-1]}" "$fills" "$lost" "$cpu"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
-echo "median untraced ${ma} ms, recorded ${mb} ms, overhead $(echo "($mb / $ma - 1) * 100" | bc -l | xargs printf '%.1f')%"
+echo "median untraced ${ma} ms, recorded ${mb} ms, overhead of the medians $(echo "($mb / $ma - 1) * 100" | bc -l | xargs printf '%.1f')%"
+echo "median of the per-pair ratios recorded/untraced: $(median "${r[@]}" | xargs printf '%.3f')"

@@ -158,15 +158,27 @@ impl Drop for Instances {
     }
 }
 
+/// A capture thread's result and the CPU time it used.
+type Handle<T> = JoinHandle<(Result<T>, i64)>;
+
 struct Threads {
-    pages: JoinHandle<Result<u64>>,
-    opens: JoinHandle<Result<crate::capture::fanotify::OpenStats>>,
-    procs: JoinHandle<Result<u64>>,
-    samples: JoinHandle<Result<u64>>,
+    pages: Handle<u64>,
+    opens: Handle<crate::capture::fanotify::OpenStats>,
+    procs: Handle<u64>,
+    samples: Handle<u64>,
 }
 
-fn join<T>(h: JoinHandle<Result<T>>, what: &str) -> Result<T> {
-    h.join().map_err(|_| RecordError::Spool(format!("the {what} thread panicked")))?
+fn spawn<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Handle<T> {
+    std::thread::spawn(move || {
+        let r = f();
+        (r, crate::capture::thread_cpu_ns())
+    })
+}
+
+fn join<T>(h: Handle<T>, what: &str, cpu_ns: &mut Vec<(String, i64)>) -> Result<T> {
+    let (r, cpu) = h.join().map_err(|_| RecordError::Spool(format!("the {what} thread panicked")))?;
+    cpu_ns.push((what.to_owned(), cpu));
+    r
 }
 
 fn drop_caches() -> Result<()> {
@@ -261,10 +273,10 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         let samples_out = LineWriter::create(&spool, "samples.jsonl")?;
         let hz = config.sample_hz;
         Threads {
-            pages: std::thread::spawn(move || pages::run(sources, page_size, s1)),
-            opens: std::thread::spawn(move || open_watch.run(opens_out, s2)),
-            procs: std::thread::spawn(move || proc_watch.run(procs_out, sc1, s3)),
-            samples: std::thread::spawn(move || sampler::run(hz, samples_out, sc2, s4)),
+            pages: spawn(move || pages::run(sources, page_size, s1)),
+            opens: spawn(move || open_watch.run(opens_out, s2)),
+            procs: spawn(move || proc_watch.run(procs_out, sc1, s3)),
+            samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
         }
     };
     let result = run_command(
@@ -274,10 +286,11 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     for inst in &instances.list {
         let _ = inst.set_tracing(false);
     }
-    let pages = join(threads.pages, "page reader");
-    let opens = join(threads.opens, "fanotify");
-    let procs_lost = join(threads.procs, "proc connector");
-    let samples = join(threads.samples, "sampler");
+    let mut cpu = Vec::new();
+    let pages = join(threads.pages, "page reader", &mut cpu);
+    let opens = join(threads.opens, "fanotify", &mut cpu);
+    let procs_lost = join(threads.procs, "proc connector", &mut cpu);
+    let samples = join(threads.samples, "sampler", &mut cpu);
     let (end_partial, exit_code) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -305,6 +318,13 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     end.notes.extend(notes);
     end.notes
         .push(format!("{pages} ring-buffer pages of {page_size} bytes read, {} opens seen", opens.events));
+    let parts: Vec<String> = cpu.iter().map(|(w, ns)| format!("{w} {:.1}", *ns as f64 / 1e6)).collect();
+    let total: i64 = cpu.iter().map(|(_, ns)| ns).sum();
+    end.notes.push(format!(
+        "capture threads used {:.1} ms of CPU while recording ({} ms)",
+        total as f64 / 1e6,
+        parts.join(", ")
+    ));
     drop(instances);
     guardian.dismiss();
     spool.write_json("end.json", &end)?;

@@ -241,7 +241,11 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let extra = [
         ("proc connector", "messages lost (ENOBUFS)", tree.connector_lost),
         ("proc connector", "execs whose argv could not be read", tree.argv_unread),
-        ("files", "files without FIEMAP extents", fiemap_failed),
+        (
+            "files",
+            "files read whose extents could not be mapped (deleted, replaced, or no FIEMAP)",
+            fiemap_failed,
+        ),
         ("spool", "torn lines", (torn_procs + torn_opens + torn_samples) as u64),
     ];
     losses.extend(extra.iter().filter(|x| x.2 > 0).map(|(s, w, c)| loss(s, *w, *c)));

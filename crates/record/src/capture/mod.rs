@@ -78,3 +78,9 @@ pub fn monotonic_ns() -> i64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
+
+/// CPU time (user + system) the calling thread has used, in nanoseconds.
+pub fn thread_cpu_ns() -> i64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
