@@ -5,7 +5,7 @@
 #   soffice --headless --convert-to pdf doc.txt
 # Needs root (drop_caches). Installs its Debian packages, builds coldstart, writes
 # JSON and Markdown next to the summary in $OUT (default /tmp/coldstart-bench).
-# Usage: bash bench/bench-cold-starts.sh [RUNS]
+# Usage: bash bench/bench-cold-starts.sh [RUNS]   (COLDSTART=path uses that binary instead of building)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
@@ -20,8 +20,10 @@ if [ "${#packages[@]}" -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
 fi
-cargo build --release -q -p coldstart
-coldstart=$PWD/target/release/coldstart
+if [ -z "${COLDSTART:-}" ]; then
+    cargo build --release -q -p coldstart
+fi
+coldstart=${COLDSTART:-$PWD/target/release/coldstart}
 
 echo "== python3 scientific import, $runs runs per configuration"
 "$coldstart" bench --both --evict system,files --runs "$runs" --no-progress \

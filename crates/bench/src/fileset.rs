@@ -1,7 +1,9 @@
 //! The files a command reads, which `--evict files` evicts: from a trace's files
 //! table, from a list, or learned by a first run.
 //!
-//! Learning runs the command once (with the benchmark's readiness, then ends it)
+//! As root, learning records the first run with the recorder (`coldstart record`
+//! after dropping the caches, so every file read from disk is in the trace) and
+//! takes the trace's files table. Otherwise (or if recording fails), learning runs the command once (with the benchmark's readiness, then ends it)
 //! under `strace -f -y` when strace is installed, which names every file opened,
 //! and samples `/proc/PID/maps`, `/proc/PID/fd` and `/proc/PID/exe` of the tree (strace
 //! itself excepted) every
@@ -108,8 +110,49 @@ fn sample_process(pid: i32, into: &mut BTreeSet<PathBuf>) {
     }
 }
 
+/// Records a cold run of `argv` with the recorder (root only) and returns its trace's files.
+fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) -> Result<FileSet> {
+    let learn_error = |reason: String| BenchError::Learn { command: argv.join(" "), reason };
+    let dir = tempfile::tempdir().map_err(|e| learn_error(e.to_string()))?;
+    let output = dir.path().join("learn.coldstart");
+    let config = coldstart_record::RecordConfig {
+        command: argv.iter().map(Into::into).collect(),
+        output: Some(output.clone()),
+        until: until.clone(),
+        timeout: Some(timeout),
+        cold: true,
+        as_root: matches!(run_as, RunAs::Current),
+        ..coldstart_record::RecordConfig::default()
+    };
+    let recorded = coldstart_record::record(&config).map_err(|e| learn_error(e.to_string()))?;
+    let mut set = from_trace(&recorded.path)?;
+    set.source = "learned by a first run recorded with `coldstart record` (cold)".into();
+    Ok(set)
+}
+
 /// Runs `argv` once and returns the files it used (see the module docs).
 pub fn learn(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) -> Result<FileSet> {
+    if crate::evict::is_root() {
+        match learn_by_recording(argv, run_as, until, timeout) {
+            Ok(set) if !set.paths.is_empty() => return Ok(set),
+            Ok(_) => {}
+            Err(err) => {
+                let mut set = learn_by_tracing(argv, run_as, until, timeout)?;
+                set.notes.push(format!("recording the first run failed ({err}); used strace instead"));
+                return Ok(set);
+            }
+        }
+    }
+    learn_by_tracing(argv, run_as, until, timeout)
+}
+
+/// The unprivileged way: strace and /proc sampling (see the module docs).
+pub fn learn_by_tracing(
+    argv: &[String],
+    run_as: &RunAs,
+    until: &Until,
+    timeout: Duration,
+) -> Result<FileSet> {
     let learn_error = |reason: String| BenchError::Learn { command: argv.join(" "), reason };
     let dir = tempfile::tempdir().map_err(|e| learn_error(e.to_string()))?;
     let log = dir.path().join("strace.log");
