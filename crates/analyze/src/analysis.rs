@@ -271,6 +271,9 @@ pub struct DiskAnalysis {
     /// /proc/diskstats read bytes and requests over the recording.
     pub diskstats_read_bytes: Option<u64>,
     pub diskstats_read_ios: Option<u64>,
+    /// Requests issued again while still in flight (requeued), counted once: their
+    /// second issue is left out of every figure here.
+    pub reissued: u64,
     /// Recorded read requests (op `read`) and their bytes.
     pub traced_read_requests: u64,
     pub traced_read_bytes: u64,
@@ -376,6 +379,8 @@ pub struct Phase {
     pub dir: Option<String>,
     pub files: u64,
     pub files_in_dir: u64,
+    /// The file with most pages read in the phase (lowest id on ties).
+    pub top_file: Option<u32>,
     pub pages: u64,
     pub bytes: u64,
     pub reads: u64,

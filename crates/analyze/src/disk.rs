@@ -1,7 +1,9 @@
 //! Disk-level view of the block requests: traffic per disk against /proc/diskstats
 //! (the trace's completeness check), head movement between consecutive requests,
 //! and the file each request read (the request's own file, else the recorded FIEMAP
-//! extents, else the filesystem metadata pages, else unknown).
+//! extents, else the filesystem metadata pages, else unknown). A request issued a
+//! second time while still in flight (a requeue: the recorder sees two issues and
+//! one completion) is counted once.
 
 use coldstart_trace::{BlockIo, BlockOp, Dev, FileKind, Nanos};
 use rustc_hash::FxHashMap;
@@ -102,6 +104,7 @@ fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
         rotational: info.and_then(|d| d.rotational),
         diskstats_read_bytes: info.and_then(|d| d.read_bytes),
         diskstats_read_ios: info.and_then(|d| d.read_ios),
+        reissued: 0,
         traced_read_requests: 0,
         traced_read_bytes: 0,
         coverage: None,
@@ -118,8 +121,20 @@ fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
     let mut latencies: Vec<Nanos> = Vec::new();
     let mut files: FxHashMap<u32, DiskFile> = FxHashMap::default();
     let mut previous_end: Option<u64> = None;
+    let mut in_flight: FxHashMap<(u64, u32, BlockOp), Nanos> = FxHashMap::default();
     for &r in rows {
         let io = &ctx.trace.block_ios[r as usize];
+        if let (Some(sector), Some(issue)) = (io.sector, io.issue_ns) {
+            let key = (sector, io.bytes, io.op);
+            let again = io.complete_ns.is_none() && in_flight.get(&key).is_some_and(|&done| done >= issue);
+            if again {
+                out.reissued += 1;
+                continue;
+            }
+            if let Some(done) = io.complete_ns {
+                in_flight.insert(key, done);
+            }
+        }
         let latency = io.latency_ns().filter(|&l| l >= 0);
         if io.op == BlockOp::Read {
             out.traced_read_requests += 1;

@@ -7,7 +7,7 @@
 
 use std::hash::Hash;
 
-use coldstart_trace::{Nanos, Trace};
+use coldstart_trace::{FileKind, Nanos, Trace};
 use rustc_hash::FxHashMap;
 
 use crate::Config;
@@ -191,6 +191,20 @@ impl<'t> Ctx<'t> {
         tids.sort_unstable();
         tids.dedup();
         tids
+    }
+
+    /// The name to show for a file: its path, marked when it is filesystem metadata,
+    /// or a placeholder saying why there is none.
+    pub fn display_name(&self, id: u32) -> String {
+        match self.file(id) {
+            Some(f) => match (&f.path, f.kind) {
+                (Some(p), FileKind::DeviceMetadata) => format!("{p} (filesystem metadata)"),
+                (None, FileKind::DeviceMetadata) => format!("<filesystem metadata of {}>", f.dev),
+                (Some(p), _) => p.clone(),
+                (None, _) => format!("<unresolved {} inode {}>", f.dev, f.ino),
+            },
+            None => format!("<unknown file {id}>"),
+        }
     }
 
     pub fn bytes(&self, pages: u64) -> u64 {

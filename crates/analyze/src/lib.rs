@@ -71,7 +71,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let trace_end = overview::trace_end(&ctx);
     let end = ready.as_ref().map_or(trace_end, |r| r.t_ns);
     let start = time::start_breakdown(&ctx, origin, end);
-    let phases = phases::phases(&ctx, origin, end, &coalesced.reads);
+    let phases = phases::phases(&ctx, origin, end, &coalesced.reads, &times.wait_top_file);
     let critical_path = ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
     let disks = disk::disks(&ctx);
     let problems = warnings::check(&ctx, trace_end, &times.anomalies, &mut warnings);
@@ -150,16 +150,7 @@ fn file_table(
             Some(f) => FileInfo {
                 id,
                 path: f.path.clone(),
-                name: match (&f.path, f.kind) {
-                    (Some(p), coldstart_trace::FileKind::DeviceMetadata) => {
-                        format!("{p} (filesystem metadata)")
-                    }
-                    (None, coldstart_trace::FileKind::DeviceMetadata) => {
-                        format!("<filesystem metadata of {}>", f.dev)
-                    }
-                    (Some(p), _) => p.clone(),
-                    (None, _) => format!("<unresolved {} inode {}>", f.dev, f.ino),
-                },
+                name: ctx.display_name(id),
                 kind: f.kind,
                 dev: f.dev,
                 ino: f.ino,
@@ -169,7 +160,7 @@ fn file_table(
             None => FileInfo {
                 id,
                 path: None,
-                name: format!("<unknown file {id}>"),
+                name: ctx.display_name(id),
                 kind: coldstart_trace::FileKind::Other,
                 dev: coldstart_trace::Dev::default(),
                 ino: 0,

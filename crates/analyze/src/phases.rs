@@ -13,11 +13,14 @@ use crate::units;
 /// A directory (or group of unnamed files) reads are attributed to.
 type DirId = u32;
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Bin {
     cpu_ns: Nanos,
     io_ns: Nanos,
     pages: u64,
+    /// I/O wait in the bin by the directory of the file it is attributed to.
+    wait_dirs: Vec<(DirId, Nanos)>,
+    /// The directory the bin's waits (or, failing those, its page fills) were mostly for.
     dir: Option<DirId>,
 }
 
@@ -76,7 +79,15 @@ fn parent(path: &str) -> &str {
     }
 }
 
-pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<Phase> {
+/// Phases of `from..to`; `wait_top_file` names the file behind each attributed I/O
+/// wait (by `sched` row), so waiting time counts for the directory being read.
+pub(crate) fn phases(
+    ctx: &Ctx,
+    from: Nanos,
+    to: Nanos,
+    reads: &[Read],
+    wait_top_file: &[(u32, u32)],
+) -> Vec<Phase> {
     if to <= from {
         return Vec::new();
     }
@@ -120,6 +131,8 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<P
     }
     let bin_of = |t: Nanos| edges.partition_point(|&e| e <= t).saturating_sub(1).min(edges.len() - 2);
     let mut bins = vec![Bin::default(); edges.len() - 1];
+    let mut dirs =
+        Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
 
     for g in 0..ctx.sched_by_tid.len() {
         if !ctx.tid_in_scope(ctx.sched_by_tid.key(g)) {
@@ -134,6 +147,13 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<P
             if start >= end {
                 continue;
             }
+            let wait_dir = match s.state {
+                ThreadState::IoWait => {
+                    let found = wait_top_file.binary_search_by_key(&r, |w| w.0).ok();
+                    found.map(|i| dirs.of_file(wait_top_file[i].1))
+                }
+                _ => None,
+            };
             for (b, bin) in bins.iter_mut().enumerate().skip(bin_of(start)) {
                 let overlap = end.min(edges[b + 1]) - start.max(edges[b]);
                 if overlap <= 0 {
@@ -143,13 +163,17 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<P
                     ThreadState::Running => bin.cpu_ns += overlap,
                     _ => bin.io_ns += overlap,
                 }
+                if let Some(d) = wait_dir {
+                    match bin.wait_dirs.iter_mut().find(|w| w.0 == d) {
+                        Some(w) => w.1 += overlap,
+                        None => bin.wait_dirs.push((d, overlap)),
+                    }
+                }
             }
         }
     }
 
     let fills = &ctx.trace.page_fills;
-    let mut dirs =
-        Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
     let order = &ctx.fills_in_time;
     let first = order.partition_point(|&r| fills[r as usize].t_ns < from);
     let mut pages_by_dir: Vec<(DirId, u64)> = Vec::new();
@@ -183,6 +207,9 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<P
         bins[b].pages += u64::from(fill.pages);
     }
     close_bin(&mut bins, current_bin, &mut pages_by_dir);
+    for bin in bins.iter_mut().filter(|bin| bin.dir.is_none()) {
+        bin.dir = top_wait_dir(bin);
+    }
 
     let has_sched = !ctx.trace.sched.is_empty();
     let labels = label_bins(&bins, &edges, has_sched);
@@ -193,10 +220,16 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read]) -> Vec<P
     describe(ctx, &segments, &edges, &bins, &marks, reads)
 }
 
+fn top_wait_dir(bin: &Bin) -> Option<DirId> {
+    bin.wait_dirs.iter().max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0))).map(|x| x.0)
+}
+
 /// Gives bin `b` (if any) the directory with most pages, and starts a new count.
 fn close_bin(bins: &mut [Bin], b: usize, pages_by_dir: &mut Vec<(DirId, u64)>) {
     if let Some(bin) = bins.get_mut(b) {
-        bin.dir = pages_by_dir.iter().max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0))).map(|x| x.0);
+        let by_wait = top_wait_dir(bin);
+        let by_fills = pages_by_dir.iter().max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0))).map(|x| x.0);
+        bin.dir = by_wait.or(by_fills);
     }
     pages_by_dir.clear();
 }
@@ -369,6 +402,7 @@ fn describe(
             dir,
             files: pages_by_file.len() as u64,
             files_in_dir,
+            top_file: pages_by_file.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&f, _)| f),
             pages,
             bytes: ctx.bytes(pages),
             reads: reads_here.len() as u64,
@@ -463,13 +497,23 @@ fn name(ctx: &Ctx, phase: &Phase) -> String {
         PhaseKind::Read if phase.files == 0 => format!("I/O wait — {dur}"),
         PhaseKind::Read => {
             let what = match (&phase.dir, phase.files) {
+                (Some(_), files) if files > 1 && phase.files_in_dir == 1 => {
+                    let top = phase.top_file.map_or("1 file".to_owned(), |f| ctx.display_name(f));
+                    format!("read {top} (+{} elsewhere)", files - 1)
+                }
                 (Some(dir), files) if files > 1 => {
                     let elsewhere = files - phase.files_in_dir;
                     let rest =
                         if elsewhere > 0 { format!(" (+{elsewhere} elsewhere)") } else { String::new() };
                     format!("read {} under {dir}{rest}", units::plural(phase.files_in_dir, "file"))
                 }
-                _ => format!("read {}", units::plural(phase.files, "file")),
+                (_, 1) => {
+                    format!("read {}", phase.top_file.map_or("1 file".to_owned(), |f| ctx.display_name(f)))
+                }
+                (_, files) => match phase.top_file {
+                    Some(f) => format!("read {} files, mostly {}", units::count(files), ctx.display_name(f)),
+                    None => format!("read {}", units::plural(files, "file")),
+                },
             };
             format!("{what} — {dur}, {}, {}", units::bytes(phase.bytes), units::plural(phase.seeks, "seek"))
         }

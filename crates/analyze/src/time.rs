@@ -67,6 +67,8 @@ pub(crate) struct SchedAnomalies {
 pub(crate) struct ThreadTimes {
     pub threads: Vec<ThreadInfo>,
     pub anomalies: SchedAnomalies,
+    /// For each I/O wait attributed to files: (its row in `sched`, the file with most pages), by row.
+    pub wait_top_file: Vec<(u32, u32)>,
 }
 
 /// Per-thread state times, and every I/O wait attributed to files (added to `file_uses`,
@@ -76,6 +78,7 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
     let sched = &trace.sched;
     let mut anomalies = SchedAnomalies::default();
     let mut threads = Vec::new();
+    let mut wait_top_file = Vec::new();
     let mut files = WaitFiles::new();
     let mut thread_rows = trace.threads.iter().collect::<Vec<_>>();
     thread_rows.sort_by_key(|t| t.tid);
@@ -110,6 +113,9 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
             add_state(&mut time, interval.state, ns);
             if interval.state == ThreadState::IoWait && !fill_rows.is_empty() {
                 wait_files(ctx, sched_rows, k, fill_rows, &mut files);
+                if let Some(&(_, top, _)) = files.first() {
+                    wait_top_file.push((r, top));
+                }
                 for (&(fill_pid, file, _), share) in files.iter().zip(split(ns, files.iter().map(|f| f.2))) {
                     if let Some(g) = ctx.fills_by_stream.find((fill_pid, file)) {
                         file_uses[g].io_wait_ns += share;
@@ -129,7 +135,8 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
             io_wait_attributed_ns: attributed,
         });
     }
-    ThreadTimes { threads, anomalies }
+    wait_top_file.sort_unstable();
+    ThreadTimes { threads, anomalies, wait_top_file }
 }
 
 /// Wall-clock breakdown of `from..to` over the in-scope threads' scheduler intervals.

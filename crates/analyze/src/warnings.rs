@@ -60,9 +60,10 @@ pub(crate) fn check(ctx: &Ctx, end: Nanos, sched: &SchedAnomalies, out: &mut Vec
     }
     if !unresolved.is_empty() {
         let message = format!(
-            "{} read ({}) were never resolved to a path",
+            "{} read ({}) {} never resolved to a path",
             units::plural(unresolved.len() as u64, "file"),
-            units::bytes(ctx.bytes(unresolved_pages))
+            units::bytes(ctx.bytes(unresolved_pages)),
+            if unresolved.len() == 1 { "was" } else { "were" }
         );
         warn(out, WarningCode::UnresolvedFile, unresolved.len() as u64, message);
     }

@@ -25,6 +25,8 @@ pub enum Command {
     Bench(cmd::bench::Args),
     Record(cmd::record::Args),
     Recover(cmd::recover::Args),
+    Report(cmd::report::Args),
+    Reads(cmd::reads::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -35,5 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Record(args) => cmd::record::run(args),
         Command::Recover(args) => cmd::recover::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Reads(args) => cmd::reads::run(args),
     }
 }

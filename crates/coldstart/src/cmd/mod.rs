@@ -1,9 +1,11 @@
 //! One module per subcommand: its arguments (clap derive) and the glue that turns
 //! them into calls of the library crates.
 
+pub mod bench;
 pub mod import;
 pub mod info;
 pub mod mark;
-pub mod bench;
+pub mod reads;
 pub mod record;
 pub mod recover;
+pub mod report;

@@ -1,0 +1,71 @@
+//! `coldstart report FILE`: analyse a trace and write the report, as text for
+//! people or as versioned JSON for programs (docs/report-json.md).
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use coldstart_report::Format;
+use coldstart_trace::Trace;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// The report for people.
+    Text,
+    /// The whole analysis as JSON (schema in docs/report-json.md).
+    Json,
+}
+
+/// Analyse a trace: time to ready, reads and seeks, where the time went, phases,
+/// the critical path, disk seeks, lost data and warnings.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  coldstart report app.coldstart
+  coldstart report app.coldstart --format json -o app.json
+  coldstart report app.coldstart --top 25 | less
+
+Lost events, unresolved files and other warnings are always printed; the diskstats
+cross-check shows how much of each disk's reads the recorded block requests account for.")]
+pub struct Args {
+    /// The trace file (from `coldstart record` or `coldstart import`).
+    pub trace: PathBuf,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value = "text")]
+    pub format: FormatArg,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o', value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Rows of each top-N table of the text report.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+}
+
+/// Opens `path` for writing, or standard output when there is none.
+pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(path) => Box::new(
+            File::create(path)
+                .with_context(|| format!("cannot create the output file {}", path.display()))?,
+        ),
+        None => Box::new(io::stdout().lock()),
+    })
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let analysis = coldstart_analyze::analyze(&trace);
+    drop(trace);
+    let mut out = output(args.output.as_ref())?;
+    match args.format {
+        FormatArg::Text => {
+            let options = coldstart_report::text::Options { top: args.top, ..Default::default() };
+            coldstart_report::text::report(&analysis, &options, &mut out)
+        }
+        FormatArg::Json => coldstart_report::render(Format::Json, &analysis, &mut out),
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write the report")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,36 @@
+//! The analysis as JSON: plain serde of [`Analysis`], pretty-printed, with its
+//! `schema` and `version` fields first. The fields and their units are documented
+//! in docs/report-json.md; any incompatible change raises
+//! [`coldstart_analyze::SCHEMA_VERSION`].
+
+use std::io;
+
+use coldstart_analyze::Analysis;
+
+/// Writes `analysis` as pretty-printed JSON followed by a newline.
+pub fn write(analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
+    let mut buffered = io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut buffered, analysis).map_err(io::Error::from)?;
+    io::Write::write_all(&mut buffered, b"\n")?;
+    io::Write::flush(&mut buffered)
+}
+
+/// Reads an analysis written by [`write`] (or any producer of the same schema version).
+pub fn read(input: &mut dyn io::Read) -> io::Result<Analysis> {
+    let analysis: Analysis = serde_json::from_reader(io::BufReader::new(input)).map_err(io::Error::from)?;
+    if analysis.schema != coldstart_analyze::SCHEMA_NAME
+        || analysis.version > coldstart_analyze::SCHEMA_VERSION
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not a coldstart analysis this version understands (schema {:?}, version {}; expected {:?} up to version {})",
+                analysis.schema,
+                analysis.version,
+                coldstart_analyze::SCHEMA_NAME,
+                coldstart_analyze::SCHEMA_VERSION
+            ),
+        ));
+    }
+    Ok(analysis)
+}

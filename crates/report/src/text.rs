@@ -1,0 +1,634 @@
+//! The text report (`coldstart report`), and the read listing and rankings of
+//! `coldstart reads`. Every figure carries its unit; lost data and warnings are
+//! always printed; output is deterministic.
+
+use std::io::{self, Write};
+
+use coldstart_analyze::units::{bytes, count, duration, percent, plural, secs};
+use coldstart_analyze::{Analysis, CriticalPath, RankBy, ReadFilter, SegmentKind};
+use coldstart_trace::{CacheState, Nanos, TextEnum};
+
+use crate::table::{Align, Table};
+
+/// How much the text report shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Rows of each top-N table.
+    pub top: usize,
+    /// Critical path segments listed (the longest, in time order) before the rest are summed up.
+    pub path_lines: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { top: 10, path_lines: 40 }
+    }
+}
+
+/// `comm/pid` for a process.
+fn who(a: &Analysis, pid: i32) -> String {
+    format!("{}/{pid}", a.comm(pid))
+}
+
+/// `comm/tid` for a thread.
+fn thread(a: &Analysis, tid: i32) -> String {
+    let comm = a.threads.binary_search_by_key(&tid, |t| t.tid).ok().map(|i| a.threads[i].comm.as_str());
+    match comm.filter(|c| !c.is_empty()) {
+        Some(c) => format!("{c}/{tid}"),
+        None => format!("{}/{tid}", a.comm(a.threads.iter().find(|t| t.tid == tid).map_or(tid, |t| t.pid))),
+    }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(path)
+}
+
+/// Writes the whole text report.
+pub fn report(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut out = io::BufWriter::new(out);
+    header(a, &mut out)?;
+    lost(a, &mut out)?;
+    cross_check(a, &mut out)?;
+    start(a, &mut out)?;
+    critical_path(a, options, &mut out)?;
+    phases(a, &mut out)?;
+    milestones(a, &mut out)?;
+    top_files(a, options, &mut out)?;
+    top_processes(a, options, &mut out)?;
+    disks(a, options, &mut out)?;
+    origins(a, &mut out)?;
+    warnings(a, &mut out)?;
+    out.flush()
+}
+
+fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let t = &a.trace;
+    let o = &a.overview;
+    writeln!(out, "coldstart report ({}, trace written by {})", t.source.as_str(), t.tool)?;
+    if t.partial {
+        writeln!(out, "PARTIAL TRACE: recovered from a recorder that did not finish")?;
+    }
+    writeln!(out, "Command       {}", t.command.join(" "))?;
+    writeln!(
+        out,
+        "Machine       {} — {}; {} × {}; {} RAM; {} pages",
+        t.host,
+        t.kernel,
+        t.cpu_count,
+        t.cpu_model,
+        bytes(t.mem_total_bytes),
+        bytes(u64::from(t.page_size))
+    )?;
+    for d in &a.disks {
+        let rotational = match d.rotational {
+            Some(true) => ", rotational",
+            Some(false) => ", non-rotational",
+            None => "",
+        };
+        let model = d.model.as_deref().map(|m| format!(", {m}")).unwrap_or_default();
+        writeln!(out, "Disk          {} {}{rotational}{model}", d.name, d.dev)?;
+    }
+    let cache = match t.cache {
+        CacheState::Cold => "cold",
+        CacheState::Warm => "warm",
+        CacheState::Unknown => "unknown",
+    };
+    let eviction = t.eviction.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
+    writeln!(out, "Page cache    {cache}{eviction}")?;
+    match &o.ready {
+        Some(r) => writeln!(
+            out,
+            "Ready         {} after the command started ({} at t = {}, reached by thread {})",
+            secs(r.time_to_ready_ns),
+            r.reason,
+            secs(r.t_ns),
+            thread(a, r.tid)
+        )?,
+        None => writeln!(
+            out,
+            "Ready         not known; the analysis runs to the end of the trace, {}",
+            secs(o.end_ns)
+        )?,
+    }
+    let exit = t.exit_code.map(|c| format!("; exit status {c}")).unwrap_or_default();
+    writeln!(
+        out,
+        "Recording     {} from t = 0; the command started at t = {}{exit}",
+        secs(t.duration_ns),
+        secs(o.origin_ns)
+    )?;
+    writeln!(
+        out,
+        "Processes     {} started, {} in scope ({} seen), {}, {}",
+        count(o.processes_started),
+        count(o.processes_in_scope),
+        count(o.processes),
+        plural(o.threads, "thread"),
+        plural(o.execs, "exec")
+    )?;
+    writeln!(
+        out,
+        "Read          {} ({} pages) from {}: {}, {} (page cache fills)",
+        bytes(o.bytes_read),
+        count(o.pages_read),
+        plural(o.files_read, "file"),
+        plural(o.reads, "read"),
+        plural(o.seeks, "seek")
+    )?;
+    writeln!(
+        out,
+        "Block reads   {} in {} (block requests)",
+        bytes(o.block_read_bytes),
+        plural(o.block_read_requests, "request")
+    )?;
+    writeln!(
+        out,
+        "Threads' time {} running, {} in I/O wait (summed over threads)",
+        secs(o.cpu_ns),
+        secs(o.io_wait_ns)
+    )
+}
+
+fn lost(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nLost and unresolved data")?;
+    let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
+    if lost.is_empty() {
+        writeln!(out, "  events lost: none")?;
+    }
+    for l in lost {
+        writeln!(out, "  LOST {} {} ({})", count(l.count), l.what, l.source)?;
+    }
+    writeln!(
+        out,
+        "  files read without a path: {}; page fills of files without a file row: {}",
+        count(a.overview.unresolved_files),
+        count(a.overview.fills_without_file)
+    )
+}
+
+fn cross_check(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nDiskstats cross-check (recorded read requests against /proc/diskstats read bytes)")?;
+    if a.disks.is_empty() {
+        return writeln!(out, "  no disks in the trace");
+    }
+    for d in &a.disks {
+        match d.diskstats_read_bytes {
+            Some(stats) => writeln!(
+                out,
+                "  {} {}: recorded {} of {} read ({})",
+                d.name,
+                d.dev,
+                bytes(d.traced_read_bytes),
+                bytes(stats),
+                percent(d.traced_read_bytes as f64, stats as f64)
+            )?,
+            None => writeln!(
+                out,
+                "  {} {}: recorded {} read; no diskstats figure",
+                d.name,
+                d.dev,
+                bytes(d.traced_read_bytes)
+            )?,
+        }
+    }
+    Ok(())
+}
+
+fn start(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let s = &a.start;
+    writeln!(
+        out,
+        "\nWhere the time to ready went (wall clock, t = {} to {}, in-scope threads)",
+        secs(s.from_ns),
+        secs(s.to_ns)
+    )?;
+    if !s.has_sched {
+        return writeln!(out, "  no scheduler data in the trace");
+    }
+    let total = (s.to_ns - s.from_ns) as f64;
+    let rows = [
+        ("CPU (some thread running)", s.cpu_ns),
+        ("I/O wait (none running, some waiting for I/O)", s.io_wait_ns),
+        ("waiting for a CPU", s.cpu_wait_ns),
+        ("idle (sleeps, timers, other processes)", s.idle_ns),
+    ];
+    for (what, ns) in rows {
+        writeln!(out, "  {:>9}  {:>7}  {what}", secs(ns), percent(ns as f64, total))?;
+    }
+    Ok(())
+}
+
+/// `1.830 s to ready = 0.620 s CPU + 0.810 s I/O (libfoo.so 0.210 s, …) + …`
+pub fn path_summary(a: &Analysis, cp: &CriticalPath) -> String {
+    let m = &cp.summary;
+    let mut terms: Vec<String> = Vec::new();
+    if m.cpu_ns > 0 {
+        terms.push(format!("{} CPU", secs(m.cpu_ns)));
+    }
+    if m.io_wait_ns > 0 {
+        let mut files: Vec<String> = m
+            .io_files
+            .iter()
+            .take(3)
+            .map(|f| format!("{} {}", base_name(a.file_name(f.file)), secs(f.ns)))
+            .collect();
+        if m.io_files.len() > 3 {
+            files.push("…".into());
+        }
+        let files = if files.is_empty() { String::new() } else { format!(" ({})", files.join(", ")) };
+        terms.push(format!("{} I/O{files}", secs(m.io_wait_ns)));
+    }
+    // Helpers of one name (a shell script's many `bash`es) count together.
+    let mut by_comm: Vec<(String, Nanos, Vec<i32>)> = Vec::new();
+    for h in &m.helpers {
+        match by_comm.iter_mut().find(|c| c.0 == h.comm) {
+            Some(c) => {
+                c.1 += h.ns;
+                c.2.push(h.pid);
+            }
+            None => by_comm.push((h.comm.clone(), h.ns, vec![h.pid])),
+        }
+    }
+    by_comm.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (comm, ns, pids) in by_comm.iter().take(3) {
+        let which = match pids.as_slice() {
+            [pid] => format!("pid {pid}"),
+            _ => format!("{} processes", pids.len()),
+        };
+        terms.push(format!("{} waiting on {comm} ({which})", secs(*ns)));
+    }
+    if by_comm.len() > 3 {
+        let rest: Nanos = by_comm[3..].iter().map(|c| c.1).sum();
+        let processes: usize = by_comm[3..].iter().map(|c| c.2.len()).sum();
+        terms.push(format!("{} in {} other processes", secs(rest), processes));
+    }
+    let others = [
+        (m.cpu_wait_ns, "waiting for a CPU"),
+        (m.sleep_ns, "sleeping"),
+        (m.wait_untraced_ns, "waiting on untraced threads"),
+        (m.untraced_ns, "untraced"),
+    ];
+    for (ns, what) in others {
+        if ns > 0 {
+            terms.push(format!("{} {what}", secs(ns)));
+        }
+    }
+    if terms.is_empty() {
+        terms.push("0.000 s".into());
+    }
+    format!("{} to ready = {}", secs(m.total_ns), terms.join(" + "))
+}
+
+fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nCritical path to ready (walked back from the thread that reached it)")?;
+    let Some(cp) = &a.critical_path else {
+        return writeln!(out, "  none: the trace has no readiness point or no scheduler data");
+    };
+    writeln!(out, "  {}", path_summary(a, cp))?;
+    let mut shown: Vec<usize> = (0..cp.segments.len()).collect();
+    if shown.len() > options.path_lines {
+        shown.sort_by_key(|&i| (std::cmp::Reverse(cp.segments[i].end_ns - cp.segments[i].start_ns), i));
+        shown.truncate(options.path_lines);
+        shown.sort_unstable();
+    }
+    let mut table = Table::new(&[
+        ("start", Align::Right),
+        ("end", Align::Right),
+        ("length", Align::Right),
+        ("thread", Align::Left),
+        ("doing", Align::Left),
+    ]);
+    for &i in &shown {
+        let s = &cp.segments[i];
+        let doing = match s.kind {
+            SegmentKind::Cpu => "running".to_owned(),
+            SegmentKind::CpuWait => "waiting for a CPU".to_owned(),
+            SegmentKind::IoWait if s.files.is_empty() => "I/O wait (no file seen)".to_owned(),
+            SegmentKind::IoWait => {
+                let mut files: Vec<String> = s
+                    .files
+                    .iter()
+                    .take(3)
+                    .map(|f| format!("{} {}", a.file_name(f.file), duration(f.ns)))
+                    .collect();
+                if s.files.len() > 3 {
+                    files.push(format!("+{} more", s.files.len() - 3));
+                }
+                format!("I/O wait: {}", files.join(", "))
+            }
+            SegmentKind::Sleep => "sleeping (timer, interrupt or no wakeup seen)".to_owned(),
+            SegmentKind::WaitUntraced => {
+                format!("waiting on untraced thread {}", s.waker_tid.map_or("?".into(), |t| t.to_string()))
+            }
+            SegmentKind::Untraced => "no scheduler data".to_owned(),
+        };
+        table.row(vec![
+            secs(s.start_ns),
+            secs(s.end_ns),
+            duration(s.end_ns - s.start_ns),
+            thread(a, s.tid),
+            doing,
+        ]);
+    }
+    table.write(out, "  ")?;
+    let hidden = cp.segments.len() - shown.len();
+    if hidden > 0 {
+        let listed: Nanos = shown.iter().map(|&i| cp.segments[i].end_ns - cp.segments[i].start_ns).sum();
+        let total: Nanos = cp.segments.iter().map(|s| s.end_ns - s.start_ns).sum();
+        writeln!(out, "  … {} shorter segments ({}) not listed", count(hidden as u64), secs(total - listed))?;
+    }
+    Ok(())
+}
+
+fn phases(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nPhases (dominant work between the command's start and ready; marks split phases)")?;
+    if a.phases.is_empty() {
+        return writeln!(out, "  none");
+    }
+    let mut table = Table::new(&[
+        ("#", Align::Right),
+        ("start", Align::Right),
+        ("end", Align::Right),
+        ("what", Align::Left),
+    ]);
+    for (i, p) in a.phases.iter().enumerate() {
+        let mark = p.ends_at_mark.as_deref().map(|m| format!("  [until mark {m}]")).unwrap_or_default();
+        table.row(vec![(i + 1).to_string(), secs(p.start_ns), secs(p.end_ns), format!("{}{mark}", p.name)]);
+    }
+    table.write(out, "  ")
+}
+
+fn milestones(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nMilestones")?;
+    if a.marks.is_empty() {
+        return writeln!(out, "  none");
+    }
+    let mut table = Table::new(&[
+        ("t", Align::Right),
+        ("since start", Align::Right),
+        ("by", Align::Left),
+        ("mark", Align::Left),
+    ]);
+    for m in &a.marks {
+        let by = m.pid.map_or_else(
+            || m.source.as_str().to_owned(),
+            |p| format!("{} ({})", who(a, p), m.source.as_str()),
+        );
+        table.row(vec![secs(m.t_ns), secs(m.t_ns - a.overview.origin_ns), by, m.name.clone()]);
+    }
+    table.write(out, "  ")
+}
+
+fn top_files(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut by_bytes = a.by_file.clone();
+    by_bytes.sort_by(|x, y| y.bytes.cmp(&x.bytes).then(y.reads.cmp(&x.reads)).then(x.name.cmp(&y.name)));
+    writeln!(
+        out,
+        "\nTop files by bytes read (top {} of {})",
+        options.top.min(by_bytes.len()),
+        by_bytes.len()
+    )?;
+    rank_table(&by_bytes[..options.top.min(by_bytes.len())], RankBy::File, out)?;
+    writeln!(
+        out,
+        "\nTop files by separate reads (top {} of {})",
+        options.top.min(a.by_file.len()),
+        a.by_file.len()
+    )?;
+    rank_table(&a.by_file[..options.top.min(a.by_file.len())], RankBy::File, out)
+}
+
+fn top_processes(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut procs: Vec<_> = a.processes.iter().filter(|p| p.pages > 0 || p.time.running_ns > 0).collect();
+    procs.sort_by(|x, y| {
+        y.pages.cmp(&x.pages).then(y.time.running_ns.cmp(&x.time.running_ns)).then(x.pid.cmp(&y.pid))
+    });
+    let shown = options.top.min(procs.len());
+    writeln!(out, "\nTop processes by bytes read (top {shown} of {} that read or ran)", procs.len())?;
+    if procs.is_empty() {
+        return writeln!(out, "  none");
+    }
+    let mut table = Table::new(&[
+        ("read", Align::Right),
+        ("reads", Align::Right),
+        ("seeks", Align::Right),
+        ("files", Align::Right),
+        ("running", Align::Right),
+        ("I/O wait", Align::Right),
+        ("start", Align::Right),
+        ("process", Align::Left),
+    ]);
+    for p in &procs[..shown] {
+        table.row(vec![
+            bytes(p.pages * u64::from(a.trace.page_size)),
+            count(p.reads),
+            count(p.seeks),
+            count(p.files),
+            secs(p.time.running_ns),
+            secs(p.time.io_wait_ns),
+            p.start_ns.map_or("before".into(), secs),
+            who(a, p.pid),
+        ]);
+    }
+    table.write(out, "  ")
+}
+
+fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nDisk seeks (consecutive block requests by issue time)")?;
+    if a.disks.iter().all(|d| d.seeks.requests == 0) {
+        return writeln!(out, "  no block requests with a sector");
+    }
+    for d in a.disks.iter().filter(|d| d.seeks.requests > 0) {
+        let s = &d.seeks;
+        writeln!(
+            out,
+            "  {} {}: {}: {} sequential, {} forward ({} in all), {} backward ({} in all), {} farther than {}",
+            d.name,
+            d.dev,
+            plural(s.requests, "request"),
+            count(s.sequential),
+            count(s.forward),
+            bytes(s.forward_sectors * 512),
+            count(s.backward),
+            bytes(s.backward_sectors * 512),
+            count(s.far),
+            bytes(s.threshold_bytes)
+        )?;
+        if let Some(median) = d.read_latency_median_ns {
+            writeln!(
+                out,
+                "    read latency: median {}, {} summed over {}",
+                duration(median),
+                secs(d.read_latency_ns),
+                plural(d.traced_read_requests, "read request")
+            )?;
+        }
+        writeln!(
+            out,
+            "    filesystem metadata: {} ({}); no file of this trace (other processes, unrecorded files): {} ({})",
+            plural(d.metadata_requests, "request"),
+            bytes(d.metadata_bytes),
+            plural(d.unknown_requests, "request"),
+            bytes(d.unknown_bytes)
+        )?;
+        if d.reissued > 0 {
+            writeln!(
+                out,
+                "    {} issued again while in flight (requeued), counted once",
+                plural(d.reissued, "request")
+            )?;
+        }
+        if !d.files.is_empty() {
+            let mut table = Table::new(&[
+                ("requests", Align::Right),
+                ("bytes", Align::Right),
+                ("far seeks", Align::Right),
+                ("latency", Align::Right),
+                ("file", Align::Left),
+            ]);
+            for f in d.files.iter().take(options.top) {
+                table.row(vec![
+                    count(f.requests),
+                    bytes(f.bytes),
+                    count(f.far_seeks),
+                    secs(f.latency_ns),
+                    a.file_name(f.file).to_owned(),
+                ]);
+            }
+            table.write(out, "    ")?;
+        }
+    }
+    Ok(())
+}
+
+fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let o = &a.page_origins;
+    let total = (o.fault + o.read + o.readahead + o.unknown) as f64;
+    writeln!(out, "\nReadahead (pages by why they entered the page cache)")?;
+    if o.unknown as f64 == total {
+        return writeln!(out, "  not recorded in this trace");
+    }
+    writeln!(
+        out,
+        "  fault {} ({}), read {} ({}), readahead {} ({}), not known {} ({})",
+        count(o.fault),
+        percent(o.fault as f64, total),
+        count(o.read),
+        percent(o.read as f64, total),
+        count(o.readahead),
+        percent(o.readahead as f64, total),
+        count(o.unknown),
+        percent(o.unknown as f64, total)
+    )?;
+    writeln!(out, "  whether readahead pages were used afterwards is not recorded in the trace")
+}
+
+fn warnings(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nWarnings")?;
+    if a.warnings.is_empty() {
+        return writeln!(out, "  none");
+    }
+    for w in &a.warnings {
+        writeln!(out, "  - {}", w.message)?;
+    }
+    Ok(())
+}
+
+fn rank_table(rows: &[coldstart_analyze::RankRow], by: RankBy, out: &mut dyn Write) -> io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(out, "  none");
+    }
+    let (spread, what) = match by {
+        RankBy::File => ("procs", "file"),
+        RankBy::Process => ("files", "process"),
+    };
+    let mut table = Table::new(&[
+        ("reads", Align::Right),
+        ("seeks", Align::Right),
+        ("read", Align::Right),
+        ("pages", Align::Right),
+        ("I/O wait", Align::Right),
+        (spread, Align::Right),
+        (what, Align::Left),
+    ]);
+    for r in rows {
+        let name = match r.pid {
+            Some(pid) => format!("{}/{pid}", r.name),
+            None => r.name.clone(),
+        };
+        table.row(vec![
+            count(r.reads),
+            count(r.seeks),
+            bytes(r.bytes),
+            count(r.pages),
+            secs(r.io_wait_ns),
+            count(r.spread),
+            name,
+        ]);
+    }
+    table.write(out, "  ")
+}
+
+/// Describes a filter for headings: `; pid 123; paths containing "lib"`.
+fn filter_note(filter: &ReadFilter) -> String {
+    let mut note = String::new();
+    if let Some(pid) = filter.pid {
+        note.push_str(&format!("; pid {pid}"));
+    }
+    if let Some(s) = &filter.path_contains {
+        note.push_str(&format!("; paths containing {s:?}"));
+    }
+    note
+}
+
+/// Files or processes ranked by separate reads (`coldstart reads --by …`).
+pub fn ranking(
+    a: &Analysis,
+    by: RankBy,
+    filter: &ReadFilter,
+    top: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let rows = a.rank(by, filter);
+    let what = match by {
+        RankBy::File => "Files",
+        RankBy::Process => "Processes",
+    };
+    let mut out = io::BufWriter::new(out);
+    writeln!(
+        out,
+        "{what} by separate reads (top {} of {}{}); a seek is a read that does not continue where the \
+         process's previous read of the file ended",
+        top.min(rows.len()),
+        rows.len(),
+        filter_note(filter)
+    )?;
+    rank_table(&rows[..top.min(rows.len())], by, &mut out)?;
+    out.flush()
+}
+
+/// Every coalesced read, one a line, in time order (`coldstart reads --raw`).
+pub fn reads(a: &Analysis, filter: &ReadFilter, out: &mut dyn Write) -> io::Result<()> {
+    let mut out = io::BufWriter::new(out);
+    writeln!(
+        out,
+        "# t = seconds since the recording started; pages of {}",
+        bytes(u64::from(a.trace.page_size))
+    )?;
+    writeln!(out, "# time        size  (comm/pid): path first_page-last_page [seek]")?;
+    let page = u64::from(a.trace.page_size);
+    for r in a.reads_matching(filter) {
+        let seek = if r.seek { "  seek" } else { "" };
+        writeln!(
+            out,
+            "{:>10.6} s {:>10}  ({}): {} {}-{}{seek}",
+            r.t_ns as f64 / 1e9,
+            bytes(r.pages * page),
+            who(a, r.pid),
+            a.file_name(r.file),
+            r.first_page,
+            r.last_page()
+        )?;
+    }
+    out.flush()
+}
