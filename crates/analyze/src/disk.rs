@@ -1,15 +1,15 @@
 //! Disk-level view of the block requests: traffic per disk against /proc/diskstats
 //! (the trace's completeness check), head movement between consecutive requests,
 //! and the file each request read (the request's own file, else the recorded FIEMAP
-//! extents, else the filesystem metadata pages, else unknown). A request issued a
-//! second time while still in flight (a requeue: the recorder sees two issues and
-//! one completion) is counted once.
+//! extents, else the filesystem metadata pages, else unknown). Issues and
+//! completions are paired again here, because a requeued request is issued twice
+//! but completes once: the second issue is not a request of its own.
 
 use coldstart_trace::{BlockIo, BlockOp, Dev, FileKind, Nanos};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{DiskAnalysis, DiskFile, DiskRequest, DiskSeeks};
-use crate::index::{Ctx, time_order};
+use crate::index::Ctx;
 
 const SECTOR: u64 = 512;
 
@@ -64,19 +64,72 @@ pub(crate) fn disks(ctx: &Ctx) -> Vec<DiskAnalysis> {
     devs.sort_unstable();
     devs.dedup();
 
-    let ios = &trace.block_ios;
-    let order = time_order(ios.len(), |r| ios[r].issue_ns.or(ios[r].complete_ns).unwrap_or(Nanos::MAX));
     let mut by_dev: FxHashMap<Dev, Vec<u32>> = FxHashMap::default();
-    for &r in &order {
-        by_dev.entry(ios[r as usize].dev).or_default().push(r);
+    for (r, io) in trace.block_ios.iter().enumerate() {
+        by_dev.entry(io.dev).or_default().push(r as u32);
     }
     let empty = RangeMap::default();
     devs.into_iter()
         .map(|dev| {
             let rows = by_dev.get(&dev).map_or(&[][..], Vec::as_slice);
-            disk(ctx, dev, rows, maps.get(&dev).unwrap_or(&empty))
+            let (requests, reissued) = pair(&trace.block_ios, rows);
+            let mut analysis = disk(ctx, dev, &requests, maps.get(&dev).unwrap_or(&empty));
+            analysis.reissued = reissued;
+            analysis
         })
         .collect()
+}
+
+/// A block request as the analysis counts it: the row of its issue (or of a lone
+/// completion) with the completion paired to it here.
+struct Paired {
+    row: u32,
+    issue_ns: Option<Nanos>,
+    complete_ns: Option<Nanos>,
+}
+
+/// Pairs again the issues and completions of one disk's rows, per (sector, operation):
+/// an issue while another of the same sector is still pending is a requeue of that
+/// request (not a request of its own), and each completion belongs to the pending
+/// issue. Rows without a sector keep their own times. Returns the requests by time
+/// and the number of requeues.
+fn pair(ios: &[BlockIo], rows: &[u32]) -> (Vec<Paired>, u64) {
+    const ISSUE: u8 = 0;
+    const COMPLETE: u8 = 1;
+    let mut out = Vec::with_capacity(rows.len());
+    let mut events: Vec<(Nanos, u8, u32)> = Vec::with_capacity(2 * rows.len());
+    for &r in rows {
+        let io = &ios[r as usize];
+        if io.sector.is_none() {
+            out.push(Paired { row: r, issue_ns: io.issue_ns, complete_ns: io.complete_ns });
+            continue;
+        }
+        events.extend(io.issue_ns.map(|t| (t, ISSUE, r)));
+        events.extend(io.complete_ns.map(|t| (t, COMPLETE, r)));
+    }
+    events.sort_unstable();
+    let mut pending: FxHashMap<(u64, BlockOp), usize> = FxHashMap::default();
+    let mut reissued = 0;
+    for (t, kind, r) in events {
+        let io = &ios[r as usize];
+        let key = (io.sector.unwrap_or(u64::MAX), io.op);
+        if kind == ISSUE {
+            if pending.contains_key(&key) {
+                reissued += 1;
+            } else {
+                pending.insert(key, out.len());
+                out.push(Paired { row: r, issue_ns: Some(t), complete_ns: None });
+            }
+        } else {
+            match pending.remove(&key) {
+                Some(i) => out[i].complete_ns = Some(t),
+                None => out.push(Paired { row: r, issue_ns: None, complete_ns: Some(t) }),
+            }
+        }
+    }
+    let time = |p: &Paired| p.issue_ns.or(p.complete_ns).unwrap_or(Nanos::MAX);
+    out.sort_by(|a, b| time(a).cmp(&time(b)).then(a.row.cmp(&b.row)));
+    (out, reissued)
 }
 
 fn owner_of(ctx: &Ctx, io: &BlockIo, map: &RangeMap) -> Owner {
@@ -93,7 +146,7 @@ fn owner_of(ctx: &Ctx, io: &BlockIo, map: &RangeMap) -> Owner {
     if io.rwbs.contains('M') { Owner::Metadata } else { Owner::Unknown }
 }
 
-fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
+fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysis {
     let info = ctx.trace.disks.iter().find(|d| d.dev == dev);
     let threshold_sectors = ctx.config.seek_threshold_bytes / SECTOR;
     let mut seeks = DiskSeeks { threshold_bytes: ctx.config.seek_threshold_bytes, ..DiskSeeks::default() };
@@ -121,21 +174,12 @@ fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
     let mut latencies: Vec<Nanos> = Vec::new();
     let mut files: FxHashMap<u32, DiskFile> = FxHashMap::default();
     let mut previous_end: Option<u64> = None;
-    let mut in_flight: FxHashMap<(u64, u32, BlockOp), Nanos> = FxHashMap::default();
-    for &r in rows {
-        let io = &ctx.trace.block_ios[r as usize];
-        if let (Some(sector), Some(issue)) = (io.sector, io.issue_ns) {
-            let key = (sector, io.bytes, io.op);
-            let again = io.complete_ns.is_none() && in_flight.get(&key).is_some_and(|&done| done >= issue);
-            if again {
-                out.reissued += 1;
-                continue;
-            }
-            if let Some(done) = io.complete_ns {
-                in_flight.insert(key, done);
-            }
-        }
-        let latency = io.latency_ns().filter(|&l| l >= 0);
+    for request in requests {
+        let io = &ctx.trace.block_ios[request.row as usize];
+        let latency = match (request.issue_ns, request.complete_ns) {
+            (Some(issue), Some(done)) if done >= issue => Some(done - issue),
+            _ => None,
+        };
         if io.op == BlockOp::Read {
             out.traced_read_requests += 1;
             out.traced_read_bytes += u64::from(io.bytes);
@@ -181,8 +225,8 @@ fn disk(ctx: &Ctx, dev: Dev, rows: &[u32], map: &RangeMap) -> DiskAnalysis {
             }
         }
         out.requests.push(DiskRequest {
-            issue_ns: io.issue_ns,
-            complete_ns: io.complete_ns,
+            issue_ns: request.issue_ns,
+            complete_ns: request.complete_ns,
             sector,
             bytes: io.bytes,
             op: io.op,

@@ -22,7 +22,7 @@ fn requests_are_placed_on_files_by_their_extents_and_seeks_are_measured_between_
     check(
         &trace,
         Facet::Disk,
-        "vda coverage=0.50 requests=6 sequential=1 forward=2/1200631 backward=2/1199735 far=4
+        "vda coverage=0.50 latency=1 reissued=0 requests=6 sequential=1 forward=2/1200631 backward=2/1199735 far=4
          metadata=1/4096 unknown=1/4096
          /a requests=3 bytes=20480 far=1
          /b requests=1 bytes=4096 far=1",
@@ -41,7 +41,7 @@ fn a_request_on_pages_of_the_filesystem_metadata_is_metadata() {
     check(
         &trace,
         Facet::Disk,
-        "vda coverage=1.00 requests=1 sequential=0 forward=0/0 backward=0/0 far=0
+        "vda coverage=1.00 latency=1 reissued=0 requests=1 sequential=0 forward=0/0 backward=0/0 far=0
          metadata=1/4096 unknown=0/0",
     );
 }
@@ -62,7 +62,28 @@ fn flushes_and_writes_do_not_count_as_reads_in_the_cross_check() {
     check(
         &trace,
         Facet::Disk,
-        "vda coverage=0.50 requests=2 sequential=1 forward=0/0 backward=0/0 far=0
+        "vda coverage=0.50 latency=1 reissued=0 requests=2 sequential=1 forward=0/0 backward=0/0 far=0
+         metadata=0/0 unknown=2/8192",
+    );
+}
+
+#[test]
+fn a_request_issued_again_while_in_flight_is_counted_once() {
+    // A requeued request is issued twice and completes once. Paired by sector in
+    // order, the second issue took the completion of a later request of the same
+    // sector, which was left without one: both are paired again here.
+    let mut trace =
+        Builder::new().disk(8192).block(MS, 100, 4096, "R").block(50 * MS, 100, 4096, "R").build();
+    trace.block_ios[0].complete_ns = Some(3 * MS);
+    let mut again = trace.block_ios[0].clone();
+    again.issue_ns = Some(2 * MS);
+    again.complete_ns = Some(51 * MS);
+    trace.block_ios.push(again);
+    trace.block_ios[1].complete_ns = None;
+    check(
+        &trace,
+        Facet::Disk,
+        "vda coverage=1.00 latency=2 reissued=1 requests=2 sequential=0 forward=0/0 backward=1/8 far=0
          metadata=0/0 unknown=2/8192",
     );
 }

@@ -327,9 +327,11 @@ pub fn render(a: &Analysis, facet: Facet) -> String {
             for d in &a.disks {
                 let s = &d.seeks;
                 lines.push(format!(
-                    "{} coverage={} requests={} sequential={} forward={}/{} backward={}/{} far={}",
+                    "{} coverage={} latency={} reissued={} requests={} sequential={} forward={}/{} backward={}/{} far={}",
                     d.name,
                     d.coverage.map_or("-".into(), |c| format!("{c:.2}")),
+                    d.read_latency_median_ns.map_or("-".into(), ms),
+                    d.reissued,
                     s.requests,
                     s.sequential,
                     s.forward,
