@@ -5,6 +5,8 @@
 //! completions are paired again here, because a requeued request is issued twice
 //! but completes once: the second issue is not a request of its own.
 
+use std::collections::hash_map::Entry;
+
 use coldstart_trace::{BlockIo, BlockOp, Dev, FileKind, Nanos};
 use rustc_hash::FxHashMap;
 
@@ -114,11 +116,12 @@ fn pair(ios: &[BlockIo], rows: &[u32]) -> (Vec<Paired>, u64) {
         let io = &ios[r as usize];
         let key = (io.sector.unwrap_or(u64::MAX), io.op);
         if kind == ISSUE {
-            if pending.contains_key(&key) {
-                reissued += 1;
-            } else {
-                pending.insert(key, out.len());
-                out.push(Paired { row: r, issue_ns: Some(t), complete_ns: None });
+            match pending.entry(key) {
+                Entry::Occupied(_) => reissued += 1,
+                Entry::Vacant(slot) => {
+                    slot.insert(out.len());
+                    out.push(Paired { row: r, issue_ns: Some(t), complete_ns: None });
+                }
             }
         } else {
             match pending.remove(&key) {
