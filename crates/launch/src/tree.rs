@@ -96,7 +96,9 @@ pub fn delay_accounting_enabled() -> bool {
 /// Block I/O wait of the tree's threads, from `delayacct_blkio_ticks` of every
 /// `/proc/PID/task/TID/stat`, keeping the last value seen per thread. Threads that
 /// exit between two samples lose what they accumulated since the last one, so the
-/// sum is a lower bound.
+/// sum is a lower bound. A value larger than the thread's age is dropped: the
+/// kernel reports one when accounting is switched on while a thread is blocked
+/// (the delay is then counted from time zero, i.e. about the uptime).
 #[derive(Debug, Default)]
 pub(crate) struct IoWaitSampler {
     ticks_by_tid: HashMap<i32, u64>,
@@ -104,11 +106,16 @@ pub(crate) struct IoWaitSampler {
 
 impl IoWaitSampler {
     pub(crate) fn sample(&mut self, ancestor: i32) {
+        let hz = procfs::ticks_per_second();
+        let now_ticks = (crate::clock::boottime_ns() as u128 * u128::from(hz) / 1_000_000_000) as u64;
         for pid in descendants(ancestor) {
             let Ok(process) = procfs::process::Process::new(pid) else { continue };
             let Ok(tasks) = process.tasks() else { continue };
             for task in tasks.flatten() {
-                if let Ok(Some(ticks)) = task.stat().map(|s| s.delayacct_blkio_ticks) {
+                let Ok(stat) = task.stat() else { continue };
+                if let Some(ticks) = stat.delayacct_blkio_ticks
+                    && ticks <= now_ticks.saturating_sub(stat.starttime) + 1
+                {
                     let slot = self.ticks_by_tid.entry(task.tid).or_default();
                     *slot = (*slot).max(ticks);
                 }
