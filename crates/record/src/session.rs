@@ -73,6 +73,8 @@ pub struct Recorded {
     pub exit_code: i32,
     /// Traces rebuilt from spools of earlier, killed recorders.
     pub recovered: Vec<(PathBuf, Summary)>,
+    /// Leftover spools that could not be rebuilt (they stay for `coldstart recover`).
+    pub recover_errors: Vec<String>,
     pub removed_stale_instances: Vec<String>,
 }
 
@@ -207,8 +209,12 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let tracefs = preflight()?;
     let removed_stale_instances = tracefs.remove_stale_instances();
     let mut recovered = Vec::new();
+    let mut recover_errors = Vec::new();
     for r in recover_leftovers(&config.spool_root) {
-        recovered.push(r?);
+        match r {
+            Ok(done) => recovered.push(done),
+            Err(e) => recover_errors.push(e.to_string()),
+        }
     }
     let output = config.output.clone().unwrap_or_else(|| default_output(&config.command));
     let output = if output.is_absolute() { output } else { std::env::current_dir().at(".")?.join(output) };
@@ -339,6 +345,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         summary: built.summary,
         exit_code,
         recovered,
+        recover_errors,
         removed_stale_instances,
     })
 }

@@ -115,6 +115,9 @@ fn print_recorded(r: &Recorded) {
     for name in &r.removed_stale_instances {
         eprintln!("coldstart: removed the stale tracing instance {name} of a killed recorder");
     }
+    for e in &r.recover_errors {
+        eprintln!("coldstart: warning: could not rebuild the spool of a killed recorder: {e}");
+    }
     for (path, _) in &r.recovered {
         eprintln!("coldstart: recovered a partial trace of a killed recorder: {}", path.display());
     }
