@@ -147,6 +147,17 @@ pub fn recover_leftovers(root: &Path) -> Vec<Result<(PathBuf, Summary)>> {
     Spool::leftovers(root).into_iter().map(|s| recover(s, None)).collect()
 }
 
+/// Removes a spool that never got as far as a recording (setup failed).
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// The recorder's two instances; removed when dropped, whatever happened.
 struct Instances {
     list: Vec<Instance>,
@@ -224,6 +235,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let guardian =
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
     let spool = Spool::create(&config.spool_root, &owner)?;
+    let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
     save_formats(&tracefs, &spool)?;
 
     let scope_config = InstanceConfig {
@@ -302,7 +314,6 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         Err(e) => {
             drop(instances);
             guardian.dismiss();
-            let _ = spool.remove();
             return Err(e);
         }
     };
@@ -334,10 +345,18 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     drop(instances);
     guardian.dismiss();
     spool.write_json("end.json", &end)?;
+    unfinished_spool.0 = None;
 
-    let built = build(&spool)?;
+    let kept = |e: RecordError| {
+        RecordError::Spool(format!(
+            "{e}; the recording is kept in {} (`coldstart recover {}` tries again)",
+            spool.dir.display(),
+            spool.dir.display()
+        ))
+    };
+    let built = build(&spool).map_err(kept)?;
     let start = spool.start()?;
-    write_trace(&built.trace, &output, start.chown)?;
+    write_trace(&built.trace, &output, start.chown).map_err(kept)?;
     spool.remove()?;
     Ok(Recorded {
         path: output,

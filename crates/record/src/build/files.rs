@@ -183,9 +183,10 @@ impl FileTable {
     }
 
     /// FIEMAP extents of the regular files in `ids`, placed on whole disks.
-    pub fn extents(&self, ids: &HashSet<u32>) -> (Vec<Extent>, u64) {
+    /// Also returns how many files failed, and how many were gone (deleted) by then.
+    pub fn extents(&self, ids: &HashSet<u32>) -> (Vec<Extent>, u64, u64) {
         let mut out = Vec::new();
-        let mut failed = 0;
+        let (mut failed, mut gone) = (0, 0);
         for f in self.files.iter().filter(|f| ids.contains(&f.id) && f.kind == FileKind::Regular) {
             let Some(path) = &f.path else { continue };
             let (disk, start) = whole_disk(f.dev);
@@ -198,9 +199,10 @@ impl FileTable {
                     length: e.length,
                     flags: e.flags,
                 })),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone += 1,
                 Err(_) => failed += 1,
             }
         }
-        (out, failed)
+        (out, failed, gone)
     }
 }

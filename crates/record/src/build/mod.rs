@@ -131,7 +131,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
         .map(|o| FileOpen { t_ns: o.t - t0, pid: o.pid, file_id: files.for_open(o.dev, o.ino), exec: o.exec })
         .filter(|o| in_window(o.t_ns))
         .collect();
-    let (extents, fiemap_failed) = files.extents(&filled);
+    let (extents, fiemap_failed, deleted) = files.extents(&filled);
 
     let extent_index = block::ExtentIndex::new(&extents);
     let block_events: Vec<_> = blocks.events.iter().filter(|e| boot(e.ts) >= 0).cloned().collect();
@@ -259,6 +259,12 @@ pub fn build(spool: &Spool) -> Result<Built> {
         notes.push(Note {
             source: "recover".into(),
             text: "the recorder did not finish (killed or crashed); this trace was rebuilt from its spool and ends at the last data it holds".into(),
+        });
+    }
+    if deleted > 0 {
+        notes.push(Note {
+            source: "files".into(),
+            text: format!("{deleted} files read were deleted before their extents could be read (no disk placement for them)"),
         });
     }
     if files.walk_truncated {
