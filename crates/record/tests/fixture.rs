@@ -61,6 +61,13 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     let evicted = marks[0].t_ns;
     assert!(evicted > 0 && evicted < marks[1].t_ns && marks[1].t_ns <= trace.meta.duration_ns);
 
+    let markers: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::TraceMarker).collect();
+    assert_eq!(markers.len(), 1);
+    assert_eq!((markers[0].name.as_str(), markers[0].pid), ("fixture-marker", Some(pid)));
+    assert!(markers[0].t_ns > evicted && markers[0].t_ns < marks[1].t_ns);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+
     let dir_path = std::fs::canonicalize(dir.path()).unwrap();
     assert_eq!(pages_of(&trace, &dir_path.join("a.bin"), pid, evicted), (3..8).chain(20..22).collect());
     assert_eq!(pages_of(&trace, &dir_path.join("b.bin"), pid, evicted), [1, 10, 40].into_iter().collect());

@@ -3,6 +3,7 @@
 //! `evicted`, reads pages 3–7 and 20–21 of `a.bin` with pread, touches pages 1, 10
 //! and 40 of `b.bin` through a mapping, has a double-forked grandchild read pages
 //! 0–3 of `c.bin`, marks `done`, writes the pids to `pids.txt` and exits with 7.
+//! After `evicted` it also writes `fixture-marker` to `$COLDSTART_TRACE_MARKER`.
 //! Readahead is off for every read (FADV_RANDOM, MADV_RANDOM), so the pages read
 //! are exactly the pages asked for.
 
@@ -113,6 +114,9 @@ fn main() {
         evict(&f, pages * ps);
     }
     mark("evicted");
+    if let Ok(marker) = std::env::var("COLDSTART_TRACE_MARKER") {
+        std::fs::write(marker, "fixture-marker").unwrap_or_else(|_| die("trace_marker"));
+    }
     read_pages(&dir.join("a.bin"), 3, 5);
     read_pages(&dir.join("a.bin"), 20, 2);
     touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40]);
