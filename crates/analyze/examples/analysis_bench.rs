@@ -5,6 +5,7 @@
 //! analysis_bench generate EVENTS FILE   # write a synthetic trace file
 //! analysis_bench file FILE              # read it, then analyse it; print both times
 //! analysis_bench memory EVENTS          # build a trace in memory and analyse it
+//! analysis_bench hold EVENTS            # only build it (the memory the trace itself takes)
 //! ```
 
 use std::path::Path;
@@ -45,12 +46,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("read {} events in {:.3} s", events(&trace), started.elapsed().as_secs_f64());
             analyse(&trace);
         }
+        ["hold", n] => {
+            let trace = start_trace(n.parse()?, 1);
+            println!(
+                "built {} events: {} page fills, {} scheduler intervals, {} wakeups, {} block requests",
+                events(&trace),
+                trace.page_fills.len(),
+                trace.sched.len(),
+                trace.wakeups.len(),
+                trace.block_ios.len()
+            );
+        }
         ["memory", n] => {
             let trace = start_trace(n.parse()?, 1);
             println!("built {} events", events(&trace));
             analyse(&trace);
         }
-        _ => return Err("usage: analysis_bench generate EVENTS FILE | file FILE | memory EVENTS".into()),
+        _ => {
+            return Err(
+                "usage: analysis_bench generate EVENTS FILE | file FILE | memory EVENTS | hold EVENTS".into(),
+            );
+        }
     }
     Ok(())
 }
