@@ -19,6 +19,9 @@ use crate::error::{RecordError, Result};
 use crate::spool::LineWriter;
 use crate::system::Mount;
 
+/// How long the thread lets opens accumulate after the first one wakes it.
+const BATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// One open, as spooled. `path`, `size` and `mtime_ns` only on the first open of an inode.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenRecord {
@@ -105,6 +108,11 @@ impl OpenWatch {
                 }
                 fds[1].revents().is_some_and(|r| !r.is_empty())
             };
+            if !stopped {
+                // Opens come one by one; waking for each costs more than handling it.
+                // The event fd keeps its inode alive, so a short delay loses nothing.
+                std::thread::sleep(BATCH_DELAY);
+            }
             loop {
                 let events = match self.group.read_events() {
                     Ok(ev) => ev,
