@@ -183,6 +183,20 @@ impl<'t> Ctx<'t> {
         self.pid_in_scope(self.pid_of(tid))
     }
 
+    /// A test of whether a tid is in scope that remembers its last answer, for passes
+    /// over the scheduler table in its own order (rows of one thread come in runs).
+    pub fn in_scope_test(&self) -> impl FnMut(i32) -> bool + '_ {
+        let mut last: Option<(i32, bool)> = None;
+        move |tid| match last {
+            Some((t, answer)) if t == tid => answer,
+            _ => {
+                let answer = self.tid_in_scope(tid);
+                last = Some((tid, answer));
+                answer
+            }
+        }
+    }
+
     /// Every tid known from threads, scheduler intervals and page fills, ascending.
     pub fn all_tids(&self) -> Vec<i32> {
         let mut tids: Vec<i32> = self.trace.threads.iter().map(|t| t.tid).collect();

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 
 use crate::analysis::{Phase, PhaseKind, Read};
 use crate::index::Ctx;
+use crate::time::NO_FILE;
 use crate::units;
 
 /// A directory (or group of unnamed files) reads are attributed to.
@@ -81,13 +82,7 @@ fn parent(path: &str) -> &str {
 
 /// Phases of `from..to`; `wait_top_file` names the file behind each attributed I/O
 /// wait (by `sched` row), so waiting time counts for the directory being read.
-pub(crate) fn phases(
-    ctx: &Ctx,
-    from: Nanos,
-    to: Nanos,
-    reads: &[Read],
-    wait_top_file: &[(u32, u32)],
-) -> Vec<Phase> {
+pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top_file: &[u32]) -> Vec<Phase> {
     if to <= from {
         return Vec::new();
     }
@@ -134,40 +129,32 @@ pub(crate) fn phases(
     let mut dirs =
         Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
 
-    for g in 0..ctx.sched_by_tid.len() {
-        if !ctx.tid_in_scope(ctx.sched_by_tid.key(g)) {
+    let mut in_scope = ctx.in_scope_test();
+    for (r, s) in ctx.trace.sched.iter().enumerate() {
+        if !matches!(s.state, ThreadState::Running | ThreadState::IoWait) {
             continue;
         }
-        for &r in ctx.sched_by_tid.rows(g) {
-            let s = &ctx.trace.sched[r as usize];
-            if !matches!(s.state, ThreadState::Running | ThreadState::IoWait) {
-                continue;
+        let (start, end) = (s.start_ns.max(from), s.end_ns.min(to));
+        if start >= end || !in_scope(s.tid) {
+            continue;
+        }
+        let wait_dir = match wait_top_file.get(r) {
+            Some(&file) if s.state == ThreadState::IoWait && file != NO_FILE => Some(dirs.of_file(file)),
+            _ => None,
+        };
+        for (b, bin) in bins.iter_mut().enumerate().skip(bin_of(start)) {
+            let overlap = end.min(edges[b + 1]) - start.max(edges[b]);
+            if overlap <= 0 {
+                break;
             }
-            let (start, end) = (s.start_ns.max(from), s.end_ns.min(to));
-            if start >= end {
-                continue;
+            match s.state {
+                ThreadState::Running => bin.cpu_ns += overlap,
+                _ => bin.io_ns += overlap,
             }
-            let wait_dir = match s.state {
-                ThreadState::IoWait => {
-                    let found = wait_top_file.binary_search_by_key(&r, |w| w.0).ok();
-                    found.map(|i| dirs.of_file(wait_top_file[i].1))
-                }
-                _ => None,
-            };
-            for (b, bin) in bins.iter_mut().enumerate().skip(bin_of(start)) {
-                let overlap = end.min(edges[b + 1]) - start.max(edges[b]);
-                if overlap <= 0 {
-                    break;
-                }
-                match s.state {
-                    ThreadState::Running => bin.cpu_ns += overlap,
-                    _ => bin.io_ns += overlap,
-                }
-                if let Some(d) = wait_dir {
-                    match bin.wait_dirs.iter_mut().find(|w| w.0 == d) {
-                        Some(w) => w.1 += overlap,
-                        None => bin.wait_dirs.push((d, overlap)),
-                    }
+            if let Some(d) = wait_dir {
+                match bin.wait_dirs.iter_mut().find(|w| w.0 == d) {
+                    Some(w) => w.1 += overlap,
+                    None => bin.wait_dirs.push((d, overlap)),
                 }
             }
         }
@@ -453,25 +440,27 @@ fn majority_dir(ctx: &Ctx, pages_by_file: &FxHashMap<u32, u64>) -> (Option<Strin
 
 fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
     let mut cpu: FxHashMap<(usize, i32), Nanos> = FxHashMap::default();
-    for g in 0..ctx.sched_by_tid.len() {
-        let tid = ctx.sched_by_tid.key(g);
-        if !ctx.tid_in_scope(tid) {
+    let mut in_scope = ctx.in_scope_test();
+    let mut last_pid: Option<(i32, i32)> = None;
+    for s in &ctx.trace.sched {
+        if s.state != ThreadState::Running || !in_scope(s.tid) {
             continue;
         }
-        let pid = ctx.pid_of(tid);
-        for &r in ctx.sched_by_tid.rows(g) {
-            let s = &ctx.trace.sched[r as usize];
-            if s.state != ThreadState::Running {
-                continue;
+        let pid = match last_pid {
+            Some((tid, pid)) if tid == s.tid => pid,
+            _ => {
+                let pid = ctx.pid_of(s.tid);
+                last_pid = Some((s.tid, pid));
+                pid
             }
-            let first = phases.partition_point(|p| p.end_ns <= s.start_ns);
-            for (i, phase) in phases.iter().enumerate().skip(first) {
-                let overlap = s.end_ns.min(phase.end_ns) - s.start_ns.max(phase.start_ns);
-                if overlap <= 0 {
-                    break;
-                }
-                *cpu.entry((i, pid)).or_default() += overlap;
+        };
+        let first = phases.partition_point(|p| p.end_ns <= s.start_ns);
+        for (i, phase) in phases.iter().enumerate().skip(first) {
+            let overlap = s.end_ns.min(phase.end_ns) - s.start_ns.max(phase.start_ns);
+            if overlap <= 0 {
+                break;
             }
+            *cpu.entry((i, pid)).or_default() += overlap;
         }
     }
     for (i, phase) in phases.iter_mut().enumerate() {

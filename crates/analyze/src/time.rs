@@ -64,11 +64,15 @@ pub(crate) struct SchedAnomalies {
     pub inverted: u64,
 }
 
+/// No file: see [`ThreadTimes::wait_top_file`].
+pub(crate) const NO_FILE: u32 = u32::MAX;
+
 pub(crate) struct ThreadTimes {
     pub threads: Vec<ThreadInfo>,
     pub anomalies: SchedAnomalies,
-    /// For each I/O wait attributed to files: (its row in `sched`, the file with most pages), by row.
-    pub wait_top_file: Vec<(u32, u32)>,
+    /// For each row of `sched`: the file with most pages behind that I/O wait, or
+    /// [`NO_FILE`] (not an I/O wait, or no pages seen).
+    pub wait_top_file: Vec<u32>,
 }
 
 /// Per-thread state times, and every I/O wait attributed to files (added to `file_uses`,
@@ -78,7 +82,7 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
     let sched = &trace.sched;
     let mut anomalies = SchedAnomalies::default();
     let mut threads = Vec::new();
-    let mut wait_top_file = Vec::new();
+    let mut wait_top_file = vec![NO_FILE; sched.len()];
     let mut files = WaitFiles::new();
     let mut thread_rows = trace.threads.iter().collect::<Vec<_>>();
     thread_rows.sort_by_key(|t| t.tid);
@@ -114,7 +118,7 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
             if interval.state == ThreadState::IoWait && !fill_rows.is_empty() {
                 wait_files(ctx, sched_rows, k, fill_rows, &mut files);
                 if let Some(&(_, top, _)) = files.first() {
-                    wait_top_file.push((r, top));
+                    wait_top_file[r as usize] = top;
                 }
                 for (&(fill_pid, file, _), share) in files.iter().zip(split(ns, files.iter().map(|f| f.2))) {
                     if let Some(g) = ctx.fills_by_stream.find((fill_pid, file)) {
@@ -135,7 +139,6 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
             io_wait_attributed_ns: attributed,
         });
     }
-    wait_top_file.sort_unstable();
     ThreadTimes { threads, anomalies, wait_top_file }
 }
 
@@ -151,23 +154,18 @@ pub(crate) fn start_breakdown(ctx: &Ctx, from: Nanos, to: Nanos) -> StartBreakdo
         ..Default::default()
     };
     let mut events: Vec<(Nanos, u8, i8)> = Vec::new();
-    for g in 0..ctx.sched_by_tid.len() {
-        if !ctx.tid_in_scope(ctx.sched_by_tid.key(g)) {
-            continue;
-        }
-        for &r in ctx.sched_by_tid.rows(g) {
-            let s = &ctx.trace.sched[r as usize];
-            let kind = match s.state {
-                ThreadState::Running => RUN,
-                ThreadState::IoWait => IO,
-                ThreadState::Runnable => CPU_WAIT,
-                _ => continue,
-            };
-            let (start, end) = (s.start_ns.max(from), s.end_ns.min(to));
-            if start < end {
-                events.push((start, kind as u8, 1));
-                events.push((end, kind as u8, -1));
-            }
+    let mut in_scope = ctx.in_scope_test();
+    for s in &ctx.trace.sched {
+        let kind = match s.state {
+            ThreadState::Running => RUN,
+            ThreadState::IoWait => IO,
+            ThreadState::Runnable => CPU_WAIT,
+            _ => continue,
+        };
+        let (start, end) = (s.start_ns.max(from), s.end_ns.min(to));
+        if start < end && in_scope(s.tid) {
+            events.push((start, kind as u8, 1));
+            events.push((end, kind as u8, -1));
         }
     }
     events.sort_unstable_by_key(|e| e.0);

@@ -55,6 +55,7 @@ pub fn report(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Resul
     milestones(a, &mut out)?;
     top_files(a, options, &mut out)?;
     top_processes(a, options, &mut out)?;
+    time_per_process(a, options, &mut out)?;
     disks(a, options, &mut out)?;
     origins(a, &mut out)?;
     warnings(a, &mut out)?;
@@ -429,6 +430,59 @@ fn top_processes(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
             p.start_ns.map_or("before".into(), secs),
             who(a, p.pid),
         ]);
+    }
+    table.write(out, "  ")
+}
+
+/// Running, CPU wait, I/O wait (with the files it was for) and sleep of the busiest
+/// processes, with their threads when they have several.
+fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let busy = |t: &coldstart_analyze::StateTimes| t.running_ns + t.runnable_ns + t.io_wait_ns;
+    let mut procs: Vec<_> = a.processes.iter().filter(|p| busy(&p.time) > 0).collect();
+    procs.sort_by(|x, y| busy(&y.time).cmp(&busy(&x.time)).then(x.pid.cmp(&y.pid)));
+    let shown = options.top.min(procs.len());
+    writeln!(
+        out,
+        "\nTime per process and thread (whole recording; top {shown} of {} by running + CPU wait + I/O wait)",
+        procs.len()
+    )?;
+    if procs.is_empty() {
+        return writeln!(out, "  no scheduler data");
+    }
+    let mut table = Table::new(&[
+        ("running", Align::Right),
+        ("CPU wait", Align::Right),
+        ("I/O wait", Align::Right),
+        ("sleeping", Align::Right),
+        ("process / thread", Align::Left),
+        ("I/O wait for", Align::Left),
+    ]);
+    let row = |t: &coldstart_analyze::StateTimes, name: String, files: String| {
+        vec![secs(t.running_ns), secs(t.runnable_ns), secs(t.io_wait_ns), secs(t.sleeping_ns), name, files]
+    };
+    for p in &procs[..shown] {
+        let mut uses: Vec<_> = a.file_uses.iter().filter(|u| u.pid == p.pid && u.io_wait_ns > 0).collect();
+        uses.sort_by(|x, y| y.io_wait_ns.cmp(&x.io_wait_ns).then(x.file.cmp(&y.file)));
+        let mut files: Vec<String> =
+            uses.iter().take(3).map(|u| format!("{} {}", base_name(a.file_name(u.file)), duration(u.io_wait_ns))).collect();
+        if uses.len() > 3 {
+            files.push(format!("+{} files", uses.len() - 3));
+        }
+        let unattributed = p.time.io_wait_ns - p.io_wait_attributed_ns;
+        if unattributed > 0 && p.time.io_wait_ns > 0 {
+            files.push(format!("no file seen {}", duration(unattributed)));
+        }
+        table.row(row(&p.time, who(a, p.pid), files.join(", ")));
+        let mut threads: Vec<_> = a.threads.iter().filter(|t| t.pid == p.pid && busy(&t.time) > 0).collect();
+        if threads.len() > 1 {
+            threads.sort_by(|x, y| busy(&y.time).cmp(&busy(&x.time)).then(x.tid.cmp(&y.tid)));
+            for t in threads.iter().take(5) {
+                table.row(row(&t.time, format!("  {}", thread(a, t.tid)), String::new()));
+            }
+            if threads.len() > 5 {
+                table.row(vec![String::new(); 4].into_iter().chain([format!("  … {} more threads", threads.len() - 5), String::new()]).collect());
+            }
+        }
     }
     table.write(out, "  ")
 }
