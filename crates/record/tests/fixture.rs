@@ -47,6 +47,7 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     let recorded = record(&config).expect("record the fixture");
     assert_eq!(recorded.exit_code, 7);
     let trace = Trace::read(&out).unwrap();
+    eprintln!("summary: {:?}\nnotes: {:?}", recorded.summary, trace.notes);
     let (pid, child, grandchild) = pids(dir.path());
 
     assert_eq!(trace.meta.exit_code, Some(7));

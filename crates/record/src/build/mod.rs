@@ -267,6 +267,15 @@ pub fn build(spool: &Spool) -> Result<Built> {
             text: format!("{deleted} files read were deleted before their extents could be read (no disk placement for them)"),
         });
     }
+    if files.walked_entries > 0 {
+        notes.push(Note {
+            source: "files".into(),
+            text: format!(
+                "{} directory entries walked to name inodes fanotify did not see",
+                files.walked_entries
+            ),
+        });
+    }
     if files.walk_truncated {
         notes.push(Note {
             source: "files".into(),
