@@ -26,6 +26,7 @@ pub struct Trace {
     pub extents: Vec<Extent>,
     pub file_opens: Vec<FileOpen>,
     pub page_fills: Vec<PageFill>,
+    pub page_accesses: Vec<PageAccess>,
     pub block_ios: Vec<BlockIo>,
     pub sched: Vec<SchedInterval>,
     pub wakeups: Vec<Wakeup>,
@@ -100,7 +101,7 @@ pub struct Meta {
     pub cpu_count: u32,
     pub mem_total_bytes: u64,
     pub page_size: u32,
-    /// The kernel trace clock the times were taken with (`mono`, `boot`, or `jiffies` for imports).
+    /// The clock the times were taken with: `boot` (CLOCK_BOOTTIME; recordings and bootchart2 imports) or `mono`.
     pub clock: String,
     /// Wall-clock time at t = 0, nanoseconds since the Unix epoch.
     pub start_unix_ns: i64,
@@ -274,6 +275,35 @@ pub struct PageFill {
     /// Number of pages (a large folio of order n is 2^n pages).
     pub pages: u32,
     pub origin: Option<PageOrigin>,
+}
+
+/// How a program asked for pages of a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    /// read() and friends (`filemap:mm_filemap_get_pages`).
+    #[default]
+    Read,
+    /// A page fault on a file mapping (`filemap:mm_filemap_fault`).
+    Fault,
+    /// Pages already in the cache that the kernel mapped around a fault
+    /// (`filemap:mm_filemap_map_pages`, fault-around); the program may or may not touch them.
+    MapAround,
+}
+
+/// A range of a file's pages a program asked for, whether or not they were already
+/// cached: with [`PageFill`] it tells pages used from pages read ahead and never used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageAccess {
+    pub t_ns: Nanos,
+    pub pid: i32,
+    pub tid: i32,
+    pub file_id: u32,
+    /// First page index in the file.
+    pub index: u64,
+    /// Number of pages (at least 1).
+    pub pages: u32,
+    pub kind: AccessKind,
 }
 
 /// The operation of a block request.

@@ -42,6 +42,24 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    /// Like [`Reader::rows`], for a table that files written before it existed lack.
+    fn rows_if_table<T>(
+        &self,
+        table: &str,
+        sql: &str,
+        convert: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let exists: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .map_err(|e| TraceError::sqlite(self.path, e))?;
+        if exists { self.rows(sql, convert) } else { Ok(Vec::new()) }
+    }
+
     fn meta(&self) -> Result<Meta> {
         let pairs = self.rows("SELECT key, value FROM meta", |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, Value>(1)?))
@@ -186,6 +204,21 @@ impl Reader<'_> {
                     origin: page_origin(r.get(6)?)?,
                 })
             })?,
+            page_accesses: self.rows_if_table(
+                "page_access",
+                "SELECT * FROM page_access ORDER BY rowid",
+                |r| {
+                    Ok(PageAccess {
+                        t_ns: r.get(0)?,
+                        pid: r.get(1)?,
+                        tid: r.get(2)?,
+                        file_id: r.get(3)?,
+                        index: r.get::<_, i64>(4)? as u64,
+                        pages: r.get(5)?,
+                        kind: word("page_access", "kind", &r.get::<_, String>(6)?)?,
+                    })
+                },
+            )?,
             block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
                 Ok(BlockIo {
                     issue_ns: r.get(0)?,

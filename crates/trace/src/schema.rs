@@ -100,6 +100,16 @@ CREATE TABLE page_fill (
     origin     TEXT
 );
 
+CREATE TABLE page_access (
+    t_ns       INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    tid        INTEGER NOT NULL,
+    file_id    INTEGER NOT NULL REFERENCES file(id),
+    page_index INTEGER NOT NULL,
+    pages      INTEGER NOT NULL,
+    kind       TEXT NOT NULL
+);
+
 CREATE TABLE block_io (
     issue_ns    INTEGER,
     complete_ns INTEGER,
@@ -172,6 +182,7 @@ CREATE TABLE process_sample (
 pub const CREATE_INDEXES_AND_VIEWS: &str = r#"
 CREATE INDEX page_fill_by_file ON page_fill(file_id, page_index);
 CREATE INDEX page_fill_by_pid ON page_fill(pid, t_ns);
+CREATE INDEX page_access_by_file ON page_access(file_id, page_index);
 CREATE INDEX block_io_by_file ON block_io(file_id);
 CREATE INDEX sched_by_tid ON sched(tid, start_ns);
 CREATE INDEX extent_by_file ON extent(file_id, logical);

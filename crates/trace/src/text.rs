@@ -1,6 +1,8 @@
 //! The text forms of the model's enums, as stored in the trace file and shown in reports.
 
-use crate::model::{BlockOp, CacheState, FileKind, MarkSource, PageOrigin, Scope, Source, ThreadState};
+use crate::model::{
+    AccessKind, BlockOp, CacheState, FileKind, MarkSource, PageOrigin, Scope, Source, ThreadState,
+};
 
 /// An enum stored as one of a fixed set of words.
 pub trait TextEnum: Sized + Copy + 'static {
@@ -45,6 +47,11 @@ impl TextEnum for FileKind {
 impl TextEnum for PageOrigin {
     const WORDS: &'static [(Self, &'static str)] =
         &[(PageOrigin::Fault, "fault"), (PageOrigin::Read, "read"), (PageOrigin::Readahead, "readahead")];
+}
+
+impl TextEnum for AccessKind {
+    const WORDS: &'static [(Self, &'static str)] =
+        &[(AccessKind::Read, "read"), (AccessKind::Fault, "fault"), (AccessKind::MapAround, "map_around")];
 }
 
 impl TextEnum for BlockOp {
@@ -115,6 +122,7 @@ mod tests {
         check::<FileKind>();
         check::<PageOrigin>();
         check::<BlockOp>();
+        check::<AccessKind>();
         check::<ThreadState>();
         check::<MarkSource>();
     }

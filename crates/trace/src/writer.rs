@@ -207,6 +207,13 @@ impl TraceWriter {
         )
     }
 
+    pub fn page_access(&mut self, a: &PageAccess) -> Result<()> {
+        self.exec(
+            "INSERT INTO page_access VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![a.t_ns, a.pid, a.tid, a.file_id, a.index as i64, a.pages, a.kind.as_str()],
+        )
+    }
+
     pub fn block_io(&mut self, b: &BlockIo) -> Result<()> {
         self.exec(
             "INSERT INTO block_io VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -296,6 +303,7 @@ impl TraceWriter {
         trace.extents.iter().try_for_each(|x| self.extent(x))?;
         trace.file_opens.iter().try_for_each(|x| self.file_open(x))?;
         trace.page_fills.iter().try_for_each(|x| self.page_fill(x))?;
+        trace.page_accesses.iter().try_for_each(|x| self.page_access(x))?;
         trace.block_ios.iter().try_for_each(|x| self.block_io(x))?;
         trace.sched.iter().try_for_each(|x| self.sched(x))?;
         trace.wakeups.iter().try_for_each(|x| self.wakeup(x))?;

@@ -98,3 +98,16 @@ proptest! {
         prop_assert_eq!(Trace::read(&path).unwrap(), trace);
     }
 }
+
+#[test]
+fn files_written_before_the_page_access_table_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.coldstart");
+    let mut trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE page_access").unwrap();
+    drop(conn);
+    trace.page_accesses.clear();
+    assert_eq!(Trace::read(&path).unwrap(), trace);
+}

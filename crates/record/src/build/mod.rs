@@ -336,6 +336,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
         extents,
         file_opens,
         page_fills,
+        page_accesses: Vec::new(),
         block_ios,
         sched,
         wakeups,

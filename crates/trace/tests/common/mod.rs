@@ -122,6 +122,35 @@ pub fn full_trace() -> Trace {
                 origin: None,
             },
         ],
+        page_accesses: vec![
+            PageAccess {
+                t_ns: 19,
+                pid: 100,
+                tid: 101,
+                file_id: 1,
+                index: 0,
+                pages: 2,
+                kind: AccessKind::Read,
+            },
+            PageAccess {
+                t_ns: 22,
+                pid: 100,
+                tid: 100,
+                file_id: 2,
+                index: 9,
+                pages: 1,
+                kind: AccessKind::Fault,
+            },
+            PageAccess {
+                t_ns: 23,
+                pid: 100,
+                tid: 100,
+                file_id: 2,
+                index: 0,
+                pages: 16,
+                kind: AccessKind::MapAround,
+            },
+        ],
         block_ios: vec![
             BlockIo {
                 issue_ns: Some(15_000_000),
