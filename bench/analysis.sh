@@ -8,6 +8,9 @@
 #      `hold` (build the 5 M-event trace only), `memory` (build it and analyse it),
 #      `file` (read the 5 M-event trace file, then analyse it); prints the medians
 #      of the analysis time, of the file read time and of the peak RSS.
+#   3. with BASELINE=path/to/another/analysis_bench (e.g. built from an older commit):
+#      A = BASELINE, B = this build, `memory` mode, RUNS pairs in ABBA order; prints
+#      the median analysis times and the median of the per-pair ratios B/A.
 # Usage: bench/analysis.sh [RUNS]   (default 5; set SKIP_CRITERION=1 to skip step 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,3 +59,15 @@ for mode in hold memory file; do
     fi
     echo "$line (runs: $(tr '\n' ';' <"$work/$mode"))"
 done
+
+if [ -n "${BASELINE:-}" ]; then
+    : >"$work/ab"
+    one() { "$1" memory "$events" | sed -n 's/^analysed .* in \([0-9.]*\) s.*/\1/p'; }
+    for i in $(seq "$runs"); do
+        if [ $((i % 2)) -eq 1 ]; then a=$(one "$BASELINE"); b=$(one "$bin"); else b=$(one "$bin"); a=$(one "$BASELINE"); fi
+        echo "$a $b" >>"$work/ab"
+    done
+    echo "A/B ($runs pairs, ABBA): A median $(cut -d' ' -f1 "$work/ab" | median) s," \
+        "B median $(cut -d' ' -f2 "$work/ab" | median) s," \
+        "median ratio B/A $(awk '{printf "%.3f\n", $2 / $1}' "$work/ab" | median) (pairs: $(tr '\n' ';' <"$work/ab"))"
+fi

@@ -84,6 +84,8 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
     let mut threads = Vec::new();
     let mut wait_top_file = vec![NO_FILE; sched.len()];
     let mut files = WaitFiles::new();
+    let comm_of_pid: rustc_hash::FxHashMap<i32, &str> =
+        trace.processes.iter().map(|p| (p.pid, p.comm.as_str())).collect();
     let mut thread_rows = trace.threads.iter().collect::<Vec<_>>();
     thread_rows.sort_by_key(|t| t.tid);
     for tid in ctx.all_tids() {
@@ -91,7 +93,7 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
         let pid = row.map_or_else(|| ctx.pid_of(tid), |t| t.pid);
         let comm = match row {
             Some(t) => t.comm.clone(),
-            None => trace.processes.iter().find(|p| p.pid == pid).map(|p| p.comm.clone()).unwrap_or_default(),
+            None => comm_of_pid.get(&pid).map(|c| (*c).to_owned()).unwrap_or_default(),
         };
         let sched_rows = ctx.sched_by_tid.rows_of(tid);
         let fill_rows = ctx.fills_by_tid.rows_of(tid);
