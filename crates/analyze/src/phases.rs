@@ -1,7 +1,8 @@
 //! Automatic phases: the start's timeline cut into short bins, each labelled by its
 //! dominant work (waiting for reads from one directory, running, or waiting), runs
 //! of equal labels joined, short runs absorbed by a neighbour, and each phase named
-//! by what it did. Marks always cut: no phase spans a mark.
+//! by what it did. Marks always cut: no phase spans a mark. Without scheduler
+//! data (imported traces), the system's CPU samples tell running from waiting.
 
 use coldstart_trace::{FileKind, Nanos, ThreadState};
 use rustc_hash::FxHashMap;
@@ -199,12 +200,35 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
     }
 
     let has_sched = !ctx.trace.sched.is_empty();
-    let labels = label_bins(&bins, &edges, has_sched);
+    if !has_sched {
+        add_cpu_samples(ctx, &edges, &mut bins);
+    }
+    let labels = label_bins(&bins, &edges, has_sched || !ctx.trace.cpu_samples.is_empty());
     let mut segments = run_lengths(&labels, &span_of, &bins);
     let min_len = (3 * width).max(span_ns / Nanos::from(config.phase_min_fraction.max(1)));
     absorb_short(&mut segments, &edges, min_len);
 
     describe(ctx, &segments, &edges, &bins, &marks, reads)
+}
+
+/// Without scheduler data, the system's CPU samples (imports, bootchart-style)
+/// tell CPU and I/O wait: each sample's busy and iowait shares of all CPUs,
+/// spread over the bins its interval overlaps.
+fn add_cpu_samples(ctx: &Ctx, edges: &[Nanos], bins: &mut [Bin]) {
+    let cpus = f64::from(ctx.trace.meta.cpu_count.max(1));
+    let (from, to) = (edges[0], edges[edges.len() - 1]);
+    for sample in &ctx.trace.cpu_samples {
+        let (start, end) = ((sample.t_ns - sample.dt_ns).max(from), sample.t_ns.min(to));
+        let first = edges.partition_point(|&e| e <= start).saturating_sub(1);
+        for (b, bin) in bins.iter_mut().enumerate().skip(first) {
+            let overlap = end.min(edges[b + 1]) - start.max(edges[b]);
+            if overlap <= 0 {
+                break;
+            }
+            bin.cpu_ns += ((sample.user + sample.system) * cpus * overlap as f64) as Nanos;
+            bin.io_ns += (sample.iowait * cpus * overlap as f64) as Nanos;
+        }
+    }
 }
 
 fn top_wait_dir(bin: &Bin) -> Option<DirId> {
@@ -221,13 +245,14 @@ fn close_bin(bins: &mut [Bin], b: usize, pages_by_dir: &mut Vec<(DirId, u64)>) {
     pages_by_dir.clear();
 }
 
-fn label_bins(bins: &[Bin], edges: &[Nanos], has_sched: bool) -> Vec<Label> {
+/// `has_time`: the bins' CPU and I/O times are known (scheduler data or CPU samples).
+fn label_bins(bins: &[Bin], edges: &[Nanos], has_time: bool) -> Vec<Label> {
     let mut labels: Vec<Label> = bins
         .iter()
         .enumerate()
         .map(|(b, bin)| {
             let busy = bin.cpu_ns.max(bin.io_ns) as f64 / (edges[b + 1] - edges[b]).max(1) as f64;
-            let kind = if !has_sched {
+            let kind = if !has_time {
                 if bin.pages > 0 { PhaseKind::Read } else { PhaseKind::Wait }
             } else if busy < 0.25 {
                 PhaseKind::Wait
@@ -461,6 +486,24 @@ fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
                 break;
             }
             *cpu.entry((i, pid)).or_default() += overlap;
+        }
+    }
+    if ctx.trace.sched.is_empty() {
+        // Imported traces: the processes' own CPU samples.
+        for sample in &ctx.trace.process_samples {
+            let (start, end) = (sample.t_ns - sample.dt_ns, sample.t_ns);
+            let ns = ((sample.cpu_user + sample.cpu_system) * (end - start) as f64) as Nanos;
+            if ns <= 0 || end <= start {
+                continue;
+            }
+            let first = phases.partition_point(|p| p.end_ns <= start);
+            for (i, phase) in phases.iter().enumerate().skip(first) {
+                let overlap = end.min(phase.end_ns) - start.max(phase.start_ns);
+                if overlap <= 0 {
+                    break;
+                }
+                *cpu.entry((i, sample.pid)).or_default() += ns * overlap / (end - start);
+            }
         }
     }
     for (i, phase) in phases.iter_mut().enumerate() {

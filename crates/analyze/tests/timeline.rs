@@ -226,3 +226,23 @@ fn reads_from_two_directories_make_two_phases() {
          200-400 Read: read 10 files under /usr/lib/python3/pandas — 0.200 s, 160.0 KiB, 10 seeks",
     );
 }
+
+#[test]
+fn without_scheduler_data_phases_come_from_the_cpu_samples() {
+    // An imported boot log: one CPU of two waiting for I/O for a second, then both busy.
+    let mut b = Builder::new().duration(2000 * MS).exits(100, 2000 * MS);
+    for i in 1..=20 {
+        b = b.cpu_sample(i * 50 * MS, 50 * MS, 0.02, 0.5);
+    }
+    for i in 21..=40 {
+        b = b.cpu_sample(i * 50 * MS, 50 * MS, 0.9, 0.0);
+    }
+    let mut trace = b.build();
+    trace.meta.cpu_count = 2;
+    check(
+        &trace,
+        Facet::Phases,
+        "0-1000 Read: I/O wait — 1.000 s
+         1000-2000 Cpu: CPU — 1.000 s",
+    );
+}

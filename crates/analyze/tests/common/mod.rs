@@ -169,6 +169,21 @@ impl Builder {
         self
     }
 
+    /// The system's CPU use over `(t_ns - dt_ns, t_ns]`, as fractions of all CPUs.
+    pub fn cpu_sample(mut self, t_ns: Nanos, dt_ns: Nanos, user: f64, iowait: f64) -> Builder {
+        self.trace.cpu_samples.push(CpuSample {
+            t_ns,
+            dt_ns,
+            user,
+            system: 0.0,
+            iowait,
+            idle: 1.0 - user - iowait,
+            running: 0,
+            blocked: 0,
+        });
+        self
+    }
+
     pub fn loss(mut self, source: &str, what: &str, count: u64) -> Builder {
         self.trace.losses.push(Loss { source: source.into(), what: what.into(), count });
         self
