@@ -75,6 +75,8 @@ fn report_writes_versioned_json_to_a_file() {
     let trace = write_trace(dir.path());
     let out = dir.path().join("app.json");
     coldstart().arg("report").arg(&trace).args(["--format", "json", "-o"]).arg(&out).assert().success();
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&out).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "reports name every path: private like the trace");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).expect("valid JSON");
     assert_eq!(json["schema"], "coldstart-analysis");
     assert_eq!(json["version"], 1);
