@@ -1,8 +1,9 @@
 //! `coldstart report FILE`: analyse a trace and write the report, as text for
 //! people or as versioned JSON for programs (docs/report-json.md).
 
-use std::fs::File;
+use std::fs::OpenOptions;
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -42,11 +43,17 @@ pub struct Args {
     pub top: usize,
 }
 
-/// Opens `path` for writing, or standard output when there is none.
+/// Opens `path` for writing (mode 0600 when created: reports name every path the
+/// start touched, like the trace), or standard output when there is none.
 pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
     Ok(match path {
         Some(path) => Box::new(
-            File::create(path)
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)
                 .with_context(|| format!("cannot create the output file {}", path.display()))?,
         ),
         None => Box::new(io::stdout().lock()),
