@@ -27,6 +27,8 @@ pub enum Command {
     Recover(cmd::recover::Args),
     Report(cmd::report::Args),
     Reads(cmd::reads::Args),
+    Prefetch(cmd::prefetch::Args),
+    Run(cmd::run::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -39,5 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Recover(args) => cmd::recover::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Reads(args) => cmd::reads::run(args),
+        Command::Prefetch(args) => cmd::prefetch::run(args),
+        Command::Run(args) => cmd::run::run(args),
     }
 }

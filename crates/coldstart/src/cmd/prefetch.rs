@@ -1,0 +1,323 @@
+//! `coldstart prefetch plan|show|run`: a prefetch plan made from a trace, shown, and
+//! replayed into the page cache. The replay options are shared with `coldstart run`
+//! and `coldstart bench --prefetch` ([`ReplayArgs`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use coldstart_prefetch::show::ShowOptions;
+use coldstart_prefetch::{IoPriority, Method, Order, Plan, PlanSettings, ReplayOptions};
+use coldstart_trace::Trace;
+
+/// Make a prefetch plan from a trace, show it, or replay it into the page cache.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  sudo coldstart record --cold -o app.coldstart -- python3 -c 'import pandas'
+  coldstart prefetch plan app.coldstart -o app.plan
+  coldstart prefetch show app.plan
+  coldstart prefetch run app.plan                   # warm the cache now
+  coldstart run --prefetch app.plan -- python3 -c 'import pandas'    # replay alongside the start
+  sudo coldstart bench --both --prefetch app.plan -- python3 -c 'import pandas'  # did it work?")]
+pub struct Args {
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    Plan(PlanArgs),
+    Show(ShowArgs),
+    Run(RunArgs),
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum OrderArg {
+    /// By the time each range was first needed (what the start needs first arrives first).
+    FirstNeed,
+    /// By position on the disk (fewest seeks, ureadahead style).
+    Disk,
+    /// By first need in windows of --blend-window-ms, by disk position within each.
+    Blend,
+}
+
+/// Make a plan from a trace: the pages the start used, merged into ranges, in replay order.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  coldstart prefetch plan app.coldstart -o app.plan
+  coldstart prefetch plan app.coldstart -o app-disk.plan --order disk
+  coldstart prefetch plan app.coldstart -o vmtouch-like.plan --whole-files      # a classic baseline
+
+Used pages are the trace's read and fault accesses plus the map-around pages that were
+filled; for a trace without page accesses, the pages that entered the page cache (the
+plan says so). Gaps between used ranges of a file, up to --gap-kib, are read through,
+smallest first, where the file is contiguous on the disk, while the plan stays within
+--max-size times the bytes the start read. The format is docs/plan-format.md.")]
+pub struct PlanArgs {
+    /// The trace (from `coldstart record`, best with --cold).
+    pub trace: PathBuf,
+    /// The plan file to write.
+    #[arg(short, long, value_name = "PLAN")]
+    pub output: PathBuf,
+    /// Replay order.
+    #[arg(long, value_enum, default_value = "first-need")]
+    pub order: OrderArg,
+    /// Window of --order blend, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    pub blend_window_ms: f64,
+    /// Largest gap between two used ranges of a file that may be read through, KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 256)]
+    pub gap_kib: u64,
+    /// Merge gaps only while the plan stays within this many times the bytes the start read.
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0)]
+    pub max_size: f64,
+    /// Longest range, KiB; longer ones are split, each part with its own first-need time.
+    #[arg(long, value_name = "KIB", default_value_t = 2048)]
+    pub max_range_kib: u64,
+    /// Plan whole files (the classic vmtouch / ureadahead baselines), not used pages.
+    #[arg(long)]
+    pub whole_files: bool,
+    /// Leave out filesystem metadata (block-device ranges).
+    #[arg(long)]
+    pub no_metadata: bool,
+    /// Overwrite PLAN if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Show a plan: its size against what the start read, what it leaves out, its files.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  coldstart prefetch show app.plan\n  coldstart prefetch show app.plan --all --ranges"
+)]
+pub struct ShowArgs {
+    pub plan: PathBuf,
+    /// List this many files.
+    #[arg(long, default_value_t = 30)]
+    pub files: usize,
+    /// List every file.
+    #[arg(long)]
+    pub all: bool,
+    /// List each file's ranges too.
+    #[arg(long)]
+    pub ranges: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum MethodArg {
+    /// WILLNEED, then read through the range: a thread moves on once its pages are in.
+    Read,
+    /// WILLNEED only (asynchronous).
+    Willneed,
+}
+
+/// How to replay a plan (shared by `prefetch run`, `run --prefetch` and `bench --prefetch`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// Threads replaying at once (requests in flight with --method read).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub depth: u64,
+    /// How ranges are fetched.
+    #[arg(long, value_enum, default_value = "read")]
+    pub method: MethodArg,
+    /// Most memory to fill: MiB (`512`), with a unit (`2G`), or a share of MemAvailable (`25%`) [default: 50%].
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+    /// I/O priority of the replay: be:0-7, idle, rt:0-7 (root) [default: inherited].
+    #[arg(long, value_name = "PRIO")]
+    pub ioprio: Option<String>,
+    /// Do not replay filesystem metadata (block-device ranges).
+    #[arg(long)]
+    pub skip_metadata: bool,
+    /// Do not warm directories.
+    #[arg(long)]
+    pub skip_directories: bool,
+}
+
+impl ReplayArgs {
+    pub fn options(&self) -> anyhow::Result<ReplayOptions> {
+        let mut options = ReplayOptions {
+            depth: self.depth as usize,
+            method: match self.method {
+                MethodArg::Read => Method::Read,
+                MethodArg::Willneed => Method::Willneed,
+            },
+            metadata: !self.skip_metadata,
+            directories: !self.skip_directories,
+            ..ReplayOptions::default()
+        };
+        if let Some(p) = &self.ioprio {
+            options.io_priority = Some(p.parse::<IoPriority>().map_err(anyhow::Error::msg)?);
+        }
+        if let Some(m) = &self.max_memory {
+            match parse_memory(m)? {
+                Memory::Share(s) => options.memory_share = s,
+                Memory::Bytes(b) => options.max_memory = Some(b),
+            }
+        }
+        Ok(options)
+    }
+}
+
+enum Memory {
+    Share(f64),
+    Bytes(u64),
+}
+
+fn parse_memory(text: &str) -> anyhow::Result<Memory> {
+    let bad = || {
+        anyhow::anyhow!(
+            "--max-memory takes MiB (512), a size with a unit (512M, 2G) or a share (25%): {text:?}"
+        )
+    };
+    let t = text.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        let share: f64 = p.trim().parse().map_err(|_| bad())?;
+        anyhow::ensure!(share > 0.0 && share <= 100.0, "--max-memory share must be within 0–100%");
+        return Ok(Memory::Share(share / 100.0));
+    }
+    let (number, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => (&t[..i], t[i..].to_ascii_uppercase()),
+        None => (t, "M".to_owned()),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    let scale = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "K" => 1u64 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    anyhow::ensure!(value > 0.0, "--max-memory must be positive");
+    Ok(Memory::Bytes((value * scale as f64) as u64))
+}
+
+/// Replay a plan into the page cache now (files that changed since are skipped and reported).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  coldstart prefetch run app.plan
+  coldstart prefetch run app.plan --depth 4 --ioprio idle --max-memory 25%
+  coldstart prefetch run app.plan --json report.json --max-stale 30
+
+Works without root for files the user can read (what was already cached is then unknown
+for files the user may not write, and they are read anyway). Exit status: 0 done; 2 an
+error of coldstart; 4 more than --max-stale percent of the planned bytes belong to files
+that changed or disappeared since the plan was made (make the plan again).")]
+pub struct RunArgs {
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+    /// Write the report as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Exit with status 4 when more than this percentage of planned bytes is stale or missing.
+    #[arg(long, value_name = "PCT")]
+    pub max_stale: Option<f64>,
+    /// Print nothing (errors and --max-stale excepted).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn load_plan(path: &std::path::Path) -> anyhow::Result<Arc<Plan>> {
+    Ok(Arc::new(Plan::load(path)?))
+}
+
+fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    if args.output.exists() && !args.force {
+        bail!("{} exists; use --force to overwrite it", args.output.display());
+    }
+    anyhow::ensure!(args.max_size > 0.0, "--max-size must be positive");
+    anyhow::ensure!(args.blend_window_ms > 0.0, "--blend-window-ms must be positive");
+    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let settings = PlanSettings {
+        order: match args.order {
+            OrderArg::FirstNeed => Order::FirstNeed,
+            OrderArg::Disk => Order::Disk,
+            OrderArg::Blend => Order::Blend,
+        },
+        blend_window_ns: (args.blend_window_ms * 1e6) as i64,
+        max_gap_bytes: args.gap_kib * 1024,
+        max_size_ratio: args.max_size,
+        max_range_bytes: args.max_range_kib.max(4) * 1024,
+        whole_files: args.whole_files,
+        metadata: !args.no_metadata,
+    };
+    let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
+    let plan = coldstart_prefetch::build_plan(&trace, &args.trace.to_string_lossy(), &settings, &tool)?;
+    plan.save(&args.output)?;
+    let s = &plan.stats;
+    eprintln!(
+        "coldstart: wrote {}: {} files, {} ranges, {:.1} MiB ({:.2}× the {:.1} MiB the start read; covers {:.1}% of it)",
+        args.output.display(),
+        s.files,
+        s.ranges,
+        s.planned_bytes as f64 / 1048576.0,
+        if s.read_bytes > 0 { s.planned_bytes as f64 / s.read_bytes as f64 } else { 0.0 },
+        s.read_bytes as f64 / 1048576.0,
+        if s.read_bytes > 0 { 100.0 * s.planned_read_bytes as f64 / s.read_bytes as f64 } else { 0.0 },
+    );
+    for n in &plan.notes {
+        eprintln!("  note: {n}");
+    }
+    eprintln!("next: coldstart prefetch show {}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let plan = Plan::load(&args.plan)?;
+    let options = ShowOptions { max_files: (!args.all).then_some(args.files), ranges: args.ranges };
+    print!("{}", coldstart_prefetch::show::render(&plan, options));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(p) = args.max_stale {
+        anyhow::ensure!((0.0..=100.0).contains(&p), "--max-stale takes a percentage (0–100)");
+    }
+    let plan = load_plan(&args.plan)?;
+    let report = coldstart_prefetch::replay(plan, &args.replay.options()?)?;
+    if !args.quiet {
+        eprint!("{}", coldstart_prefetch::summary::render(&report));
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(limit) = args.max_stale
+        && report.stale_share() * 100.0 > limit
+    {
+        eprintln!(
+            "coldstart: {:.1}% of the planned bytes belong to files that changed or disappeared since the plan was \
+             made (limit {limit}%): make the plan again (`coldstart record --cold`, then `coldstart prefetch plan`)",
+            report.stale_share() * 100.0
+        );
+        return Ok(ExitCode::from(4));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Plan(a) => plan(a),
+        Action::Show(a) => show(a),
+        Action::Run(a) => replay(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_parse() {
+        assert!(matches!(parse_memory("512").unwrap(), Memory::Bytes(b) if b == 512 << 20));
+        assert!(matches!(parse_memory("2G").unwrap(), Memory::Bytes(b) if b == 2 << 30));
+        assert!(matches!(parse_memory("64MiB").unwrap(), Memory::Bytes(b) if b == 64 << 20));
+        assert!(matches!(parse_memory("25%").unwrap(), Memory::Share(s) if (s - 0.25).abs() < 1e-9));
+        assert!(parse_memory("lots").is_err());
+        assert!(parse_memory("150%").is_err());
+    }
+}

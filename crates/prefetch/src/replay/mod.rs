@@ -1,0 +1,252 @@
+//! Replaying a plan: its steps in plan order by a pool of `depth` threads, each
+//! range read through the page cache (WILLNEED for the whole range, then reads
+//! that return once its pages are in) or only advised (WILLNEED, asynchronous).
+//!
+//! Every file is opened by path and checked against the identity in the plan
+//! (device, inode, size, mtime; a block device by its device number) before any
+//! of it is read: a changed file is skipped and reported, never read wrongly. Ranges
+//! already resident (cachestat) are not read again; the bytes to fetch are bounded
+//! by a memory budget: `max_memory` and never more than `memory_share` of
+//! MemAvailable at the start. Threads get the I/O priority asked for. The report
+//! accounts for every planned range exactly once.
+
+mod sys;
+mod worker;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use sys::{IoPriority, cached_pages, mem_available};
+
+use crate::error::{PrefetchError, Result};
+use crate::plan::Plan;
+
+/// How a range is fetched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// `POSIX_FADV_WILLNEED` for the range, then `pread` through it: the thread
+    /// moves on once the pages are in, so `depth` bounds the I/O in flight.
+    #[default]
+    Read,
+    /// `POSIX_FADV_WILLNEED` only: asynchronous, the kernel reads when it can
+    /// (ureadahead style); returning does not mean the pages are in.
+    Willneed,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Read => "read",
+            Method::Willneed => "willneed",
+        }
+    }
+}
+
+/// How to replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayOptions {
+    /// Threads working through the steps (and so the requests in flight with `Read`).
+    pub depth: usize,
+    pub method: Method,
+    /// Most bytes to bring into the cache (`None`: only the MemAvailable share applies).
+    pub max_memory: Option<u64>,
+    /// Largest share of MemAvailable (at the start) the replay may fill.
+    pub memory_share: f64,
+    /// I/O priority of the replay threads (`None`: inherited).
+    pub io_priority: Option<IoPriority>,
+    /// Largest single read or WILLNEED (the kernel honours up to its readahead limit per call).
+    pub chunk_bytes: u64,
+    /// Replay block-device (filesystem metadata) ranges.
+    pub metadata: bool,
+    /// Warm the plan's directories.
+    pub directories: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions {
+            depth: 16,
+            method: Method::Read,
+            max_memory: None,
+            memory_share: 0.5,
+            io_priority: None,
+            chunk_bytes: 8 << 20,
+            metadata: true,
+            directories: true,
+        }
+    }
+}
+
+/// A number of ranges and their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub ranges: u64,
+    pub bytes: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, ranges: u64, bytes: u64) {
+        self.ranges += ranges;
+        self.bytes += bytes;
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.add(other.ranges, other.bytes);
+    }
+}
+
+/// What a replay did. Every planned range is counted once in exactly one of
+/// `resident`, `fetched`, `unknown_residency`, `stale`, `missing`, `unreadable`,
+/// `over_budget`, `failed`, `not_reached` (bytes of a partly resident range are
+/// split between `resident` and `fetched`, the range counted in `fetched`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayReport {
+    pub planned: Tally,
+    pub planned_files: usize,
+    /// Already in the page cache.
+    pub resident: Tally,
+    /// Brought into the page cache by the replay.
+    pub fetched: Tally,
+    /// Read, but the kernel would not say what was resident before (unprivileged
+    /// cachestat on a file we may not write).
+    pub unknown_residency: Tally,
+    /// Skipped: the file changed since the plan was made (identity differs).
+    pub stale: Tally,
+    pub stale_files: usize,
+    /// Skipped: the file is gone.
+    pub missing: Tally,
+    pub missing_files: usize,
+    /// Skipped: the file cannot be opened (permissions, a block device we may not read).
+    pub unreadable: Tally,
+    pub unreadable_files: usize,
+    /// Skipped: the memory budget was used up.
+    pub over_budget: Tally,
+    /// A read or advice failed.
+    pub failed: Tally,
+    /// Not reached: the replay was cancelled (e.g. the command finished first).
+    pub not_reached: Tally,
+    /// Filesystem metadata (block-device ranges) among the above: planned, and fetched.
+    pub metadata_planned: Tally,
+    pub metadata_fetched: Tally,
+    pub directories: usize,
+    pub directories_failed: usize,
+    /// Files opened and found unchanged.
+    pub files_opened: usize,
+    /// The memory budget in bytes, and how it was set.
+    pub budget_bytes: u64,
+    pub budget: String,
+    pub options: Option<ReplayOptions>,
+    /// Seconds from the start of the replay to its end.
+    pub elapsed_s: f64,
+    pub cancelled: bool,
+    /// The first problems met (which file was stale and why, which read failed).
+    pub problems: Vec<String>,
+    /// Problems not listed in `problems`.
+    pub more_problems: usize,
+}
+
+impl ReplayReport {
+    /// Bytes of files that changed or disappeared since the plan was made.
+    pub fn stale_share(&self) -> f64 {
+        if self.planned.bytes == 0 {
+            0.0
+        } else {
+            (self.stale.bytes + self.missing.bytes) as f64 / self.planned.bytes as f64
+        }
+    }
+
+    /// The sum of every outcome, which equals `planned`.
+    pub fn accounted(&self) -> Tally {
+        let mut t = Tally::default();
+        for part in [
+            self.fetched,
+            self.unknown_residency,
+            self.stale,
+            self.missing,
+            self.unreadable,
+            self.over_budget,
+            self.failed,
+            self.not_reached,
+        ] {
+            t.merge(part);
+        }
+        t.bytes += self.resident.bytes;
+        t.ranges += self.resident.ranges;
+        t
+    }
+}
+
+/// A replay running in the background.
+pub struct Replay {
+    cancel: Arc<AtomicBool>,
+    handle: JoinHandle<ReplayReport>,
+}
+
+impl Replay {
+    /// Starts replaying `plan` on threads of its own and returns at once.
+    pub fn start(plan: Arc<Plan>, options: &ReplayOptions) -> Result<Replay> {
+        if let Some(p) = options.io_priority {
+            check_priority(p)?;
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancel);
+        let options = options.clone();
+        let handle = std::thread::Builder::new()
+            .name("prefetch".into())
+            .spawn(move || worker::run(&plan, &options, &flag))
+            .map_err(PrefetchError::Threads)?;
+        Ok(Replay { cancel, handle })
+    }
+
+    /// Asks the replay to stop after the steps in progress; the rest is `not_reached`.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits for the end of the replay.
+    pub fn join(self) -> ReplayReport {
+        self.handle.join().unwrap_or_else(|_| ReplayReport {
+            problems: vec!["the replay thread panicked".into()],
+            ..ReplayReport::default()
+        })
+    }
+
+    /// Waits at most `limit`; `None` if still running.
+    pub fn join_within(self, limit: Duration) -> std::result::Result<ReplayReport, Replay> {
+        let deadline = std::time::Instant::now() + limit;
+        while !self.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                return Err(self);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(self.join())
+    }
+}
+
+/// Checks on a short-lived thread that `priority` may be set (rt needs privilege).
+fn check_priority(priority: IoPriority) -> Result<()> {
+    let outcome = std::thread::spawn(move || priority.apply_to_this_thread()).join();
+    match outcome {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) => Err(PrefetchError::IoPriority { priority: priority.to_string(), source }),
+        Err(_) => Err(PrefetchError::IoPriority {
+            priority: priority.to_string(),
+            source: std::io::Error::other("the checking thread panicked"),
+        }),
+    }
+}
+
+/// Replays `plan` and waits for the end.
+pub fn replay(plan: Arc<Plan>, options: &ReplayOptions) -> Result<ReplayReport> {
+    Ok(Replay::start(plan, options)?.join())
+}

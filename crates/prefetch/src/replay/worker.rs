@@ -1,0 +1,415 @@
+//! The replay threads: each takes the next step of the plan (so steps start in plan
+//! order and at most `depth` run at once), opens files on first use (checking their
+//! identity), and tallies what became of every range.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use coldstart_trace::Dev;
+use rustix::fs::{Advice, FileType, Mode, OFlags, Stat};
+
+use super::sys::{self, cached_pages};
+use super::{Method, ReplayOptions, ReplayReport, Tally};
+use crate::plan::{Plan, PlanFile, PlanFileKind, Step};
+
+const BUFFER_BYTES: usize = 256 * 1024;
+const PROBLEMS_LISTED: usize = 20;
+
+/// Why a file is not read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    Stale,
+    Missing,
+    Unreadable,
+}
+
+enum FileState {
+    Unopened,
+    Ready { fd: Arc<OwnedFd>, residency_known: bool },
+    Skipped(Skip),
+    Closed,
+}
+
+struct Slot {
+    state: Mutex<FileState>,
+    /// Steps of the file not yet done; the descriptor is closed after the last.
+    remaining: AtomicUsize,
+}
+
+struct Shared<'a> {
+    plan: &'a Plan,
+    steps: Vec<Step>,
+    options: &'a ReplayOptions,
+    cancel: &'a AtomicBool,
+    next: AtomicUsize,
+    committed: AtomicU64,
+    budget: u64,
+    slots: Vec<Slot>,
+    problems: Mutex<(Vec<String>, usize)>,
+}
+
+/// What one thread counted.
+#[derive(Default)]
+struct Local {
+    resident: Tally,
+    fetched: Tally,
+    unknown_residency: Tally,
+    stale: Tally,
+    missing: Tally,
+    unreadable: Tally,
+    over_budget: Tally,
+    failed: Tally,
+    metadata_fetched: Tally,
+    stale_files: usize,
+    missing_files: usize,
+    unreadable_files: usize,
+    files_opened: usize,
+    directories: usize,
+    directories_failed: usize,
+}
+
+impl Shared<'_> {
+    fn problem(&self, text: String) {
+        let mut p = self.problems.lock().unwrap_or_else(|e| e.into_inner());
+        if p.0.len() < PROBLEMS_LISTED { p.0.push(text) } else { p.1 += 1 }
+    }
+}
+
+/// Whether the options let `step` run (metadata and directories can be turned off).
+fn enabled(plan: &Plan, options: &ReplayOptions, step: Step) -> bool {
+    match step {
+        Step::Directory(_) => options.directories,
+        Step::Open(f) | Step::Range { file: f, .. } => {
+            options.metadata || plan.files[f].kind != PlanFileKind::BlockDevice
+        }
+    }
+}
+
+fn identity_problem(file: &PlanFile, st: &Stat) -> Option<String> {
+    let kind = FileType::from_raw_mode(st.st_mode);
+    match file.kind {
+        PlanFileKind::BlockDevice => {
+            let rdev = Dev::from_user(st.st_rdev);
+            if kind != FileType::BlockDevice {
+                Some("no longer a block device".into())
+            } else if rdev != file.dev {
+                Some(format!("now device {rdev}, planned {}", file.dev))
+            } else {
+                None
+            }
+        }
+        PlanFileKind::Regular => {
+            let dev = Dev::from_user(st.st_dev);
+            let mtime = st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64;
+            if kind != FileType::RegularFile {
+                Some("no longer a regular file".into())
+            } else if dev != file.dev || st.st_ino != file.ino {
+                Some(format!(
+                    "replaced (now {dev} inode {}, planned {} inode {})",
+                    st.st_ino, file.dev, file.ino
+                ))
+            } else if file.size.is_some_and(|s| s != st.st_size as u64) {
+                Some(format!("size changed ({} → {} bytes)", file.size.unwrap_or(0), st.st_size))
+            } else if file.mtime_ns.is_some_and(|m| m != mtime) {
+                Some("modified since the plan was made (mtime differs)".into())
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn open(path: &str) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty()),
+        other => other,
+    }
+}
+
+/// The open descriptor of file `f` and whether cachestat answers for it, opening
+/// and checking it on first use.
+fn file_fd(shared: &Shared<'_>, f: usize, local: &mut Local) -> Result<(Arc<OwnedFd>, bool), Skip> {
+    let slot = &shared.slots[f];
+    let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+    match &*state {
+        FileState::Ready { fd, residency_known } => return Ok((Arc::clone(fd), *residency_known)),
+        FileState::Skipped(skip) => return Err(*skip),
+        FileState::Closed | FileState::Unopened => {}
+    }
+    let file = &shared.plan.files[f];
+    let opened = open(&file.path).map_err(|e| match e {
+        rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => (Skip::Missing, "gone".to_owned()),
+        e => (Skip::Unreadable, format!("cannot open: {}", std::io::Error::from(e))),
+    });
+    let checked = opened.and_then(|fd| match rustix::fs::fstat(&fd) {
+        Ok(st) => match identity_problem(file, &st) {
+            Some(why) => Err((Skip::Stale, why)),
+            None => Ok(fd),
+        },
+        Err(e) => Err((Skip::Unreadable, format!("cannot stat: {}", std::io::Error::from(e)))),
+    });
+    match checked {
+        Ok(fd) => {
+            if shared.options.method == Method::Read {
+                let _ = rustix::fs::fadvise(&fd, 0, None, Advice::Random);
+            }
+            let residency_known = cached_pages(fd.as_fd(), 0, 1).is_ok();
+            let fd = Arc::new(fd);
+            local.files_opened += 1;
+            *state = FileState::Ready { fd: Arc::clone(&fd), residency_known };
+            Ok((fd, residency_known))
+        }
+        Err((skip, why)) => {
+            match skip {
+                Skip::Stale => local.stale_files += 1,
+                Skip::Missing => local.missing_files += 1,
+                Skip::Unreadable => local.unreadable_files += 1,
+            }
+            let word = match skip {
+                Skip::Stale => "stale, skipped",
+                Skip::Missing => "missing, skipped",
+                Skip::Unreadable => "unreadable, skipped",
+            };
+            shared.problem(format!("{word}: {}: {why}", file.path));
+            *state = FileState::Skipped(skip);
+            Err(skip)
+        }
+    }
+}
+
+fn step_done(shared: &Shared<'_>, f: usize) {
+    let slot = &shared.slots[f];
+    if slot.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*state, FileState::Ready { .. }) {
+            *state = FileState::Closed;
+        }
+    }
+}
+
+fn fetch(
+    fd: &OwnedFd,
+    offset: u64,
+    length: u64,
+    options: &ReplayOptions,
+    buffer: &mut [u8],
+) -> std::io::Result<()> {
+    let chunk = options.chunk_bytes.max(4096);
+    let mut at = offset;
+    while at < offset + length {
+        let len = chunk.min(offset + length - at);
+        rustix::fs::fadvise(fd, at, std::num::NonZeroU64::new(len), Advice::WillNeed)?;
+        if options.method == Method::Read {
+            sys::read_through(fd, at, len, buffer)?;
+        }
+        at += len;
+    }
+    Ok(())
+}
+
+fn range_step(shared: &Shared<'_>, f: usize, r: usize, local: &mut Local, buffer: &mut [u8]) {
+    let file = &shared.plan.files[f];
+    let range = &file.ranges[r];
+    let (fd, residency_known) = match file_fd(shared, f, local) {
+        Ok(x) => x,
+        Err(Skip::Stale) => return local.stale.add(1, range.length),
+        Err(Skip::Missing) => return local.missing.add(1, range.length),
+        Err(Skip::Unreadable) => return local.unreadable.add(1, range.length),
+    };
+    let page = u64::from(shared.plan.source.page_size.max(512));
+    let resident = if residency_known {
+        cached_pages(fd.as_fd(), range.offset, range.length).map(|p| (p * page).min(range.length)).ok()
+    } else {
+        None
+    };
+    let resident_bytes = resident.unwrap_or(0);
+    if resident_bytes == range.length {
+        return local.resident.add(1, range.length);
+    }
+    local.resident.bytes += resident_bytes;
+    let needed = range.length - resident_bytes;
+    let before = shared.committed.fetch_add(needed, Ordering::AcqRel);
+    if before + needed > shared.budget {
+        shared.committed.fetch_sub(needed, Ordering::AcqRel);
+        return local.over_budget.add(1, needed);
+    }
+    match fetch(&fd, range.offset, range.length, shared.options, buffer) {
+        Ok(()) if resident.is_none() => local.unknown_residency.add(1, needed),
+        Ok(()) => {
+            local.fetched.add(1, needed);
+            if file.kind == PlanFileKind::BlockDevice {
+                local.metadata_fetched.add(1, needed);
+            }
+        }
+        Err(e) => {
+            local.failed.add(1, needed);
+            shared.problem(format!("read failed: {} at {}+{}: {e}", file.path, range.offset, range.length));
+        }
+    }
+}
+
+fn directory_step(shared: &Shared<'_>, d: usize, local: &mut Local) {
+    let dir = &shared.plan.directories[d];
+    let warmed = std::fs::metadata(&dir.path).and_then(|_| {
+        if dir.list {
+            for entry in std::fs::read_dir(&dir.path)? {
+                entry?;
+            }
+        }
+        Ok(())
+    });
+    match warmed {
+        Ok(()) => local.directories += 1,
+        Err(_) => local.directories_failed += 1,
+    }
+}
+
+fn work(shared: &Shared<'_>) -> Local {
+    let mut local = Local::default();
+    if let Some(p) = shared.options.io_priority
+        && let Err(e) = p.apply_to_this_thread()
+    {
+        shared.problem(format!("cannot set I/O priority {p} on a replay thread: {e}"));
+    }
+    let mut buffer = vec![0u8; if shared.options.method == Method::Read { BUFFER_BYTES } else { 0 }];
+    while !shared.cancel.load(Ordering::Relaxed) {
+        let i = shared.next.fetch_add(1, Ordering::AcqRel);
+        let Some(&step) = shared.steps.get(i) else { break };
+        match step {
+            Step::Directory(d) => directory_step(shared, d, &mut local),
+            Step::Open(f) => {
+                let _ = file_fd(shared, f, &mut local);
+                step_done(shared, f);
+            }
+            Step::Range { file, range } => {
+                range_step(shared, file, range, &mut local, &mut buffer);
+                step_done(shared, file);
+            }
+        }
+    }
+    local
+}
+
+fn budget(options: &ReplayOptions) -> (u64, String) {
+    let share = sys::mem_available().map(|avail| ((avail as f64 * options.memory_share) as u64, avail));
+    match (options.max_memory, share) {
+        (Some(max), Some((s, avail))) if s < max => (
+            s,
+            format!(
+                "{:.0}% of MemAvailable ({} MiB), below --max-memory {} MiB",
+                options.memory_share * 100.0,
+                avail >> 20,
+                max >> 20
+            ),
+        ),
+        (Some(max), _) => (max, format!("--max-memory {} MiB", max >> 20)),
+        (None, Some((s, avail))) => {
+            (s, format!("{:.0}% of MemAvailable ({} MiB)", options.memory_share * 100.0, avail >> 20))
+        }
+        (None, None) => (u64::MAX, "unlimited (MemAvailable unreadable)".into()),
+    }
+}
+
+fn merge(report: &mut ReplayReport, l: Local) {
+    for (into, from) in [
+        (&mut report.resident, l.resident),
+        (&mut report.fetched, l.fetched),
+        (&mut report.unknown_residency, l.unknown_residency),
+        (&mut report.stale, l.stale),
+        (&mut report.missing, l.missing),
+        (&mut report.unreadable, l.unreadable),
+        (&mut report.over_budget, l.over_budget),
+        (&mut report.failed, l.failed),
+        (&mut report.metadata_fetched, l.metadata_fetched),
+    ] {
+        into.merge(from);
+    }
+    report.stale_files += l.stale_files;
+    report.missing_files += l.missing_files;
+    report.unreadable_files += l.unreadable_files;
+    report.files_opened += l.files_opened;
+    report.directories += l.directories;
+    report.directories_failed += l.directories_failed;
+}
+
+fn range_of(plan: &Plan, step: Step) -> Option<(&PlanFile, u64)> {
+    match step {
+        Step::Range { file, range } => Some((&plan.files[file], plan.files[file].ranges[range].length)),
+        _ => None,
+    }
+}
+
+pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> ReplayReport {
+    let started = Instant::now();
+    let (budget, budget_text) = budget(options);
+    let slots = plan
+        .files
+        .iter()
+        .map(|_| Slot { state: Mutex::new(FileState::Unopened), remaining: AtomicUsize::new(0) })
+        .collect();
+    let shared = Shared {
+        plan,
+        steps: plan.steps.iter().copied().filter(|&s| enabled(plan, options, s)).collect(),
+        options,
+        cancel,
+        next: AtomicUsize::new(0),
+        committed: AtomicU64::new(0),
+        budget,
+        slots,
+        problems: Mutex::new((Vec::new(), 0)),
+    };
+    let mut report = ReplayReport {
+        budget_bytes: budget,
+        budget: budget_text,
+        options: Some(options.clone()),
+        ..ReplayReport::default()
+    };
+    let mut files = vec![false; plan.files.len()];
+    for &step in &shared.steps {
+        if let Step::Open(f) | Step::Range { file: f, .. } = step {
+            shared.slots[f].remaining.fetch_add(1, Ordering::Relaxed);
+            files[f] = true;
+        }
+        if let Some((file, length)) = range_of(plan, step) {
+            report.planned.add(1, length);
+            if file.kind == PlanFileKind::BlockDevice {
+                report.metadata_planned.add(1, length);
+            }
+        }
+    }
+    report.planned_files = files.iter().filter(|&&f| f).count();
+
+    let depth = options.depth.clamp(1, shared.steps.len().max(1));
+    let locals: Vec<Local> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..depth)
+            .filter_map(|i| {
+                std::thread::Builder::new()
+                    .name(format!("prefetch-{i}"))
+                    .spawn_scoped(scope, || work(&shared))
+                    .ok()
+            })
+            .collect();
+        if handles.is_empty() {
+            return vec![work(&shared)];
+        }
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    for l in locals {
+        merge(&mut report, l);
+    }
+    let taken = shared.next.load(Ordering::Acquire).min(shared.steps.len());
+    for &step in &shared.steps[taken..] {
+        if let Some((_, length)) = range_of(plan, step) {
+            report.not_reached.add(1, length);
+        }
+    }
+    report.cancelled = taken < shared.steps.len();
+    let (problems, more) = shared.problems.into_inner().unwrap_or_else(|e| e.into_inner());
+    report.problems = problems;
+    report.more_problems = more;
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report
+}

@@ -1,0 +1,66 @@
+//! A replay report as text: planned, already resident, fetched, skipped (and why),
+//! and the time it took.
+
+use std::fmt::Write;
+
+use crate::replay::{ReplayReport, Tally};
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+}
+
+fn line(out: &mut String, what: &str, t: Tally, extra: &str) {
+    if t.ranges > 0 || t.bytes > 0 || what == "planned" {
+        let _ = writeln!(out, "  {what:<18} {:>9} in {:>6} ranges{extra}", mib(t.bytes), t.ranges);
+    }
+}
+
+/// The report, one outcome per line, for a terminal.
+pub fn render(r: &ReplayReport) -> String {
+    let mut out = String::new();
+    let how = r.options.as_ref().map_or(String::new(), |o| {
+        let prio = o.io_priority.map_or("inherited".to_owned(), |p| p.to_string());
+        format!(" ({} threads, {}, I/O priority {prio})", o.depth, o.method.name())
+    });
+    let _ = writeln!(
+        out,
+        "prefetch: {:.3} s{how}{}",
+        r.elapsed_s,
+        if r.cancelled { ", stopped early" } else { "" }
+    );
+    line(&mut out, "planned", r.planned, &format!(" of {} files", r.planned_files));
+    line(&mut out, "already resident", r.resident, "");
+    line(&mut out, "fetched", r.fetched, "");
+    line(&mut out, "read (residency ?)", r.unknown_residency, " (the kernel would not say what was cached)");
+    line(
+        &mut out,
+        "metadata fetched",
+        r.metadata_fetched,
+        &format!(" (of {} planned)", mib(r.metadata_planned.bytes)),
+    );
+    line(&mut out, "skipped, stale", r.stale, &format!(" ({} files changed since the plan)", r.stale_files));
+    line(&mut out, "skipped, missing", r.missing, &format!(" ({} files gone)", r.missing_files));
+    line(&mut out, "skipped, unreadable", r.unreadable, &format!(" ({} files)", r.unreadable_files));
+    line(
+        &mut out,
+        "skipped, budget",
+        r.over_budget,
+        &format!(" (budget {}: {})", mib(r.budget_bytes), r.budget),
+    );
+    line(&mut out, "failed", r.failed, "");
+    line(&mut out, "not reached", r.not_reached, " (stopped before)");
+    let _ = writeln!(
+        out,
+        "  files opened {}, directories warmed {}{}",
+        r.files_opened,
+        r.directories,
+        if r.directories_failed > 0 { format!(" ({} failed)", r.directories_failed) } else { String::new() }
+    );
+    for p in &r.problems {
+        let _ = writeln!(out, "  {p}");
+    }
+    if r.more_problems > 0 {
+        let _ = writeln!(out, "  … and {} more problems", r.more_problems);
+    }
+    out
+}
