@@ -1,12 +1,14 @@
 //! `coldstart record` as a process: killed with SIGTERM it still writes its trace
 //! and leaves no tracing instance; killed with SIGKILL its guardian removes the
-//! instances and `coldstart recover` turns the spool into a partial trace.
+//! instances and `coldstart recover` turns the spool into a partial trace; with
+//! `--until output:REGEX` or `--until mark:NAME` it stops at that moment, stores it
+//! as the ready time and ends the command's whole tree.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use coldstart_trace::Trace;
+use coldstart_trace::{MarkSource, Trace};
 
 fn can_record(test: &str) -> bool {
     let root = nix::unistd::Uid::effective().is_root();
@@ -131,4 +133,80 @@ fn sigkill_leaves_a_spool_that_recover_turns_into_a_partial_trace() {
         "cat ran before the kill"
     );
     assert!(!spool.exists(), "recover removes the spool");
+}
+
+/// Processes that have `arg` as one of their arguments.
+fn processes_with_arg(arg: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Records `script` (run by sh) until `until`; returns the recorder's exit status and the trace.
+fn record_until(dir: &Path, until: &str, script: &str) -> (Option<i32>, Trace) {
+    let out = dir.join("until.coldstart");
+    let status = Command::new(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["record", "--until", until, "--timeout", "120", "-o"])
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(dir.join("spool"))
+        .args(["--", "sh", "-c", script])
+        .env("COLDSTART", env!("CARGO_BIN_EXE_coldstart"))
+        .status()
+        .unwrap();
+    (status.code(), Trace::read(&out).expect("the trace is written"))
+}
+
+#[test]
+fn until_output_stops_at_the_matching_line_and_ends_the_command() {
+    if !can_record("until_output") {
+        return;
+    }
+    let dir = private_dir();
+    let token = format!("3600.{}1", std::process::id());
+    let script = format!("echo starting; sleep 0.2; echo 'READY on port 42'; exec sleep {token}");
+    let (status, trace) = record_until(dir.path(), r"output:READY on port \d+", &script);
+    assert_eq!(status, Some(0), "the command was ready: record exits 0 although it ended the command");
+    let ready = trace.meta.ready.clone().expect("a ready time");
+    assert_eq!(ready.reason, r"output:READY on port \d+");
+    assert!(ready.t_ns > 0 && ready.t_ns <= trace.meta.duration_ns, "{ready:?}");
+    let output: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Output).collect();
+    assert_eq!(output.len(), 1, "{:?}", trace.marks);
+    assert_eq!((output[0].name.as_str(), output[0].t_ns), ("READY on port 42", ready.t_ns));
+    let root = trace.processes.iter().find(|p| Some(p.pid) == trace.meta.root_pid).unwrap();
+    assert!(root.start_ns.unwrap_or(0) <= ready.t_ns);
+    assert_eq!(processes_with_arg(&token), Vec::<String>::new(), "the command's sleep is still running");
+    assert!(std::fs::read_dir(dir.path().join("spool")).unwrap().next().is_none(), "the spool is removed");
+}
+
+#[test]
+fn until_mark_stops_at_the_mark_and_ends_the_command() {
+    if !can_record("until_mark") {
+        return;
+    }
+    let dir = private_dir();
+    let token = format!("3600.{}2", std::process::id());
+    let script = format!("sleep 0.2; \"$COLDSTART\" mark ready; exec sleep {token}");
+    let (status, trace) = record_until(dir.path(), "mark:ready", &script);
+    assert_eq!(status, Some(0));
+    let ready = trace.meta.ready.clone().expect("a ready time");
+    assert_eq!(ready.reason, "mark:ready");
+    let marks: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Command).collect();
+    assert_eq!(marks.len(), 1, "{:?}", trace.marks);
+    assert_eq!(marks[0].name, "ready");
+    assert_eq!(marks[0].t_ns, ready.t_ns, "the ready time is the mark's own time");
+    assert_eq!(marks[0].pid, trace.meta.root_pid, "the mark names the shell that ran `coldstart mark`");
+    assert!(ready.t_ns > 0 && ready.t_ns <= trace.meta.duration_ns, "{ready:?}");
+    assert!(
+        trace.execs.iter().any(|e| e.path.ends_with("coldstart") && e.t_ns <= ready.t_ns),
+        "`coldstart mark` ran before the ready time"
+    );
+    assert_eq!(processes_with_arg(&token), Vec::<String>::new(), "the command's sleep is still running");
 }

@@ -4,8 +4,10 @@
 //!
 //! How it works, for ARCHITECTURE.md:
 //! - Two private tracefs instances per recording ([`tracefs`]): `scope` (page-cache
-//!   fills, scheduler and process events, `trace_marker`), filtered to the command's
-//!   tree with `set_event_pid` + `event-fork` (or unfiltered with `--system`), and
+//!   fills, page accesses — reads, faults, fault-around, on cache hits too — and
+//!   readahead decisions where the kernel has those events, scheduler and process
+//!   events, `trace_marker`), filtered to the command's tree with `set_event_pid` +
+//!   `event-fork` (or unfiltered with `--system`), and
 //!   `block` (block request issue and completion), always unfiltered because
 //!   completions run in interrupt context and issues often in kworkers.
 //! - While the command runs, [`capture`] threads only copy: raw ring-buffer pages
@@ -14,7 +16,9 @@
 //!   ([`guardian`]) removes the instances if the recorder is killed.
 //! - Afterwards, [`build`] decodes the spool into a trace. `coldstart recover` runs
 //!   the same code on the spool of a killed recorder, so recovery is tested by
-//!   every recording.
+//!   every recording. The build also merges page accesses into ranges and decides
+//!   why each page entered the cache (fault, read, readahead) from the order of
+//!   each thread's events (the rule is in `build/pages.rs`).
 //! - Raw pages are parsed by hand ([`ftrace`]) from the kernel's own format
 //!   descriptions: no crate parses ftrace ring-buffer pages well.
 

@@ -17,7 +17,7 @@ use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
 use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
 use crate::error::{IoContext, RecordError, Result};
-use crate::ftrace::events::{BLOCK_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
+use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
 use crate::guardian::Guardian;
 use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolStart};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
@@ -200,16 +200,33 @@ fn drop_caches() -> Result<()> {
     std::fs::write(path, "3").at(path)
 }
 
-fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<()> {
+/// `(system, event)` of a tracefs event.
+type EventName = (&'static str, &'static str);
+
+/// Saves the format of every event the recorder enables and returns the scope
+/// instance's events: the required ones and the optional ones this kernel has.
+fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<(Vec<EventName>, Vec<String>)> {
     let header = tracefs.root.join("events/header_page");
     spool.save_format("header_page", &crate::tracefs::read_text(&header).at(&header)?)?;
+    let format_path =
+        |(system, event): &(&str, &str)| tracefs.root.join("events").join(system).join(event).join("format");
     for (system, event) in SCOPE_EVENTS.iter().chain(BLOCK_EVENTS).chain([&PRINT_EVENT]) {
-        let path = tracefs.root.join("events").join(system).join(event).join("format");
-        let text = crate::tracefs::read_text(&path)
+        let text = crate::tracefs::read_text(&format_path(&(system, event)))
             .map_err(|e| RecordError::MissingEvent(format!("{system}:{event}"), e.to_string()))?;
         spool.save_format(&format!("{system}__{event}"), &text)?;
     }
-    Ok(())
+    let mut scope_events = SCOPE_EVENTS.to_vec();
+    let mut missing = Vec::new();
+    for &(system, event) in ACCESS_EVENTS {
+        match crate::tracefs::read_text(&format_path(&(system, event))) {
+            Ok(text) => {
+                spool.save_format(&format!("{system}__{event}"), &text)?;
+                scope_events.push((system, event));
+            }
+            Err(_) => missing.push(format!("{system}:{event}")),
+        }
+    }
+    Ok((scope_events, missing))
 }
 
 /// Records `config.command` and writes the trace.
@@ -236,10 +253,10 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
     let spool = Spool::create(&config.spool_root, &owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
-    save_formats(&tracefs, &spool)?;
+    let (scope_events, missing_events) = save_formats(&tracefs, &spool)?;
 
     let scope_config = InstanceConfig {
-        events: SCOPE_EVENTS.to_vec(),
+        events: scope_events,
         pids: (!config.system).then(Vec::new),
         notrace_pids: Vec::new(),
         buffer_kb: config.buffer_kb,
@@ -280,6 +297,12 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         .iter()
         .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
         .collect();
+    if !missing_events.is_empty() {
+        notes.push(format!(
+            "this kernel lacks {}: page accesses (and fill origins) are not recorded",
+            missing_events.join(", ")
+        ));
+    }
     let proc_watch = ProcWatch::new()?;
     let stop = Stop::new()?;
     let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
@@ -477,6 +500,9 @@ fn run_command(
         t_end_boot_ns,
         ready_boot_ns: Some(outcome.ready_ns),
         ready_reason: Some(outcome.reason.to_string()),
+        ready_line: matches!(outcome.reason, coldstart_launch::Reason::Output(_))
+            .then(|| outcome.detail.clone())
+            .flatten(),
         exit_code: outcome.exit_status.or(finished.exit_status),
         diskstats_end,
         losses: Vec::new(),

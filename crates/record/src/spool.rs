@@ -70,6 +70,9 @@ pub struct SpoolEnd {
     pub t_end_boot_ns: i64,
     pub ready_boot_ns: Option<i64>,
     pub ready_reason: Option<String>,
+    /// The output line that made the command ready (`--until output:REGEX`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_line: Option<String>,
     pub exit_code: Option<i32>,
     pub diskstats_end: Vec<DiskCounters>,
     /// (source, what, count) rows for the `loss` table.

@@ -1,15 +1,16 @@
 //! Records the fixture program and checks that the trace holds exactly the pages it
-//! read, attributed to the right process and file, its double-forked grandchild as
-//! a descendant, its marks in order, its exit status, and block reads that account
-//! for the disk's own read counter.
+//! read, attributed to the right process and file, with the origin of each fill
+//! (read, fault, or read ahead and never touched), the pages it asked for as
+//! accesses, its double-forked grandchild as a descendant, its marks in order, its
+//! exit status, and block reads that account for the disk's own read counter.
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use coldstart_record::{RecordConfig, record};
-use coldstart_trace::{FileIndex, MarkSource, Trace};
+use coldstart_trace::{AccessKind, FileIndex, MarkSource, PageOrigin, Trace};
 
 fn pids(dir: &Path) -> (i32, i32, i32) {
     let text = std::fs::read_to_string(dir.join("pids.txt")).unwrap();
@@ -31,6 +32,68 @@ fn pages_of(trace: &Trace, path: &Path, pid: i32, after: i64) -> BTreeSet<u64> {
         .collect()
 }
 
+fn file_id(trace: &Trace, path: &Path) -> u32 {
+    let want = path.to_string_lossy();
+    trace
+        .files
+        .iter()
+        .find(|f| f.path.as_deref() == Some(&*want))
+        .unwrap_or_else(|| panic!("no file {want}"))
+        .id
+}
+
+/// The pages of `path` that entered the cache after `after`, by origin.
+fn origins_of(trace: &Trace, path: &Path, after: i64) -> HashMap<Option<PageOrigin>, BTreeSet<u64>> {
+    let id = file_id(trace, path);
+    let mut out: HashMap<Option<PageOrigin>, BTreeSet<u64>> = HashMap::new();
+    for p in trace.page_fills.iter().filter(|p| p.file_id == id && p.t_ns >= after) {
+        out.entry(p.origin).or_default().extend(p.index..p.index + u64::from(p.pages));
+    }
+    out
+}
+
+/// The accesses to `path` after `after`, in time order, as (pid, kind, first page, pages).
+fn accesses_of(trace: &Trace, path: &Path, after: i64) -> Vec<(i32, AccessKind, u64, u32)> {
+    let id = file_id(trace, path);
+    let mut rows: Vec<_> =
+        trace.page_accesses.iter().filter(|a| a.file_id == id && a.t_ns >= after).collect();
+    rows.sort_by_key(|a| a.t_ns);
+    rows.iter().map(|a| (a.pid, a.kind, a.index, a.pages)).collect()
+}
+
+/// The faults of `accesses` as pages, checking that every other access is a
+/// fault-around window holding one of them (the kernel maps around the faulting page).
+fn faulted_pages(accesses: &[(i32, AccessKind, u64, u32)]) -> Vec<u64> {
+    let faults: Vec<u64> = accesses
+        .iter()
+        .filter(|a| a.1 == AccessKind::Fault)
+        .inspect(|a| assert_eq!(a.3, 1, "a fault is one page"))
+        .map(|a| a.2)
+        .collect();
+    for a in accesses.iter().filter(|a| a.1 != AccessKind::Fault) {
+        assert_eq!(a.1, AccessKind::MapAround, "{a:?}");
+        assert!(
+            faults.iter().any(|p| (a.2..a.2 + u64::from(a.3)).contains(p)),
+            "{a:?} holds no faulted page"
+        );
+    }
+    faults
+}
+
+/// `read_ahead_kb` of the disk holding `path`.
+fn read_ahead_kb(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let sys =
+        std::fs::canonicalize(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))).ok()?;
+    let disk = if sys.join("partition").exists() { sys.parent()?.to_owned() } else { sys };
+    std::fs::read_to_string(disk.join("queue/read_ahead_kb")).ok()?.trim().parse().ok()
+}
+
+fn pages(r: impl IntoIterator<Item = u64>) -> BTreeSet<u64> {
+    r.into_iter().collect()
+}
+
 #[test]
 fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     if !support::can_record("the_trace_holds_exactly_the_pages_the_fixture_read") {
@@ -48,6 +111,12 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     assert_eq!(recorded.exit_code, 7);
     let trace = Trace::read(&out).unwrap();
     eprintln!("summary: {:?}\nnotes: {:?}", recorded.summary, trace.notes);
+    for f in trace.files.iter().filter(|f| f.path.is_none()) {
+        let fills = trace.page_fills.iter().filter(|p| p.file_id == f.id).count();
+        let acc: Vec<_> = trace.page_accesses.iter().filter(|p| p.file_id == f.id).collect();
+        let fl: Vec<_> = trace.page_fills.iter().filter(|p| p.file_id == f.id).collect();
+        eprintln!("UNRESOLVED {f:?} fills {fills} {fl:?} accesses {acc:?}");
+    }
     let (pid, child, grandchild) = pids(dir.path());
 
     assert_eq!(trace.meta.exit_code, Some(7));
@@ -73,6 +142,8 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     assert_eq!(pages_of(&trace, &dir_path.join("a.bin"), pid, evicted), (3..8).chain(20..22).collect());
     assert_eq!(pages_of(&trace, &dir_path.join("b.bin"), pid, evicted), [1, 10, 40].into_iter().collect());
     assert_eq!(pages_of(&trace, &dir_path.join("c.bin"), grandchild, evicted), (0..4).collect());
+
+    check_accesses_and_origins(&trace, &dir_path, (pid, grandchild), evicted);
 
     let process =
         |p: i32| trace.processes.iter().find(|x| x.pid == p).unwrap_or_else(|| panic!("no process {p}"));
@@ -113,4 +184,51 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
             .to_string_lossy()
             .starts_with(&format!("coldstart-{}-", std::process::id())))
     );
+}
+
+fn check_accesses_and_origins(trace: &Trace, dir: &Path, (pid, grandchild): (i32, i32), evicted: i64) {
+    use AccessKind::Read;
+    use PageOrigin as O;
+    if trace.notes.iter().any(|n| n.text.contains("page accesses (and fill origins) are not recorded")) {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "the CI kernel lacks the page-access events");
+        eprintln!("skip the access checks: this kernel lacks the page-access events");
+        return;
+    }
+    let (a, b, c, d, e) =
+        (dir.join("a.bin"), dir.join("b.bin"), dir.join("c.bin"), dir.join("d.bin"), dir.join("e.bin"));
+    // pread without readahead: one access per call, each fill is a read.
+    assert_eq!(accesses_of(trace, &a, evicted), [(pid, Read, 3, 5), (pid, Read, 20, 2)]);
+    assert_eq!(origins_of(trace, &a, evicted), HashMap::from([(Some(O::Read), pages((3..8).chain(20..22)))]));
+    assert_eq!(accesses_of(trace, &c, evicted), [(grandchild, Read, 0, 4)]);
+    assert_eq!(origins_of(trace, &c, evicted), HashMap::from([(Some(O::Read), pages(0..4))]));
+    // Touches through a MADV_RANDOM mapping: one fault per page, each fill a fault.
+    let b_accesses = accesses_of(trace, &b, evicted);
+    assert!(b_accesses.iter().all(|x| x.0 == pid));
+    assert_eq!(faulted_pages(&b_accesses), [1, 10, 40]);
+    assert_eq!(origins_of(trace, &b, evicted), HashMap::from([(Some(O::Fault), pages([1, 10, 40]))]));
+    // With readahead: the page asked for is a read or a fault, the rest of the window
+    // was read ahead and never touched (no access names it).
+    assert_eq!(accesses_of(trace, &d, evicted), [(pid, Read, 0, 1)]);
+    let d_origins = origins_of(trace, &d, evicted);
+    assert_eq!(d_origins.get(&Some(O::Read)), Some(&pages([0])));
+    assert_eq!(d_origins.len(), 2, "{d_origins:?}");
+    match read_ahead_kb(&d) {
+        Some(kb) if kb >= 128 => assert_eq!(d_origins[&Some(O::Readahead)], pages(1..4)),
+        kb => {
+            eprintln!("read_ahead_kb {kb:?} < 128: the initial window of d.bin is not checked exactly");
+            assert_eq!(
+                d_origins[&Some(O::Readahead)],
+                pages(1..=*d_origins[&Some(O::Readahead)].last().unwrap())
+            );
+        }
+    }
+    let e_accesses = accesses_of(trace, &e, evicted);
+    assert!(e_accesses.iter().all(|x| x.0 == pid));
+    assert_eq!(faulted_pages(&e_accesses), [5]);
+    let e_origins = origins_of(trace, &e, evicted);
+    assert_eq!(e_origins.get(&Some(O::Fault)), Some(&pages([5])));
+    if read_ahead_kb(&e).is_some_and(|kb| kb >= 40) {
+        assert_eq!(e_origins.get(&Some(O::Readahead)), Some(&pages([0, 1, 2, 3, 4, 6, 7])));
+        assert_eq!(e_origins.len(), 2, "{e_origins:?}");
+    }
 }

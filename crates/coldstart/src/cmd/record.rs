@@ -90,6 +90,21 @@ pub fn print_summary(s: &Summary) {
     eprintln!("  duration    {:.3} s", s.duration_ns as f64 / 1e9);
     eprintln!("  processes   {}", s.processes);
     eprintln!("  files read  {} ({} into the page cache)", s.files, mib(s.page_fill_bytes));
+    let page = |n: u64| n * s.page_size;
+    if s.access_rows > 0 {
+        eprintln!(
+            "  accessed    {} of pages asked for (reads, faults, fault-around; {} ranges)",
+            mib(page(s.usage.accessed_pages)),
+            s.access_rows
+        );
+    }
+    if s.usage.readahead_pages > 0 {
+        eprintln!(
+            "  readahead   {} read ahead, {} of it never accessed",
+            mib(page(s.usage.readahead_pages)),
+            mib(page(s.usage.readahead_unused_pages))
+        );
+    }
     for c in &s.cross_checks {
         let share = if c.diskstats_read_bytes > 0 {
             format!("{:.1}%", 100.0 * c.recorded_read_bytes as f64 / c.diskstats_read_bytes as f64)

@@ -1,18 +1,23 @@
 //! The recorder's test fixture: a program whose page-cache activity is known
-//! exactly. Given a directory, it writes three files, evicts them, marks
+//! exactly. Given a directory, it writes five files, evicts them, marks
 //! `evicted`, reads pages 3–7 and 20–21 of `a.bin` with pread, touches pages 1, 10
-//! and 40 of `b.bin` through a mapping, has a double-forked grandchild read pages
-//! 0–3 of `c.bin`, marks `done`, writes the pids to `pids.txt` and exits with 7.
-//! After `evicted` it also writes `fixture-marker` to `$COLDSTART_TRACE_MARKER`.
-//! Readahead is off for every read (FADV_RANDOM, MADV_RANDOM), so the pages read
-//! are exactly the pages asked for.
+//! and 40 of `b.bin` through a mapping, reads page 0 of `d.bin` with pread and
+//! touches page 5 of `e.bin` through a mapping, has a double-forked grandchild read
+//! pages 0–3 of `c.bin`, marks `done`, writes the pids to `pids.txt` and exits
+//! with 7. After `evicted` it also writes `fixture-marker` to
+//! `$COLDSTART_TRACE_MARKER`.
+//! Readahead is off for `a.bin`, `b.bin` and `c.bin` (FADV_RANDOM, MADV_RANDOM), so
+//! the pages read there are exactly the pages asked for; `d.bin` and `e.bin` (8
+//! pages each) keep the default advice, so the kernel reads ahead: after page 0 of
+//! `d.bin` its initial read window (4 pages when `read_ahead_kb` ≥ 128), around
+//! page 5 of `e.bin` the whole file (when `read_ahead_kb` ≥ 40).
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-const PAGES: [(&str, usize); 3] = [("a.bin", 64), ("b.bin", 64), ("c.bin", 16)];
+const PAGES: [(&str, usize); 5] = [("a.bin", 64), ("b.bin", 64), ("c.bin", 16), ("d.bin", 8), ("e.bin", 8)];
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -60,13 +65,13 @@ fn evict(file: &File, len: usize) {
     die("pages stay resident after POSIX_FADV_DONTNEED");
 }
 
-fn read_pages(path: &Path, first: usize, count: usize) {
+fn read_pages(path: &Path, first: usize, count: usize, advice: libc::c_int) {
     let file = File::open(path).unwrap_or_else(|_| die("open for reading"));
     let ps = page_size();
     let mut buf = vec![0u8; count * ps];
     // SAFETY: fadvise and pread on an open fd into a buffer of the right size.
     unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice);
         let n =
             libc::pread(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), (first * ps) as libc::off_t);
         if n != buf.len() as isize {
@@ -75,7 +80,7 @@ fn read_pages(path: &Path, first: usize, count: usize) {
     }
 }
 
-fn touch_pages(path: &Path, len: usize, pages: &[usize]) {
+fn touch_pages(path: &Path, len: usize, pages: &[usize], advice: libc::c_int) {
     let file = File::open(path).unwrap_or_else(|_| die("open for mapping"));
     // SAFETY: a read-only mapping of `len` bytes; only bytes inside it are read.
     unsafe {
@@ -84,7 +89,7 @@ fn touch_pages(path: &Path, len: usize, pages: &[usize]) {
         if addr == libc::MAP_FAILED {
             die("mmap");
         }
-        libc::madvise(addr, len, libc::MADV_RANDOM);
+        libc::madvise(addr, len, advice);
         for &p in pages {
             std::ptr::read_volatile(addr.cast::<u8>().add(p * page_size()));
         }
@@ -117,9 +122,11 @@ fn main() {
     if let Ok(marker) = std::env::var("COLDSTART_TRACE_MARKER") {
         std::fs::write(marker, "fixture-marker").unwrap_or_else(|_| die("trace_marker"));
     }
-    read_pages(&dir.join("a.bin"), 3, 5);
-    read_pages(&dir.join("a.bin"), 20, 2);
-    touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40]);
+    read_pages(&dir.join("a.bin"), 3, 5, libc::POSIX_FADV_RANDOM);
+    read_pages(&dir.join("a.bin"), 20, 2, libc::POSIX_FADV_RANDOM);
+    touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40], libc::MADV_RANDOM);
+    read_pages(&dir.join("d.bin"), 0, 1, libc::POSIX_FADV_NORMAL);
+    touch_pages(&dir.join("e.bin"), 8 * ps, &[5], libc::MADV_NORMAL);
 
     let mut fds = [0; 2];
     // SAFETY: pipe, fork and _exit in a single-threaded program.
@@ -132,7 +139,7 @@ fn main() {
         if child == 0 {
             if libc::fork() == 0 {
                 libc::close(read_end);
-                read_pages(&dir.join("c.bin"), 0, 4);
+                read_pages(&dir.join("c.bin"), 0, 4, libc::POSIX_FADV_RANDOM);
                 let me = format!("{}\n", libc::getpid());
                 libc::write(write_end, me.as_ptr().cast(), me.len());
                 libc::_exit(0);

@@ -6,11 +6,12 @@ mod block;
 mod decode;
 mod fiemap;
 mod files;
+mod pages;
 mod procs;
 mod samples;
 mod sched;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use coldstart_trace::*;
 
@@ -22,6 +23,7 @@ use crate::ftrace::events::Event;
 use crate::spool::{DiskCounters, Spool, SpoolStart};
 
 pub use block::op_of;
+pub use pages::Usage;
 pub use procs::exit_status;
 
 /// Recorded block reads against /proc/diskstats for one disk over the recording.
@@ -40,6 +42,12 @@ pub struct Summary {
     pub files: usize,
     pub page_fill_bytes: u64,
     pub unresolved_files: u64,
+    /// Bytes per page of the recording's machine.
+    pub page_size: u64,
+    /// Rows of the `page_access` table (after merging).
+    pub access_rows: usize,
+    /// Accessed pages, fills read ahead and never accessed: see [`Usage`].
+    pub usage: Usage,
     /// Losses with a non-zero count.
     pub lost: Vec<Loss>,
     pub cross_checks: Vec<CrossCheck>,
@@ -100,30 +108,80 @@ pub fn build(spool: &Spool) -> Result<Built> {
         procs::ProcTree::build(&proc_records, &scope.events, start.root_pid, start.system, mono, boot);
     let mut files = files::FileTable::new(&opens);
     let mut page_fills = Vec::new();
+    let mut fill_keys = Vec::new();
+    let mut raw_accesses = Vec::new();
+    let mut origins = pages::Origins::default();
     for e in &scope.events {
-        let Event::PageCacheAdd { tid, dev, ino, index, order } = &e.event else { continue };
         let t = boot(e.ts);
-        if !in_window(t) {
+        let tid = match &e.event {
+            Event::PageCacheAdd { tid, .. }
+            | Event::PageAccess { tid, .. }
+            | Event::Readahead { tid, .. } => *tid,
+            _ => continue,
+        };
+        let pid = tree.tgid(tid);
+        if !in_window(t) || (!start.system && !tree.in_scope.contains(&pid)) {
             continue;
         }
-        let pid = tree.tgid(*tid);
-        if !start.system && !tree.in_scope.contains(&pid) {
+        match &e.event {
+            Event::PageCacheAdd { dev, ino, index, order, .. } => {
+                tree.ensure_task(tid, "", start.system);
+                let file_id = files.for_fill(*dev, *ino, page_size);
+                let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
+                let pages = 1u32 << order.min(&31);
+                origins.fill(page_fills.len(), tid, (*dev, *ino), *index, u64::from(pages));
+                fill_keys.push((*dev, *ino));
+                page_fills.push(PageFill {
+                    t_ns: t,
+                    pid,
+                    tid,
+                    file_id,
+                    index: index + shift,
+                    pages,
+                    origin: None,
+                });
+            }
+            Event::PageAccess { dev, ino, index, last, kind, .. } => {
+                if last < index {
+                    continue;
+                }
+                origins.access(tid, (*dev, *ino), *index, last + 1, *kind);
+                raw_accesses.push((t, pid, tid, (*dev, *ino), *index, *last, *kind));
+            }
+            Event::Readahead { dev, ino, kind, .. } => origins.readahead(tid, (*dev, *ino), *kind),
+            _ => {}
+        }
+    }
+    for (i, origin) in origins.finish() {
+        page_fills[i].origin = origin;
+    }
+    let filled_keys: HashSet<(u32, u64)> = fill_keys.into_iter().collect();
+    let mut accesses_left_out = 0u64;
+    let mut page_accesses = Vec::with_capacity(raw_accesses.len());
+    for (t, pid, tid, key, index, last, kind) in raw_accesses {
+        if Dev::from_kernel(key.0).major == 0 && !filled_keys.contains(&key) {
+            accesses_left_out += 1;
             continue;
         }
-        tree.ensure_task(*tid, "", start.system);
-        let file_id = files.for_fill(*dev, *ino, page_size);
+        tree.ensure_task(tid, "", start.system);
+        let file_id = files.for_fill(key.0, key.1, page_size);
         let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
-        page_fills.push(PageFill {
-            t_ns: t,
-            pid,
-            tid: *tid,
-            file_id,
-            index: index + shift,
-            pages: 1 << order,
-            origin: None,
-        });
+        page_accesses.push(pages::raw_access(t, pid, tid, file_id, index + shift, last + shift, kind));
     }
     files.resolve_by_walk(&crate::system::mounts());
+    let mut filled_end: HashMap<u32, u64> = HashMap::new();
+    for f in &page_fills {
+        let end = filled_end.entry(f.file_id).or_default();
+        *end = (*end).max(f.index + u64::from(f.pages));
+    }
+    let file_pages = |id: u32| {
+        let f = files.files.get(id as usize).filter(|f| f.kind == FileKind::Regular)?;
+        let size_pages = f.size?.div_ceil(page_size);
+        Some(size_pages.max(filled_end.get(&id).copied().unwrap_or(0)))
+    };
+    let raw_access_count = page_accesses.len();
+    let page_accesses = pages::merge(page_accesses, file_pages);
+    let usage = pages::usage(&page_fills, &page_accesses);
     let filled: HashSet<u32> = page_fills.iter().map(|p| p.file_id).collect();
     let file_opens: Vec<FileOpen> = opens
         .iter()
@@ -131,7 +189,9 @@ pub fn build(spool: &Spool) -> Result<Built> {
         .map(|o| FileOpen { t_ns: o.t - t0, pid: o.pid, file_id: files.for_open(o.dev, o.ino), exec: o.exec })
         .filter(|o| in_window(o.t_ns))
         .collect();
-    let (extents, fiemap_failed, deleted) = files.extents(&filled);
+    let mut read_or_used = filled.clone();
+    read_or_used.extend(page_accesses.iter().map(|a| a.file_id));
+    let (extents, fiemap_failed, deleted) = files.extents(&read_or_used);
 
     let extent_index = block::ExtentIndex::new(&extents);
     let block_events: Vec<_> = blocks.events.iter().filter(|e| boot(e.ts) >= 0).cloned().collect();
@@ -163,6 +223,9 @@ pub fn build(spool: &Spool) -> Result<Built> {
             let pid = Some(tree.tgid(*tid));
             marks.push(Mark { t_ns: boot(e.ts), pid, name: text.clone(), source: MarkSource::TraceMarker });
         }
+    }
+    if let Some((line, ready)) = end.as_ref().and_then(|e| Some((e.ready_line.clone()?, e.ready_boot_ns?))) {
+        marks.push(Mark { t_ns: ready - t0, pid: None, name: line, source: MarkSource::Output });
     }
     marks.sort_by_key(|m| m.t_ns);
 
@@ -267,6 +330,18 @@ pub fn build(spool: &Spool) -> Result<Built> {
             text: format!("{deleted} files read were deleted before their extents could be read (no disk placement for them)"),
         });
     }
+    if raw_access_count > 0 || accesses_left_out > 0 {
+        let mut text = format!(
+            "{raw_access_count} page-access events of the scope merged into {} rows",
+            page_accesses.len()
+        );
+        if accesses_left_out > 0 {
+            text.push_str(&format!(
+                "; {accesses_left_out} accesses to files of memory filesystems (tmpfs, memfd) left out"
+            ));
+        }
+        notes.push(Note { source: "record".into(), text });
+    }
     if files.walked_entries > 0 {
         notes.push(Note {
             source: "files".into(),
@@ -321,6 +396,9 @@ pub fn build(spool: &Spool) -> Result<Built> {
         files: filled.len(),
         page_fill_bytes: page_fills.iter().map(|p| u64::from(p.pages) * page_size).sum(),
         unresolved_files: files.unresolved,
+        page_size,
+        access_rows: page_accesses.len(),
+        usage,
         lost: losses.iter().filter(|l| l.count > 0).cloned().collect(),
         cross_checks,
     };
@@ -336,7 +414,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
         extents,
         file_opens,
         page_fills,
-        page_accesses: Vec::new(),
+        page_accesses,
         block_ios,
         sched,
         wakeups,

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use coldstart_trace::AccessKind;
+
 use crate::error::Result;
 use crate::ftrace::format::{DynamicKind, EventFormat, Field};
 
@@ -15,6 +17,17 @@ pub const SCOPE_EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
     ("sched", "sched_wakeup"),
     ("sched", "sched_wakeup_new"),
+];
+/// Page accesses and readahead decisions, recorded in the scope instance when the
+/// kernel has them (the filemap access events appeared in Linux 6.11, the readahead
+/// ones in 6.10); a kernel without them gives a trace without `page_access` rows.
+pub const ACCESS_EVENTS: &[(&str, &str)] = &[
+    ("filemap", "mm_filemap_get_pages"),
+    ("filemap", "mm_filemap_fault"),
+    ("filemap", "mm_filemap_map_pages"),
+    ("readahead", "page_cache_sync_ra"),
+    ("readahead", "page_cache_async_ra"),
+    ("readahead", "page_cache_ra_unbounded"),
 ];
 /// Events of the unfiltered block instance.
 pub const BLOCK_EVENTS: &[(&str, &str)] = &[("block", "block_rq_issue"), ("block", "block_rq_complete")];
@@ -43,18 +56,88 @@ impl Comm {
     }
 }
 
+/// Which readahead path the kernel took (`readahead:*` events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadaheadKind {
+    /// `page_cache_sync_ra`: a read or fault found its page missing.
+    Sync,
+    /// `page_cache_async_ra`: a read or fault reached a page marked for readahead.
+    Async,
+    /// `page_cache_ra_unbounded`: readahead of a given range, on its own an explicit
+    /// prefetch (`fadvise(WILLNEED)`, `readahead(2)`), after `Sync` part of that decision.
+    Unbounded,
+}
+
 /// A decoded event. `tid` is the task that was running (`common_pid`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    PageCacheAdd { tid: i32, dev: u32, ino: u64, index: u64, order: u8 },
-    BlockIssue { tid: i32, dev: u32, sector: u64, bytes: u32, rwbs: String, comm: Comm },
-    BlockComplete { dev: u32, sector: u64, nr_sector: u32, error: i32, rwbs: String },
-    Fork { parent_tid: i32, child_tid: i32, child_comm: String },
-    Exec { tid: i32, old_tid: i32, filename: String },
-    Exit { tid: i32, comm: Comm },
-    Switch { prev_tid: i32, prev_state: u64, prev_comm: Comm, next_tid: i32, next_comm: Comm },
-    Wakeup { tid: i32, waker: Option<i32>, new: bool },
-    Print { tid: i32, text: String },
+    PageCacheAdd {
+        tid: i32,
+        dev: u32,
+        ino: u64,
+        index: u64,
+        order: u8,
+    },
+    /// Pages `index..=last` of a file asked for (`mm_filemap_get_pages`, `_fault`, `_map_pages`).
+    PageAccess {
+        tid: i32,
+        dev: u32,
+        ino: u64,
+        index: u64,
+        last: u64,
+        kind: AccessKind,
+    },
+    Readahead {
+        tid: i32,
+        dev: u32,
+        ino: u64,
+        kind: ReadaheadKind,
+    },
+    BlockIssue {
+        tid: i32,
+        dev: u32,
+        sector: u64,
+        bytes: u32,
+        rwbs: String,
+        comm: Comm,
+    },
+    BlockComplete {
+        dev: u32,
+        sector: u64,
+        nr_sector: u32,
+        error: i32,
+        rwbs: String,
+    },
+    Fork {
+        parent_tid: i32,
+        child_tid: i32,
+        child_comm: String,
+    },
+    Exec {
+        tid: i32,
+        old_tid: i32,
+        filename: String,
+    },
+    Exit {
+        tid: i32,
+        comm: Comm,
+    },
+    Switch {
+        prev_tid: i32,
+        prev_state: u64,
+        prev_comm: Comm,
+        next_tid: i32,
+        next_comm: Comm,
+    },
+    Wakeup {
+        tid: i32,
+        waker: Option<i32>,
+        new: bool,
+    },
+    Print {
+        tid: i32,
+        text: String,
+    },
 }
 
 /// An event with its time on the trace clock and the CPU it was recorded on.
@@ -68,6 +151,8 @@ pub struct Timed {
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     PageCacheAdd,
+    Access(AccessKind),
+    Readahead(ReadaheadKind),
     BlockIssue,
     BlockComplete,
     Fork,
@@ -139,6 +224,24 @@ impl Decoder {
                 ("filemap", "mm_filemap_add_to_page_cache") => {
                     (Kind::PageCacheAdd, &["s_dev", "i_ino", "index", "order"])
                 }
+                ("filemap", "mm_filemap_get_pages") => {
+                    (Kind::Access(AccessKind::Read), &["s_dev", "i_ino", "index", "last_index"])
+                }
+                ("filemap", "mm_filemap_map_pages") => {
+                    (Kind::Access(AccessKind::MapAround), &["s_dev", "i_ino", "index", "last_index"])
+                }
+                ("filemap", "mm_filemap_fault") => {
+                    (Kind::Access(AccessKind::Fault), &["s_dev", "i_ino", "index"])
+                }
+                ("readahead", "page_cache_sync_ra") => {
+                    (Kind::Readahead(ReadaheadKind::Sync), &["s_dev", "i_ino"])
+                }
+                ("readahead", "page_cache_async_ra") => {
+                    (Kind::Readahead(ReadaheadKind::Async), &["s_dev", "i_ino"])
+                }
+                ("readahead", "page_cache_ra_unbounded") => {
+                    (Kind::Readahead(ReadaheadKind::Unbounded), &["s_dev", "i_ino"])
+                }
                 ("block", "block_rq_issue") => {
                     (Kind::BlockIssue, &["dev", "sector", "bytes", "rwbs", "comm"])
                 }
@@ -175,6 +278,23 @@ impl Decoder {
                 ino: int(data, &f[1]) as u64,
                 index: int(data, &f[2]) as u64,
                 order: int(data, &f[3]) as u8,
+            },
+            Kind::Access(kind) => {
+                let index = int(data, &f[2]) as u64;
+                Event::PageAccess {
+                    tid,
+                    dev: int(data, &f[0]) as u32,
+                    ino: int(data, &f[1]) as u64,
+                    index,
+                    last: f.get(3).map_or(index, |l| int(data, l) as u64),
+                    kind: *kind,
+                }
+            }
+            Kind::Readahead(kind) => Event::Readahead {
+                tid,
+                dev: int(data, &f[0]) as u32,
+                ino: int(data, &f[1]) as u64,
+                kind: *kind,
             },
             Kind::BlockIssue => Event::BlockIssue {
                 tid,
@@ -281,5 +401,39 @@ mod tests {
             Some(Event::Wakeup { tid: 55, waker: Some(3), new: false })
         );
         assert_eq!(d.decode(&record(99, 0, 3, &rest)), None);
+    }
+
+    #[test]
+    fn decodes_page_accesses_by_the_formats_of_linux_6_18() {
+        let file = "\tfield:unsigned long i_ino;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:dev_t s_dev;\toffset:16;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;\n";
+        let get = format(
+            "filemap",
+            "mm_filemap_get_pages",
+            20,
+            &format!("{file}\tfield:unsigned long last_index;\toffset:32;\tsize:8;\tsigned:0;\n"),
+        );
+        let fault = format("filemap", "mm_filemap_fault", 21, file);
+        let sync = format("readahead", "page_cache_sync_ra", 22, file);
+        let d = Decoder::new(&[get, fault, sync]).unwrap();
+        let mut rest = 0x3c4d7u64.to_le_bytes().to_vec();
+        rest.extend_from_slice(&266338304u32.to_le_bytes());
+        rest.extend_from_slice(&[0; 4]);
+        rest.extend_from_slice(&5u64.to_le_bytes());
+        rest.extend_from_slice(&9u64.to_le_bytes());
+        let (dev, ino) = (266338304, 0x3c4d7);
+        assert_eq!(
+            d.decode(&record(20, 0, 4, &rest)),
+            Some(Event::PageAccess { tid: 4, dev, ino, index: 5, last: 9, kind: AccessKind::Read })
+        );
+        assert_eq!(
+            d.decode(&record(21, 0, 4, &rest)),
+            Some(Event::PageAccess { tid: 4, dev, ino, index: 5, last: 5, kind: AccessKind::Fault })
+        );
+        assert_eq!(
+            d.decode(&record(22, 0, 4, &rest)),
+            Some(Event::Readahead { tid: 4, dev, ino, kind: ReadaheadKind::Sync })
+        );
     }
 }
