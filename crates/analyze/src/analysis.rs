@@ -39,6 +39,10 @@ pub struct Analysis {
     /// Every process that read, most separate reads first (then bytes, then name).
     pub by_process: Vec<RankRow>,
     pub page_origins: PageOrigins,
+    /// Pages read into the cache against pages asked for; `None` when the trace has no page accesses.
+    pub page_use: Option<PageUse>,
+    /// Per file read, most pages never asked for first (then id); empty without page accesses.
+    pub page_use_by_file: Vec<FilePageUse>,
     /// One entry per disk in the trace or named by a block request, by device.
     pub disks: Vec<DiskAnalysis>,
     /// Wall-clock breakdown of the time to ready (or of the whole trace).
@@ -259,6 +263,34 @@ pub struct PageOrigins {
     pub readahead: u64,
     /// Fills whose origin the recorder could not tell.
     pub unknown: u64,
+}
+
+/// Pages read into the page cache during the recording against the pages the
+/// programs asked for (read() or a page fault), as distinct pages per file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageUse {
+    /// Distinct pages read into the cache.
+    pub filled_pages: u64,
+    /// Of those, pages a program asked for, before or after they arrived.
+    pub used_pages: u64,
+    /// Pages only mapped around a fault: the program may never have touched them.
+    pub map_around_only_pages: u64,
+    /// Pages read and never asked for: readahead that went unused.
+    pub unused_pages: u64,
+    /// Distinct pages asked for (read or fault), and those of them that were already
+    /// cached (not read during the recording).
+    pub asked_pages: u64,
+    pub asked_cached_pages: u64,
+}
+
+/// [`PageUse`] of one file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePageUse {
+    pub file: u32,
+    pub filled_pages: u64,
+    pub used_pages: u64,
+    pub map_around_only_pages: u64,
+    pub unused_pages: u64,
 }
 
 /// Block requests of one disk: traffic, seeks, and which file each request read.

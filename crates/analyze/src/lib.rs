@@ -12,6 +12,7 @@ mod critical;
 mod disk;
 mod index;
 mod overview;
+mod pageuse;
 mod phases;
 mod ranking;
 mod reads;
@@ -74,6 +75,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let phases = phases::phases(&ctx, origin, end, &coalesced.reads, &times.wait_top_file);
     let critical_path = ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
     let disks = disk::disks(&ctx);
+    let (page_use, page_use_by_file) = pageuse::page_use(&ctx);
     let problems = warnings::check(&ctx, trace_end, &times.anomalies, &mut warnings);
     warnings.sort_by(|a, b| a.code.cmp(&b.code).then(a.message.cmp(&b.message)));
 
@@ -116,6 +118,8 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         by_file: Vec::new(),
         by_process: Vec::new(),
         page_origins: coalesced.origins,
+        page_use,
+        page_use_by_file,
         disks,
         start,
         phases,

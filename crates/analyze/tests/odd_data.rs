@@ -64,8 +64,11 @@ fn arbitrary_trace() -> impl Strategy<Value = Trace> {
     let wakeups = prop::collection::vec((time.clone(), 99i32..103, prop::option::of(98i32..104)), 0..20);
     let blocks = prop::collection::vec((time.clone(), 0u64..10_000, 1u32..64), 0..20);
     let marks = prop::collection::vec((time.clone(), 99i32..103), 0..4);
+    let kind = prop_oneof![Just(AccessKind::Read), Just(AccessKind::Fault), Just(AccessKind::MapAround)];
+    let accesses = prop::collection::vec((time.clone(), 0u32..6, 0u64..20, 0u32..5, kind), 0..30);
     let ready = prop::option::of((time, 99i32..103));
-    (fills, sched, wakeups, blocks, marks, ready).prop_map(|(fills, sched, wakeups, blocks, marks, ready)| {
+    let tables = (fills, sched, wakeups, blocks, marks, accesses, ready);
+    tables.prop_map(|(fills, sched, wakeups, blocks, marks, accesses, ready)| {
         let mut b = Builder::new()
             .duration(100 * MS)
             .process(101, 100, "child", Some(3 * MS))
@@ -81,6 +84,9 @@ fn arbitrary_trace() -> impl Strategy<Value = Trace> {
         }
         for (tid, start, len, state) in sched {
             b = b.sched(tid, start * MS, (start + len) * MS, state);
+        }
+        for (t, file, index, pages, kind) in accesses {
+            b = b.access(t * MS, 100, 100, file, index, pages, kind);
         }
         for (t, tid, waker) in wakeups {
             b = b.wakeup(t * MS, tid, waker);

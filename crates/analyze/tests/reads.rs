@@ -2,6 +2,7 @@
 
 mod common;
 
+use coldstart_trace::AccessKind;
 use coldstart_trace::ThreadState::*;
 use common::{Builder, Facet, MS, check};
 
@@ -145,4 +146,26 @@ fn headline_figures_count_pages_bytes_and_processes() {
         "origin=0 end=20 processes=2 started=2 files=2 reads=3 seeks=1 pages=4 bytes=16384
          ready=20 exit ttr=20 pid=100 tid=100",
     );
+}
+
+#[test]
+fn readahead_pages_never_asked_for_are_unused() {
+    // 16 pages read ahead; the program reads 0-3 and faults on 8; 9-11 are mapped
+    // around that fault; 4-7 and 12-15 are never asked for. /b is asked for, cached.
+    let trace = Builder::new()
+        .file(1, "/a")
+        .file(2, "/b")
+        .fill(MS, 100, 100, 1, 0, 16)
+        .access(MS, 100, 100, 1, 0, 4, AccessKind::Read)
+        .access(2 * MS, 100, 100, 1, 8, 1, AccessKind::Fault)
+        .access(2 * MS, 100, 100, 1, 9, 3, AccessKind::MapAround)
+        .access(3 * MS, 100, 100, 2, 0, 2, AccessKind::Read)
+        .build();
+    check(
+        &trace,
+        Facet::PageUse,
+        "filled=16 used=5 around=3 unused=8 asked=7 cached=2
+         /a filled=16 used=5 around=3 unused=8",
+    );
+    check(&Builder::new().file(1, "/a").fill(MS, 100, 100, 1, 0, 16).build(), Facet::PageUse, "not recorded");
 }

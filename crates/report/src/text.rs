@@ -463,8 +463,11 @@ fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io:
     for p in &procs[..shown] {
         let mut uses: Vec<_> = a.file_uses.iter().filter(|u| u.pid == p.pid && u.io_wait_ns > 0).collect();
         uses.sort_by(|x, y| y.io_wait_ns.cmp(&x.io_wait_ns).then(x.file.cmp(&y.file)));
-        let mut files: Vec<String> =
-            uses.iter().take(3).map(|u| format!("{} {}", base_name(a.file_name(u.file)), duration(u.io_wait_ns))).collect();
+        let mut files: Vec<String> = uses
+            .iter()
+            .take(3)
+            .map(|u| format!("{} {}", base_name(a.file_name(u.file)), duration(u.io_wait_ns)))
+            .collect();
         if uses.len() > 3 {
             files.push(format!("+{} files", uses.len() - 3));
         }
@@ -480,7 +483,12 @@ fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io:
                 table.row(row(&t.time, format!("  {}", thread(a, t.tid)), String::new()));
             }
             if threads.len() > 5 {
-                table.row(vec![String::new(); 4].into_iter().chain([format!("  … {} more threads", threads.len() - 5), String::new()]).collect());
+                table.row(
+                    vec![String::new(); 4]
+                        .into_iter()
+                        .chain([format!("  … {} more threads", threads.len() - 5), String::new()])
+                        .collect(),
+                );
             }
         }
     }
@@ -558,7 +566,7 @@ fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()>
 fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let o = &a.page_origins;
     let total = (o.fault + o.read + o.readahead + o.unknown) as f64;
-    writeln!(out, "\nReadahead (pages by why they entered the page cache)")?;
+    writeln!(out, "\nReadahead (why pages entered the page cache, and whether they were used)")?;
     if o.unknown as f64 == total {
         return writeln!(out, "  not recorded in this trace");
     }
@@ -574,7 +582,57 @@ fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         count(o.unknown),
         percent(o.unknown as f64, total)
     )?;
-    writeln!(out, "  whether readahead pages were used afterwards is not recorded in the trace")
+    match &a.page_use {
+        None => writeln!(
+            out,
+            "  whether the pages read were used is not recorded in this trace (no page accesses)"
+        ),
+        Some(u) => page_use(a, u, out),
+    }
+}
+
+fn page_use(a: &Analysis, u: &coldstart_analyze::PageUse, out: &mut dyn Write) -> io::Result<()> {
+    let page = u64::from(a.trace.page_size);
+    let total = u.filled_pages as f64;
+    writeln!(
+        out,
+        "  of {} pages read into the cache ({}): asked for (read or fault) {} ({}), only mapped around a \
+         fault {} ({}), never asked for {} ({}, {})",
+        count(u.filled_pages),
+        bytes(u.filled_pages * page),
+        count(u.used_pages),
+        percent(u.used_pages as f64, total),
+        count(u.map_around_only_pages),
+        percent(u.map_around_only_pages as f64, total),
+        count(u.unused_pages),
+        percent(u.unused_pages as f64, total),
+        bytes(u.unused_pages * page)
+    )?;
+    writeln!(
+        out,
+        "  of {} pages asked for, {} were already in the cache",
+        count(u.asked_pages),
+        count(u.asked_cached_pages)
+    )?;
+    let rows: Vec<_> = a.page_use_by_file.iter().filter(|f| f.unused_pages > 0).take(5).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut table = Table::new(&[
+        ("never asked for", Align::Right),
+        ("read", Align::Right),
+        ("used", Align::Right),
+        ("file", Align::Left),
+    ]);
+    for f in rows {
+        table.row(vec![
+            bytes(f.unused_pages * page),
+            bytes(f.filled_pages * page),
+            percent(f.used_pages as f64, f.filled_pages as f64),
+            a.file_name(f.file).to_owned(),
+        ]);
+    }
+    table.write(out, "  ")
 }
 
 fn warnings(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

@@ -101,6 +101,22 @@ impl Builder {
         self
     }
 
+    /// `tid` (of `pid`) asked for `pages` pages of `file` from `index` at `t_ns`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn access(
+        mut self,
+        t_ns: Nanos,
+        pid: i32,
+        tid: i32,
+        file: u32,
+        index: u64,
+        pages: u32,
+        kind: AccessKind,
+    ) -> Builder {
+        self.trace.page_accesses.push(PageAccess { t_ns, pid, tid, file_id: file, index, pages, kind });
+        self
+    }
+
     pub fn fill_origin(mut self, origin: PageOrigin) -> Builder {
         if let Some(f) = self.trace.page_fills.last_mut() {
             f.origin = Some(origin);
@@ -231,6 +247,8 @@ pub enum Facet {
     Warnings,
     /// Headline figures.
     Overview,
+    /// Pages read against pages asked for, in all and per file.
+    PageUse,
 }
 
 fn ms(ns: Nanos) -> String {
@@ -370,6 +388,30 @@ pub fn render(a: &Analysis, facet: Facet) -> String {
                 }
             }
         }
+        Facet::PageUse => match &a.page_use {
+            None => lines.push("not recorded".into()),
+            Some(u) => {
+                lines.push(format!(
+                    "filled={} used={} around={} unused={} asked={} cached={}",
+                    u.filled_pages,
+                    u.used_pages,
+                    u.map_around_only_pages,
+                    u.unused_pages,
+                    u.asked_pages,
+                    u.asked_cached_pages
+                ));
+                for f in &a.page_use_by_file {
+                    lines.push(format!(
+                        "{} filled={} used={} around={} unused={}",
+                        name(f.file),
+                        f.filled_pages,
+                        f.used_pages,
+                        f.map_around_only_pages,
+                        f.unused_pages
+                    ));
+                }
+            }
+        },
         Facet::Warnings => {
             for w in &a.warnings {
                 lines.push(format!("{:?} {}", w.code, w.count));
@@ -458,6 +500,10 @@ pub fn check_invariants(trace: &Trace) {
     }
     let fill_pages: u64 = trace.page_fills.iter().map(|f| u64::from(f.pages)).sum();
     assert_eq!(a.reads.iter().map(|r| r.pages).sum::<u64>(), fill_pages, "reads must hold every page");
+    if let Some(u) = &a.page_use {
+        assert_eq!(u.used_pages + u.map_around_only_pages + u.unused_pages, u.filled_pages, "page use");
+        assert!(u.asked_cached_pages <= u.asked_pages);
+    }
     let json = serde_json::to_string(&a).expect("serialize");
     let back: Analysis = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, a, "JSON round trip");

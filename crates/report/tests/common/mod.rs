@@ -27,6 +27,15 @@ pub fn fixture() -> Trace {
         pages,
         origin: Some(origin),
     };
+    let access = |t: Nanos, pid: i32, file_id: u32, index: u64, pages: u32, kind: AccessKind| PageAccess {
+        t_ns: t,
+        pid,
+        tid: pid,
+        file_id,
+        index,
+        pages,
+        kind,
+    };
     let sched = |tid: i32, start: Nanos, end: Nanos, state: ThreadState| SchedInterval {
         tid,
         start_ns: start * MS,
@@ -123,6 +132,13 @@ pub fn fixture() -> Trace {
             fill(25 * MS, 100, 2, 100, 4, PageOrigin::Fault),
             fill(40 * MS, 200, 3, 0, 16, PageOrigin::Read),
             fill(45 * MS, 200, 4, 0, 1, PageOrigin::Read),
+        ],
+        page_accesses: vec![
+            access(3 * MS, 100, 1, 0, 8, AccessKind::Fault),
+            access(9 * MS, 100, 2, 0, 2, AccessKind::Fault),
+            access(9 * MS, 100, 2, 2, 2, AccessKind::MapAround),
+            access(40 * MS, 200, 3, 0, 16, AccessKind::Read),
+            access(50 * MS, 200, 1, 0, 1, AccessKind::Read),
         ],
         block_ios: vec![
             block(3 * MS, 2048, 32 * 1024),
