@@ -205,6 +205,32 @@ impl Spool {
         Ok((rows, bad))
     }
 
+    /// Bytes of the spool's files: the raw ring-buffer pages of each role, and everything else.
+    pub fn sizes(&self) -> (Vec<(String, u64)>, u64) {
+        let mut roles: Vec<(String, u64)> = Vec::new();
+        let mut other = 0;
+        let files = fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .chain(fs::read_dir(self.dir.join("formats")).into_iter().flatten());
+        for entry in files.flatten() {
+            let Ok(md) = entry.metadata() else { continue };
+            if !md.is_file() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match name.strip_suffix(".raw").and_then(|n| n.split_once("-cpu")) {
+                Some((role, _)) => match roles.iter_mut().find(|r| r.0 == role) {
+                    Some(r) => r.1 += md.len(),
+                    None => roles.push((role.to_owned(), md.len())),
+                },
+                None => other += md.len(),
+            }
+        }
+        roles.sort();
+        (roles, other)
+    }
+
     pub fn remove(self) -> Result<()> {
         fs::remove_dir_all(&self.dir).at(&self.dir)
     }

@@ -330,6 +330,19 @@ pub fn build(spool: &Spool) -> Result<Built> {
             text: format!("{deleted} files read were deleted before their extents could be read (no disk placement for them)"),
         });
     }
+    let (raw_bytes, other_bytes) = spool.sizes();
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    let raw_text: Vec<String> = raw_bytes.iter().map(|(role, b)| format!("{role} {:.1}", mib(*b))).collect();
+    let total: u64 = raw_bytes.iter().map(|r| r.1).sum::<u64>() + other_bytes;
+    notes.push(Note {
+        source: "record".into(),
+        text: format!(
+            "the spool held {:.1} MiB (ring-buffer pages: {} MiB; other files {:.1} MiB)",
+            mib(total),
+            raw_text.join(", "),
+            mib(other_bytes)
+        ),
+    });
     if raw_access_count > 0 || accesses_left_out > 0 {
         let mut text = format!(
             "{raw_access_count} page-access events of the scope merged into {} rows",
