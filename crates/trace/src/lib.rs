@@ -5,6 +5,7 @@
 //! the model ([`Trace`] and one struct per table), the writer (atomic, mode 0600)
 //! and the reader. It never touches the live system.
 
+mod anonymize;
 mod dev;
 mod error;
 mod index;
@@ -14,6 +15,7 @@ pub mod schema;
 mod text;
 mod writer;
 
+pub use anonymize::{ANONYMOUS_HOST, ANONYMOUS_USER, Anonymized, anonymize};
 pub use dev::{Dev, ParseDevError};
 pub use error::{Result, TraceError};
 pub use index::{FileIndex, ProcessIndex};
