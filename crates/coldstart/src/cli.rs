@@ -21,6 +21,7 @@ pub struct Cli {
 pub enum Command {
     Import(cmd::import::Args),
     Info(cmd::info::Args),
+    Anonymize(cmd::anonymize::Args),
     Mark(cmd::mark::Args),
     Bench(cmd::bench::Args),
     Record(cmd::record::Args),
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Import(args) => cmd::import::run(args),
         Command::Info(args) => cmd::info::run(args),
+        Command::Anonymize(args) => cmd::anonymize::run(args),
         Command::Mark(args) => cmd::mark::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Record(args) => cmd::record::run(args),

@@ -1,6 +1,7 @@
 //! One module per subcommand: its arguments (clap derive) and the glue that turns
 //! them into calls of the library crates.
 
+pub mod anonymize;
 pub mod bench;
 pub mod import;
 pub mod info;
