@@ -2,8 +2,9 @@
 //! exactly. Given a directory, it writes five files, evicts them, marks
 //! `evicted`, reads pages 3–7 and 20–21 of `a.bin` with pread, touches pages 1, 10
 //! and 40 of `b.bin` through a mapping, reads page 0 of `d.bin` with pread and
-//! touches page 5 of `e.bin` through a mapping, has a double-forked grandchild read
-//! pages 0–3 of `c.bin`, marks `done`, writes the pids to `pids.txt` and exits
+//! touches page 5 of `e.bin` through a mapping, creates `gone.bin`, reads its page
+//! 0 and deletes it, has a double-forked grandchild read pages 0–3 of `c.bin`, marks
+//! `done`, writes the pids to `pids.txt` and exits
 //! with 7. After `evicted` it also writes `fixture-marker` to
 //! `$COLDSTART_TRACE_MARKER`.
 //! Readahead is off for `a.bin`, `b.bin` and `c.bin` (FADV_RANDOM, MADV_RANDOM), so
@@ -65,6 +66,23 @@ fn evict(file: &File, len: usize) {
     die("pages stay resident after POSIX_FADV_DONTNEED");
 }
 
+/// Writes `pages` pages to `path`, syncs them and evicts them from the cache.
+fn write_evicted(path: &Path, pages: usize) {
+    let ps = page_size();
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap_or_else(|_| die("create"));
+    let first = path.file_name().map_or(0, |n| n.as_encoded_bytes()[0]);
+    let content: Vec<u8> = (0..pages * ps).map(|i| (i / ps) as u8 ^ first).collect();
+    f.write_all(&content).unwrap_or_else(|_| die("write"));
+    f.sync_all().unwrap_or_else(|_| die("fsync"));
+    evict(&f, pages * ps);
+}
+
 fn read_pages(path: &Path, first: usize, count: usize, advice: libc::c_int) {
     let file = File::open(path).unwrap_or_else(|_| die("open for reading"));
     let ps = page_size();
@@ -105,19 +123,11 @@ fn main() {
     let dir = Path::new(&dir);
     let ps = page_size();
     for (name, pages) in PAGES {
-        let path = dir.join(name);
-        let mut f = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap_or_else(|_| die("create"));
-        let content: Vec<u8> = (0..pages * ps).map(|i| (i / ps) as u8 ^ name.as_bytes()[0]).collect();
-        f.write_all(&content).unwrap_or_else(|_| die("write"));
-        f.sync_all().unwrap_or_else(|_| die("fsync"));
-        evict(&f, pages * ps);
+        write_evicted(&dir.join(name), pages);
     }
+    // Created now so that it cannot take the inode number of gone.bin (deleted below):
+    // the trace names files by (device, inode).
+    File::create(dir.join("pids.txt")).unwrap_or_else(|_| die("pids.txt"));
     mark("evicted");
     if let Ok(marker) = std::env::var("COLDSTART_TRACE_MARKER") {
         std::fs::write(marker, "fixture-marker").unwrap_or_else(|_| die("trace_marker"));
@@ -127,6 +137,10 @@ fn main() {
     touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40], libc::MADV_RANDOM);
     read_pages(&dir.join("d.bin"), 0, 1, libc::POSIX_FADV_NORMAL);
     touch_pages(&dir.join("e.bin"), 8 * ps, &[5], libc::MADV_NORMAL);
+    let gone = dir.join("gone.bin");
+    write_evicted(&gone, 4);
+    read_pages(&gone, 0, 1, libc::POSIX_FADV_RANDOM);
+    std::fs::remove_file(&gone).unwrap_or_else(|_| die("unlink"));
 
     let mut fds = [0; 2];
     // SAFETY: pipe, fork and _exit in a single-threaded program.

@@ -20,6 +20,17 @@ use coldstart_trace::{Dev, Extent, File, FileKind};
 use crate::capture::fanotify::OpenRecord;
 use crate::system::{Mount, whole_disk};
 
+/// ext2/3/4 reserve inode numbers below 11 for their own use; the page cache of
+/// inode 1 holds the block allocator's bitmaps (`s_buddy_cache`), filled when a
+/// program writes. No walk can name them (the root directory, 2, is read through
+/// the block device, not its own page cache).
+fn is_reserved_inode(mounts: &[Mount], dev: Dev, ino: u64) -> bool {
+    const EXT4_FIRST_INO: u64 = 11;
+    ino < EXT4_FIRST_INO
+        && ino != 2
+        && mounts.iter().any(|m| m.dev == dev && matches!(m.fstype.as_str(), "ext2" | "ext3" | "ext4"))
+}
+
 /// Limits of the walk for inodes fanotify did not name.
 pub const WALK_MAX_ENTRIES: usize = 400_000;
 pub const WALK_MAX_TIME: Duration = Duration::from_secs(20);
@@ -41,6 +52,8 @@ pub struct FileTable {
     pub index_shift: HashMap<u32, u64>,
     known: HashMap<(Dev, u64), Known>,
     pub unresolved: u64,
+    /// Files that are a filesystem's own metadata under a reserved inode number.
+    pub fs_internal: u64,
     pub walked_entries: usize,
     pub walk_truncated: bool,
 }
@@ -131,8 +144,14 @@ impl FileTable {
     /// Looks for the files still without a path by walking their filesystems, then
     /// counts what stays unresolved.
     pub fn resolve_by_walk(&mut self, mounts: &[Mount]) {
+        for f in self.files.iter_mut().filter(|f| f.path.is_none() && f.kind == FileKind::Regular) {
+            if is_reserved_inode(mounts, f.dev, f.ino) {
+                f.kind = FileKind::Other;
+                self.fs_internal += 1;
+            }
+        }
         let mut wanted: HashMap<Dev, HashSet<u64>> = HashMap::new();
-        for f in self.files.iter().filter(|f| f.path.is_none()) {
+        for f in self.files.iter().filter(|f| f.path.is_none() && f.kind != FileKind::Other) {
             wanted.entry(f.dev).or_default().insert(f.ino);
         }
         let started = Instant::now();
@@ -167,7 +186,7 @@ impl FileTable {
                 }
             }
         }
-        for f in self.files.iter_mut().filter(|f| f.path.is_none()) {
+        for f in self.files.iter_mut().filter(|f| f.path.is_none() && f.kind != FileKind::Other) {
             match found.get(&(f.dev, f.ino)) {
                 Some((path, md)) => {
                     f.path = Some(path.to_string_lossy().into_owned());
@@ -204,5 +223,32 @@ impl FileTable {
             }
         }
         (out, failed, gone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ext4_reserved_inodes_are_not_files_to_look_for() {
+        let empty = tempfile::tempdir().unwrap();
+        let mount = |dev, fstype: &str| Mount {
+            dev,
+            root: "/".into(),
+            mount_point: empty.path().to_owned(),
+            fstype: fstype.into(),
+            source: "/dev/vda".into(),
+        };
+        let (vda, vdb) = (Dev::new(254, 0), Dev::new(254, 16));
+        let mounts = [mount(vda, "ext4"), mount(vdb, "xfs")];
+        let mut table = FileTable::default();
+        for (dev, ino) in [(vda, 1), (vda, 2), (vda, 11), (vdb, 1)] {
+            table.for_open(dev.to_user(), ino);
+        }
+        table.resolve_by_walk(&mounts);
+        let kinds: Vec<FileKind> = table.files.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [FileKind::Other, FileKind::Regular, FileKind::Regular, FileKind::Regular]);
+        assert_eq!((table.fs_internal, table.unresolved), (1, 3));
     }
 }

@@ -11,7 +11,7 @@ mod procs;
 mod samples;
 mod sched;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use coldstart_trace::*;
 
@@ -107,80 +107,15 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let mut tree =
         procs::ProcTree::build(&proc_records, &scope.events, start.root_pid, start.system, mono, boot);
     let mut files = files::FileTable::new(&opens);
-    let mut page_fills = Vec::new();
-    let mut fill_keys = Vec::new();
-    let mut raw_accesses = Vec::new();
-    let mut origins = pages::Origins::default();
-    for e in &scope.events {
-        let t = boot(e.ts);
-        let tid = match &e.event {
-            Event::PageCacheAdd { tid, .. }
-            | Event::PageAccess { tid, .. }
-            | Event::Readahead { tid, .. } => *tid,
-            _ => continue,
-        };
-        let pid = tree.tgid(tid);
-        if !in_window(t) || (!start.system && !tree.in_scope.contains(&pid)) {
-            continue;
-        }
-        match &e.event {
-            Event::PageCacheAdd { dev, ino, index, order, .. } => {
-                tree.ensure_task(tid, "", start.system);
-                let file_id = files.for_fill(*dev, *ino, page_size);
-                let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
-                let pages = 1u32 << order.min(&31);
-                origins.fill(page_fills.len(), tid, (*dev, *ino), *index, u64::from(pages));
-                fill_keys.push((*dev, *ino));
-                page_fills.push(PageFill {
-                    t_ns: t,
-                    pid,
-                    tid,
-                    file_id,
-                    index: index + shift,
-                    pages,
-                    origin: None,
-                });
-            }
-            Event::PageAccess { dev, ino, index, last, kind, .. } => {
-                if last < index {
-                    continue;
-                }
-                origins.access(tid, (*dev, *ino), *index, last + 1, *kind);
-                raw_accesses.push((t, pid, tid, (*dev, *ino), *index, *last, *kind));
-            }
-            Event::Readahead { dev, ino, kind, .. } => origins.readahead(tid, (*dev, *ino), *kind),
-            _ => {}
-        }
-    }
-    for (i, origin) in origins.finish() {
-        page_fills[i].origin = origin;
-    }
-    let filled_keys: HashSet<(u32, u64)> = fill_keys.into_iter().collect();
-    let mut accesses_left_out = 0u64;
-    let mut page_accesses = Vec::with_capacity(raw_accesses.len());
-    for (t, pid, tid, key, index, last, kind) in raw_accesses {
-        if Dev::from_kernel(key.0).major == 0 && !filled_keys.contains(&key) {
-            accesses_left_out += 1;
-            continue;
-        }
-        tree.ensure_task(tid, "", start.system);
-        let file_id = files.for_fill(key.0, key.1, page_size);
-        let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
-        page_accesses.push(pages::raw_access(t, pid, tid, file_id, index + shift, last + shift, kind));
-    }
-    files.resolve_by_walk(&crate::system::mounts());
-    let mut filled_end: HashMap<u32, u64> = HashMap::new();
-    for f in &page_fills {
-        let end = filled_end.entry(f.file_id).or_default();
-        *end = (*end).max(f.index + u64::from(f.pages));
-    }
-    let file_pages = |id: u32| {
-        let f = files.files.get(id as usize).filter(|f| f.kind == FileKind::Regular)?;
-        let size_pages = f.size?.div_ceil(page_size);
-        Some(size_pages.max(filled_end.get(&id).copied().unwrap_or(0)))
+    let scope_filter = |tid: i32, t: Nanos, tree: &procs::ProcTree| {
+        in_window(t) && (start.system || tree.in_scope.contains(&tree.tgid(tid)))
     };
-    let raw_access_count = page_accesses.len();
-    let page_accesses = pages::merge(page_accesses, file_pages);
+    let collected =
+        pages::collect(&scope.events, boot, scope_filter, &mut tree, start.system, &mut files, page_size);
+    files.resolve_by_walk(&crate::system::mounts());
+    let raw_access_count = collected.accesses.len();
+    let accesses_left_out = collected.left_out;
+    let (page_fills, page_accesses) = pages::finish(collected, &files, page_size);
     let usage = pages::usage(&page_fills, &page_accesses);
     let filled: HashSet<u32> = page_fills.iter().map(|p| p.file_id).collect();
     let file_opens: Vec<FileOpen> = opens
@@ -354,6 +289,15 @@ pub fn build(spool: &Spool) -> Result<Built> {
             ));
         }
         notes.push(Note { source: "record".into(), text });
+    }
+    if files.fs_internal > 0 {
+        notes.push(Note {
+            source: "files".into(),
+            text: format!(
+                "{} files without a path are a filesystem's own metadata (ext4 reserved inodes, e.g. 1: the block allocator's bitmaps, read when a program writes), kind other",
+                files.fs_internal
+            ),
+        });
     }
     if files.walked_entries > 0 {
         notes.push(Note {

@@ -22,11 +22,13 @@
 //!   on its own (an explicit prefetch: `fadvise(WILLNEED)`, `readahead(2)`);
 //! - none (NULL): fills with none of these before them: writes, filesystem metadata.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use coldstart_trace::{AccessKind, Nanos, PageAccess, PageFill, PageOrigin};
+use coldstart_trace::{AccessKind, Dev, FileKind, Nanos, PageAccess, PageFill, PageOrigin};
 
-use crate::ftrace::events::ReadaheadKind;
+use crate::build::files::FileTable;
+use crate::build::procs::ProcTree;
+use crate::ftrace::events::{Event, ReadaheadKind, Timed};
 
 /// A file as page-cache events name it: (`s_dev` in the kernel encoding, inode).
 pub type Key = (u32, u64);
@@ -134,6 +136,103 @@ impl Origins {
         }
         self.decided
     }
+}
+
+/// The page events of a recording's scope, before merging.
+pub struct Collected {
+    pub fills: Vec<PageFill>,
+    /// One row per access event, in time order.
+    pub accesses: Vec<PageAccess>,
+    /// Accesses to files of memory filesystems (device 0:x) that no fill touched.
+    pub left_out: u64,
+}
+
+/// Turns the scope's fill, access and readahead events that `keep(tid, t, tree)`
+/// accepts into fills (with their origin) and raw accesses, giving each file an id.
+pub fn collect(
+    events: &[Timed],
+    boot: impl Fn(u64) -> Nanos,
+    keep: impl Fn(i32, Nanos, &ProcTree) -> bool,
+    tree: &mut ProcTree,
+    system: bool,
+    files: &mut FileTable,
+    page_size: u64,
+) -> Collected {
+    let mut fills = Vec::new();
+    let mut filled_keys = HashSet::new();
+    let mut raw = Vec::new();
+    let mut origins = Origins::default();
+    for e in events {
+        let t = boot(e.ts);
+        let tid = match &e.event {
+            Event::PageCacheAdd { tid, .. }
+            | Event::PageAccess { tid, .. }
+            | Event::Readahead { tid, .. } => *tid,
+            _ => continue,
+        };
+        if !keep(tid, t, tree) {
+            continue;
+        }
+        match &e.event {
+            Event::PageCacheAdd { dev, ino, index, order, .. } => {
+                tree.ensure_task(tid, "", system);
+                let file_id = files.for_fill(*dev, *ino, page_size);
+                let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
+                let pages = 1u32 << order.min(&31);
+                origins.fill(fills.len(), tid, (*dev, *ino), *index, u64::from(pages));
+                filled_keys.insert((*dev, *ino));
+                let pid = tree.tgid(tid);
+                fills.push(PageFill {
+                    t_ns: t,
+                    pid,
+                    tid,
+                    file_id,
+                    index: index + shift,
+                    pages,
+                    origin: None,
+                });
+            }
+            Event::PageAccess { dev, ino, index, last, kind, .. } if last >= index => {
+                origins.access(tid, (*dev, *ino), *index, last + 1, *kind);
+                raw.push((t, tid, (*dev, *ino), *index, *last, *kind));
+            }
+            Event::Readahead { dev, ino, kind, .. } => origins.readahead(tid, (*dev, *ino), *kind),
+            _ => {}
+        }
+    }
+    for (i, origin) in origins.finish() {
+        fills[i].origin = origin;
+    }
+    let mut left_out = 0;
+    let mut accesses = Vec::with_capacity(raw.len());
+    for (t, tid, key, index, last, kind) in raw {
+        if Dev::from_kernel(key.0).major == 0 && !filled_keys.contains(&key) {
+            left_out += 1;
+            continue;
+        }
+        tree.ensure_task(tid, "", system);
+        let file_id = files.for_fill(key.0, key.1, page_size);
+        let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
+        accesses.push(raw_access(t, tree.tgid(tid), tid, file_id, index + shift, last + shift, kind));
+    }
+    Collected { fills, accesses, left_out }
+}
+
+/// The fills, and the accesses merged and clipped to each regular file's size
+/// (or its last filled page, if further: the file may have grown).
+pub fn finish(c: Collected, files: &FileTable, page_size: u64) -> (Vec<PageFill>, Vec<PageAccess>) {
+    let mut filled_end: HashMap<u32, u64> = HashMap::new();
+    for f in &c.fills {
+        let end = filled_end.entry(f.file_id).or_default();
+        *end = (*end).max(f.index + u64::from(f.pages));
+    }
+    let file_pages = |id: u32| {
+        let f = files.files.get(id as usize).filter(|f| f.kind == FileKind::Regular)?;
+        let size_pages = f.size?.div_ceil(page_size);
+        Some(size_pages.max(filled_end.get(&id).copied().unwrap_or(0)))
+    };
+    let accesses = merge(c.accesses, file_pages);
+    (c.fills, accesses)
 }
 
 /// Clips each access to `pages_of(file)` pages (where known), drops what is left
