@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use coldstart_launch::{Ending, RunAs, Until};
+use coldstart_prefetch::ReplayOptions;
 use serde::{Deserialize, Serialize};
 
 /// How a cold run's page cache is emptied.
@@ -40,17 +41,46 @@ pub enum EvictChoice {
 #[serde(rename_all = "snake_case", tag = "cache", content = "evict")]
 pub enum Cache {
     Cold(Evict),
+    /// Cold, with the prefetch plan replayed alongside the start (`--prefetch`).
+    Alongside(Evict),
+    /// Cold, with the prefetch plan replayed to its end before the start (`--prefetch`).
+    Ahead(Evict),
     Warm,
 }
 
 impl Cache {
     pub fn is_cold(self) -> bool {
-        matches!(self, Cache::Cold(_))
+        !matches!(self, Cache::Warm)
     }
 
     pub fn word(self) -> &'static str {
         if self.is_cold() { "cold" } else { "warm" }
     }
+
+    /// The eviction of a cold run (with or without prefetch).
+    pub fn evict(self) -> Option<Evict> {
+        match self {
+            Cache::Cold(e) | Cache::Alongside(e) | Cache::Ahead(e) => Some(e),
+            Cache::Warm => None,
+        }
+    }
+
+    /// `alongside` or `ahead` for runs with prefetch.
+    pub fn prefetch(self) -> Option<&'static str> {
+        match self {
+            Cache::Alongside(_) => Some("alongside"),
+            Cache::Ahead(_) => Some("ahead"),
+            Cache::Cold(_) | Cache::Warm => None,
+        }
+    }
+}
+
+/// `--prefetch PLAN`: cold runs are also measured with the plan replayed alongside
+/// the start and before it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrefetchSetup {
+    pub plan: PathBuf,
+    pub options: ReplayOptions,
 }
 
 /// Where the file set of `--evict files` comes from.
@@ -111,16 +141,25 @@ pub struct BenchConfig {
     pub show_output: bool,
     /// Keep going when a command fails (non-zero exit or readiness not reached).
     pub ignore_failure: bool,
+    /// Measure cold starts with a prefetch plan too.
+    pub prefetch: Option<PrefetchSetup>,
 }
 
 impl BenchConfig {
     /// The configurations, in the order of a round: per command, its cold
-    /// configurations then its warm one (so a warm run follows a run of the same command).
+    /// configurations (each eviction without prefetch, then with the plan alongside and
+    /// ahead when `--prefetch` is given) then its warm one (so a warm run follows a run
+    /// of the same command).
     pub fn configurations(&self) -> Vec<(usize, Cache)> {
         let mut out = Vec::new();
         for i in 0..self.commands.len() {
             if self.modes.cold {
-                out.extend(self.evict.iter().map(|&e| (i, Cache::Cold(e))));
+                for &e in &self.evict {
+                    out.push((i, Cache::Cold(e)));
+                    if self.prefetch.is_some() {
+                        out.extend([(i, Cache::Alongside(e)), (i, Cache::Ahead(e))]);
+                    }
+                }
             }
             if self.modes.warm {
                 out.push((i, Cache::Warm));
@@ -134,8 +173,12 @@ impl BenchConfig {
     pub fn label(&self, command: usize, cache: Cache) -> String {
         let name = &self.commands[command].name;
         let both = self.modes.cold && self.modes.warm;
+        let evict = |e: Evict| if self.evict.len() > 1 { format!(", {}", e.name()) } else { String::new() };
         match cache {
+            Cache::Alongside(e) => format!("{name} (cold{}, prefetch alongside)", evict(e)),
+            Cache::Ahead(e) => format!("{name} (cold{}, prefetch ahead)", evict(e)),
             Cache::Cold(e) if self.evict.len() > 1 => format!("{name} (cold, {})", e.name()),
+            Cache::Cold(_) if self.prefetch.is_some() => format!("{name} (cold)"),
             Cache::Cold(_) if both => format!("{name} (cold)"),
             Cache::Warm if both => format!("{name} (warm)"),
             _ => name.clone(),
@@ -159,6 +202,7 @@ impl Default for BenchConfig {
             run_as: RunAs::Invoker,
             show_output: false,
             ignore_failure: false,
+            prefetch: None,
         }
     }
 }

@@ -24,6 +24,10 @@ pub enum BenchError {
     Baseline { path: PathBuf, reason: String },
     #[error("export: {0}")]
     Export(String),
+    #[error(transparent)]
+    Prefetch(#[from] coldstart_prefetch::PrefetchError),
+    #[error("a run with prefetch was asked for without a plan (--prefetch PLAN)")]
+    NoPrefetchPlan,
 }
 
 impl BenchError {

@@ -37,6 +37,13 @@ pub struct Run {
     pub residual_bytes: Option<u64>,
     /// True when SIGINT/SIGTERM interrupted this run.
     pub interrupted: bool,
+    /// Runs with prefetch: seconds the replay took (for `ahead`, before the start;
+    /// for `alongside`, from the start until it finished or was stopped at readiness).
+    pub prefetch_time: Option<f64>,
+    /// Runs with prefetch: bytes the replay brought into the page cache.
+    pub prefetch_fetched_bytes: Option<u64>,
+    /// Runs with prefetch alongside: whether the replay had finished when the command was ready.
+    pub prefetch_done_before_ready: Option<bool>,
 }
 
 impl Run {

@@ -28,7 +28,7 @@ pub mod scheduler;
 pub mod stats;
 pub mod summary;
 
-pub use config::{BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Modes};
+pub use config::{BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Modes, PrefetchSetup};
 pub use error::{BenchError, Result};
 pub use executor::{Executor, Preparation, Run, Sources};
 pub use mock::MockExecutor;

@@ -59,6 +59,9 @@ impl Executor for MockExecutor {
             other_cpu: Some(0.01),
             residual_bytes: cold.then_some(0),
             interrupted: false,
+            prefetch_time: cache.prefetch().map(|_| 0.25),
+            prefetch_fetched_bytes: cache.prefetch().map(|_| 40_000_000),
+            prefetch_done_before_ready: cache.prefetch().map(|p| p == "ahead"),
         })
     }
 

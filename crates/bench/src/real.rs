@@ -2,9 +2,11 @@
 //! command with the launch crate, waits for readiness, ends its tree, and reads
 //! the counters around it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use coldstart_launch::{Command, Input, Interrupts, Output, PausedChild, Until, WaitOptions};
+use coldstart_prefetch::{Plan, Replay, ReplayReport};
 
 use crate::config::{BenchCommand, BenchConfig, Cache, Evict, FileSource};
 use crate::counters::{BlkioCgroup, DelayAccounting, cpu_ticks, disk_read_bytes};
@@ -19,6 +21,7 @@ pub struct RealExecutor {
     cgroup: Option<BlkioCgroup>,
     delay_accounting: Option<DelayAccounting>,
     interrupts: Interrupts,
+    plan: Option<Arc<Plan>>,
 }
 
 impl RealExecutor {
@@ -32,7 +35,19 @@ impl RealExecutor {
             cgroup: if evict::is_root() { BlkioCgroup::create() } else { None },
             delay_accounting: DelayAccounting::enable(),
             interrupts: Interrupts::catch()?,
+            plan: match &config.prefetch {
+                Some(p) => Some(Arc::new(Plan::load(&p.plan)?)),
+                None => None,
+            },
         })
+    }
+
+    /// The plan and replay options of a run with prefetch.
+    fn prefetch(&self) -> Result<(Arc<Plan>, &coldstart_prefetch::ReplayOptions)> {
+        match (&self.plan, &self.config.prefetch) {
+            (Some(plan), Some(setup)) => Ok((Arc::clone(plan), &setup.options)),
+            _ => Err(BenchError::NoPrefetchPlan),
+        }
     }
 
     fn file_set(&self, command: &BenchCommand) -> Result<Option<FileSet>> {
@@ -83,7 +98,7 @@ impl Executor for RealExecutor {
 
     fn run(&mut self, index: usize, command: &BenchCommand, cache: Cache) -> Result<Run> {
         let set = self.filesets[index].as_ref();
-        if let Cache::Cold(method) = cache {
+        if let Some(method) = cache.evict() {
             match method {
                 Evict::System => evict::drop_caches()?,
                 Evict::Files => {
@@ -91,8 +106,15 @@ impl Executor for RealExecutor {
                 }
             }
         }
-        let residual_bytes = match (cache, set) {
-            (Cache::Cold(_), Some(s)) => evict::residual(&s.paths).0,
+        let residual_bytes = match (cache.evict(), set) {
+            (Some(_), Some(s)) => evict::residual(&s.paths).0,
+            _ => None,
+        };
+        let ahead: Option<ReplayReport> = match cache {
+            Cache::Ahead(_) => {
+                let (plan, options) = self.prefetch()?;
+                Some(coldstart_prefetch::replay(plan, options)?)
+            }
             _ => None,
         };
         let bytes_before = self.read_bytes_now();
@@ -102,6 +124,13 @@ impl Executor for RealExecutor {
         if let Some(cgroup) = &self.cgroup {
             paused.join_cgroup(cgroup.path())?;
         }
+        let alongside = match cache {
+            Cache::Alongside(_) => {
+                let (plan, options) = self.prefetch()?;
+                Some(Replay::start(plan, options)?)
+            }
+            _ => None,
+        };
         let mut running = paused.resume()?;
         let options = WaitOptions {
             timeout: Some(self.config.timeout),
@@ -109,7 +138,13 @@ impl Executor for RealExecutor {
             ..WaitOptions::default()
         };
         let outcome = running.wait(&self.config.until, &options);
-        let finished = running.finish(&self.config.ending)?;
+        let done_before_ready = alongside.as_ref().map(Replay::is_finished);
+        if let Some(replay) = &alongside {
+            replay.cancel();
+        }
+        let finished = running.finish(&self.config.ending);
+        let replayed = ahead.or_else(|| alongside.map(Replay::join));
+        let finished = finished?;
         let outcome = outcome?;
 
         let read_bytes = bytes_before.zip(self.read_bytes_now()).map(|(a, b)| b.saturating_sub(a));
@@ -133,6 +168,9 @@ impl Executor for RealExecutor {
             other_cpu,
             residual_bytes,
             interrupted: outcome.signal.is_some(),
+            prefetch_time: replayed.as_ref().map(|r| r.elapsed_s),
+            prefetch_fetched_bytes: replayed.as_ref().map(|r| r.fetched.bytes + r.unknown_residency.bytes),
+            prefetch_done_before_ready: done_before_ready,
         })
     }
 
@@ -157,6 +195,17 @@ impl Executor for RealExecutor {
         let mut notes = Vec::new();
         if self.config.modes.cold && self.config.evict.contains(&Evict::Files) {
             notes.push(FILES_MODE_LIMITS.to_owned());
+        }
+        if let Some(p) = &self.config.prefetch {
+            notes.push(format!(
+                "prefetch: the plan {} is replayed by the benchmark process ({} threads, {}), outside the command's \
+                 tree: its reads are not counted in the command's bytes read; `ahead` runs replay the whole plan \
+                 after eviction and start the command when it is done (the replay is not in the time), \
+                 `alongside` runs start both together and stop the replay when the command is ready",
+                p.plan.display(),
+                p.options.depth,
+                p.options.method.name()
+            ));
         }
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
     }

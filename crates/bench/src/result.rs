@@ -61,6 +61,19 @@ pub struct ConfigResult {
     pub outliers: Vec<Outlier>,
     /// Runs measured but not counted (`--discard-first`).
     pub discarded: usize,
+    /// `alongside` or `ahead` for cold runs with the prefetch plan (`--prefetch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<String>,
+    /// Per run with prefetch: seconds the replay took (for `ahead`, before the start, not
+    /// in `times`; for `alongside`, until it finished or was stopped at readiness).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefetch_times: Vec<Option<f64>>,
+    /// Per run with prefetch: bytes the replay brought into the page cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefetch_fetched_bytes: Vec<Option<u64>>,
+    /// Per run with prefetch alongside: whether the replay was done when the command was ready.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefetch_done_before_ready: Vec<Option<bool>>,
 }
 
 /// One comparison of two configurations: `a` against `b`.
@@ -78,6 +91,12 @@ pub struct Comparison {
     pub difference_ci95: [f64; 2],
     /// median(a) − median(b), seconds.
     pub median_difference: f64,
+    /// median(a) / median(b), with a 95% bootstrap confidence interval (2000
+    /// resamples of each side, fixed seed).
+    #[serde(default)]
+    pub median_ratio: f64,
+    #[serde(default)]
+    pub median_ratio_ci95: [f64; 2],
     /// Two-sided p-value of Welch's t-test; `significant` when below 0.05.
     pub p: f64,
     pub significant: bool,
@@ -182,10 +201,7 @@ impl ConfigResult {
             exit_codes: runs.iter().map(|r| r.exit_code).collect(),
             command_line: config.commands[command].argv.clone(),
             cache: cache.word().into(),
-            evict: match cache {
-                Cache::Cold(e) => Some(e),
-                Cache::Warm => None,
-            },
+            evict: cache.evict(),
             until: config.until.to_string(),
             mean_ci95: [s.ci95.0, s.ci95.1],
             ready: runs.iter().map(|r| r.ready.clone()).collect(),
@@ -199,6 +215,22 @@ impl ConfigResult {
             median_io_wait: median_of(runs.iter().map(|r| r.io_wait)),
             outliers,
             discarded,
+            prefetch: cache.prefetch().map(str::to_owned),
+            prefetch_times: if cache.prefetch().is_some() {
+                runs.iter().map(|r| r.prefetch_time).collect()
+            } else {
+                Vec::new()
+            },
+            prefetch_fetched_bytes: if cache.prefetch().is_some() {
+                runs.iter().map(|r| r.prefetch_fetched_bytes).collect()
+            } else {
+                Vec::new()
+            },
+            prefetch_done_before_ready: if matches!(cache, Cache::Alongside(_)) {
+                runs.iter().map(|r| r.prefetch_done_before_ready).collect()
+            } else {
+                Vec::new()
+            },
             times,
             user_times,
             system_times,
@@ -210,6 +242,7 @@ impl ConfigResult {
 pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Comparison> {
     let r = stats::ratio(&a.times, &b.times)?;
     let w = stats::welch(&a.times, &b.times)?;
+    let (median_ratio, median_ci) = stats::median_ratio(&a.times, &b.times)?;
     Some(Comparison {
         kind: kind.into(),
         a: a.command.clone(),
@@ -219,6 +252,8 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
         difference: w.difference,
         difference_ci95: [w.ci95.0, w.ci95.1],
         median_difference: a.median - b.median,
+        median_ratio,
+        median_ratio_ci95: [median_ci.0, median_ci.1],
         p: w.p,
         significant: w.p < 0.05,
         read_bytes_difference: a.median_read_bytes.zip(b.median_read_bytes).map(|(x, y)| x - y),
@@ -226,7 +261,9 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
 }
 
 /// The comparisons worth printing: every command against the first in the same
-/// cache state, cold against warm for each command, and `files` against `system`.
+/// cache state, cold against warm for each command, `files` against `system`, and
+/// with `--prefetch`, each prefetch mode against the cold start without it
+/// (`prefetch`) and against the warm start (`prefetch_vs_warm`).
 pub fn comparisons(
     config: &BenchConfig,
     results: &[ConfigResult],
@@ -250,6 +287,16 @@ pub fn comparisons(
             (find(command, Cache::Cold(Evict::Files)), find(command, Cache::Cold(Evict::System)))
         {
             out.extend(compare("evict", a, b));
+        }
+        for &evict in &config.evict {
+            for with in [Cache::Alongside(evict), Cache::Ahead(evict)] {
+                if let (Some(a), Some(b)) = (find(command, with), find(command, Cache::Cold(evict))) {
+                    out.extend(compare("prefetch", a, b));
+                }
+                if let (Some(a), Some(b)) = (find(command, with), find(command, Cache::Warm)) {
+                    out.extend(compare("prefetch_vs_warm", a, b));
+                }
+            }
         }
     }
     out

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::result::BenchResults;
+use crate::stats;
 
 fn secs(s: f64) -> String {
     if s.abs() < 1.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.3} s") }
@@ -69,6 +70,25 @@ pub fn render(results: &BenchResults) -> String {
         if let Some(max) = residual.iter().max().filter(|&&m| m > 0) {
             let _ = writeln!(out, "  Left cached after eviction: up to {} of the file set", mb(*max as f64));
         }
+        if r.prefetch.is_some() {
+            let times: Vec<f64> = r.prefetch_times.iter().flatten().copied().collect();
+            let bytes: Vec<f64> = r.prefetch_fetched_bytes.iter().flatten().map(|&b| b as f64).collect();
+            let done = r.prefetch_done_before_ready.iter().flatten().filter(|&&d| d).count();
+            let mut line = format!(
+                "  Prefetch {}: replay {} and {} fetched (medians)",
+                r.prefetch.as_deref().unwrap_or_default(),
+                if times.is_empty() { "?".into() } else { secs(stats::median(&times)) },
+                if bytes.is_empty() { "?".into() } else { mb(stats::median(&bytes)) }
+            );
+            if !r.prefetch_done_before_ready.is_empty() {
+                let _ = write!(
+                    line,
+                    "; done before ready in {done} of {} runs",
+                    r.prefetch_done_before_ready.len()
+                );
+            }
+            let _ = writeln!(out, "{line}");
+        }
         for o in &r.outliers {
             let _ = writeln!(out, "  Outlier: run {} took {}: {}", o.run + 1, secs(o.time), o.reason);
         }
@@ -93,6 +113,13 @@ pub fn render(results: &BenchResults) -> String {
             c.ratio_ci95[1],
             p_value(c.p)
         );
+        if c.kind.starts_with("prefetch") {
+            let _ = writeln!(
+                out,
+                "    ratio of medians {:.3}× [95% bootstrap CI {:.3} … {:.3}]",
+                c.median_ratio, c.median_ratio_ci95[0], c.median_ratio_ci95[1]
+            );
+        }
     }
     let _ =
         writeln!(out, "\nBytes read: {}. I/O wait: {}.", results.read_bytes_source, results.io_wait_source);

@@ -121,7 +121,9 @@ fn exclusion(file: &File, settings: &PlanSettings, recording_start_unix_ns: i64)
         return Some("path unknown (unresolved inode)");
     }
     match file.kind {
-        FileKind::Regular if file.mtime_ns.is_some_and(|m| m >= recording_start_unix_ns) => {
+        FileKind::Regular
+            if recording_start_unix_ns > 0 && file.mtime_ns.is_some_and(|m| m >= recording_start_unix_ns) =>
+        {
             Some("modified during the recording (written by the start)")
         }
         FileKind::Regular => None,

@@ -16,6 +16,32 @@ pub struct ShowOptions {
     pub ranges: bool,
 }
 
+/// The paths of the plan's regular files in replay order (of their first step), one
+/// per line: a file list for other tools (e.g. `vmtouch`).
+pub fn paths(plan: &Plan) -> String {
+    let mut out = String::new();
+    for f in replay_order(plan) {
+        let file = &plan.files[f];
+        if file.kind == PlanFileKind::Regular {
+            let _ = writeln!(out, "{}", file.path);
+        }
+    }
+    out
+}
+
+/// File indexes by their first step, then files without steps.
+fn replay_order(plan: &Plan) -> Vec<usize> {
+    let mut first_step: HashMap<usize, usize> = HashMap::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if let Step::Range { file, .. } | Step::Open(file) = *step {
+            first_step.entry(file).or_insert(i);
+        }
+    }
+    let mut order: Vec<usize> = (0..plan.files.len()).collect();
+    order.sort_by_key(|f| first_step.get(f).copied().unwrap_or(usize::MAX));
+    order
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1048576.0)
 }
@@ -102,14 +128,17 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
         let _ = writeln!(out, "note        {n}");
     }
 
-    let mut first_step: HashMap<usize, usize> = HashMap::new();
-    for (i, step) in plan.steps.iter().enumerate() {
-        if let Step::Range { file, .. } | Step::Open(file) = *step {
-            first_step.entry(file).or_insert(i);
-        }
-    }
-    let mut order: Vec<usize> = (0..plan.files.len()).collect();
-    order.sort_by_key(|f| first_step.get(f).copied().unwrap_or(usize::MAX));
+    let order = replay_order(plan);
+    let first_step: HashMap<usize, usize> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .rev()
+        .filter_map(|(i, s)| match *s {
+            Step::Range { file, .. } | Step::Open(file) => Some((file, i)),
+            Step::Directory(_) => None,
+        })
+        .collect();
     let shown = options.max_files.unwrap_or(order.len()).min(order.len());
     let _ = writeln!(out, "\nfiles in replay order (first step), {shown} of {}:", order.len());
     let _ = writeln!(out, "{:>6} {:>10} {:>7} {:>11}  path", "step", "KiB", "ranges", "first need");

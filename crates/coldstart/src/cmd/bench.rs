@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use coldstart_bench::export::{CsvExporter, Exporter, JsonExporter, MarkdownExporter};
 use coldstart_bench::{
-    BenchCommand, BenchConfig, BenchError, Evict, FileSource, Modes, Progress, RealExecutor, Step, baseline,
-    evict, run_benchmark, summary,
+    BenchCommand, BenchConfig, BenchError, Evict, FileSource, Modes, PrefetchSetup, Progress, RealExecutor,
+    Step, baseline, evict, run_benchmark, summary,
 };
 use coldstart_launch::{Ending, RunAs, Until};
 
@@ -23,6 +23,7 @@ Examples:
   coldstart bench -c 'app --old' -c 'app --new' --until mark:ready --export-json out.json
   coldstart bench --warm -- ./server ::: ./server-v2     # two commands, interleaved A B A B
   coldstart bench --baseline main.json --max-regression 10 -- ./app   # CI check
+  coldstart bench --both --prefetch app.plan -- python3 -c 'import scipy'   # does the plan work?
 
 Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
 (root); `files` calls posix_fadvise(DONTNEED) twice on the files the command uses (any user), taken
@@ -37,7 +38,14 @@ window (its first top-level X11 window). The command and everything it started a
 Exit status: 0 success; 1 a configuration regressed beyond --max-regression against --baseline;
 2 an error of coldstart (arguments, eviction impossible, a command that cannot start); 3 a
 benchmarked command failed (non-zero exit or readiness not reached; see --ignore-failure);
-130 interrupted by SIGINT/SIGTERM (the results so far are printed and exported).")]
+130 interrupted by SIGINT/SIGTERM (the results so far are printed and exported).
+
+Prefetch (--prefetch PLAN, from `coldstart prefetch plan`): every cold configuration is also run
+with the plan replayed alongside the start (both begin together; the replay stops when the command
+is ready) and ahead of it (replayed to its end after eviction, then the command starts; the replay
+is not in the time). They are compared with the cold runs without prefetch and, with --both, with
+the warm runs (ratios of means and of medians, with 95% confidence intervals). --depth, --method,
+--max-memory and --ioprio set the replay as for `coldstart prefetch run`.")]
 pub struct Args {
     /// Measure cold starts only (the default).
     #[arg(long, group = "mode")]
@@ -108,6 +116,11 @@ pub struct Args {
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Also measure cold starts with this prefetch plan replayed alongside and ahead.
+    #[arg(long, value_name = "PLAN", conflicts_with = "warm")]
+    pub prefetch: Option<PathBuf>,
+    #[command(flatten)]
+    pub replay: crate::cmd::prefetch::ReplayArgs,
     /// The command (after `--`); separate several with `:::`.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -204,6 +217,10 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         run_as: if args.as_root { RunAs::Current } else { RunAs::Invoker },
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
+        prefetch: match &args.prefetch {
+            Some(plan) => Some(PrefetchSetup { plan: plan.clone(), options: args.replay.options()? }),
+            None => None,
+        },
     })
 }
 

@@ -90,9 +90,10 @@ pub struct PlanArgs {
 
 /// Show a plan: its size against what the start read, what it leaves out, its files.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  coldstart prefetch show app.plan\n  coldstart prefetch show app.plan --all --ranges"
-)]
+#[command(after_help = "Examples:
+  coldstart prefetch show app.plan
+  coldstart prefetch show app.plan --all --ranges
+  coldstart prefetch show app.plan --paths | xargs vmtouch -t     # the files, in replay order")]
 pub struct ShowArgs {
     pub plan: PathBuf,
     /// List this many files.
@@ -104,6 +105,9 @@ pub struct ShowArgs {
     /// List each file's ranges too.
     #[arg(long)]
     pub ranges: bool,
+    /// Print only the paths of the planned files in replay order, one per line.
+    #[arg(long, conflicts_with_all = ["all", "ranges"])]
+    pub paths: bool,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -210,7 +214,7 @@ pub struct RunArgs {
     pub plan: PathBuf,
     #[command(flatten)]
     pub replay: ReplayArgs,
-    /// Write the report as JSON.
+    /// Write the report as JSON (`-`: to stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Exit with status 4 when more than this percentage of planned bytes is stale or missing.
@@ -268,6 +272,10 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let plan = Plan::load(&args.plan)?;
+    if args.paths {
+        print!("{}", coldstart_prefetch::show::paths(&plan));
+        return Ok(ExitCode::SUCCESS);
+    }
     let options = ShowOptions { max_files: (!args.all).then_some(args.files), ranges: args.ranges };
     print!("{}", coldstart_prefetch::show::render(&plan, options));
     Ok(ExitCode::SUCCESS)
@@ -283,8 +291,12 @@ fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprint!("{}", coldstart_prefetch::summary::render(&report));
     }
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let text = serde_json::to_string_pretty(&report)? + "\n";
+        if path.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        }
     }
     if let Some(limit) = args.max_stale
         && report.stale_share() * 100.0 > limit

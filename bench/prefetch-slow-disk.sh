@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Prefetch on a simulated slow disk (bench/slow-disk-rig.sh: the program's files on a
+# loop-mounted ext4 image throttled to 100 read requests/s and 60 MB/s with v1 blkio).
+#
+# The program: python3 importing scipy.stats, matplotlib.pyplot and pandas from the copy
+# of dist-packages on the image (PYTHONPATH); with `soffice` as argument, LibreOffice
+# started from its copy on the image. The whole benchmark runs inside the rig's throttled
+# cgroup: the program, coldstart's replay threads (they run in `coldstart run`, the
+# program's parent) and the baselines' prefetchers share the same 100 requests/s, as
+# they would share a real disk.
+#
+# Steps: record a cold start on the rig, make the plans, then ROUNDS interleaved rounds of
+#   none        the cold start alone (through `coldstart run`, like all the others)
+#   alongside   the default plan replayed alongside (`coldstart run --prefetch`)
+#   ahead       the default plan replayed first, then the start (time of the start only;
+#               the replay time is reported apart)
+#   vmtouch     whole files in open order, `vmtouch -t` started alongside (vmtouch style)
+#   ureadahead  whole files in disk order, WILLNEED from one thread, alongside (ureadahead style)
+#   warm        no eviction
+# each cold run after `sync; drop_caches` and a 1 s pause. Results: one JSON per run
+# (coldstart run --report-json) and a summary (medians, ratios with bootstrap 95% CIs)
+# in $OUT (default /tmp/coldstart-prefetch-rig).
+# Usage (as root): bash bench/prefetch-slow-disk.sh [ROUNDS] [python|soffice]
+#   (COLDSTART=path uses that binary instead of building one; extra plan options for the
+#    default plan in PLAN_OPTS, replay options in REPLAY_OPTS, e.g. REPLAY_OPTS='--depth 4')
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+prog=${2:-python}
+if [ -z "${RIG_MNT:-}" ]; then
+    packages=()
+    for p in python3-scipy python3-matplotlib python3-pandas vmtouch; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
+    done
+    [ "$prog" = soffice ] && ! dpkg-query -W -f='${Status}' libreoffice-writer-nogui 2>/dev/null \
+        | grep -q "install ok installed" && packages+=(libreoffice-writer-nogui)
+    if [ "${#packages[@]}" -gt 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
+    fi
+    if [ -z "${COLDSTART:-}" ]; then
+        cargo build --release -q -p coldstart
+        export COLDSTART=$PWD/target/release/coldstart
+    fi
+    rig_opts=()
+    [ "$prog" = soffice ] && rig_opts+=(--libreoffice)
+    exec bash bench/slow-disk-rig.sh run "${rig_opts[@]}" -- bash "$0" "$rounds" "$prog"
+fi
+
+# Inside the rig from here on.
+C=$COLDSTART
+out=${OUT:-/tmp/coldstart-prefetch-rig}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/coldstart-rig-work.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+case "$prog" in
+    python) cmd=(env "PYTHONPATH=$RIG_PYTHONPATH" /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas') ;;
+    soffice)
+        seq 1 2000 | sed 's/^/A line of text for the conversion benchmark, number /' > "$work/doc.txt"
+        cmd=("$RIG_MNT/libreoffice/program/soffice" "-env:UserInstallation=file://$work/profile" --headless
+            --convert-to pdf --outdir "$work" "$work/doc.txt")
+        "${cmd[@]}" >/dev/null 2>&1 || true   # creates the profile
+        ;;
+    *) echo "unknown program $prog" >&2; exit 2 ;;
+esac
+
+evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
+
+echo "== recording a cold start of $prog on the rig ($RIG_LOOP, $RIG_DEV)"
+"$C" record --cold --as-root -o "$out/$prog-rig.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/$prog-rig.record.txt"
+mv "$out/$prog-rig.coldstart.tmp" "$out/$prog-rig.coldstart"
+tail -8 "$out/$prog-rig.record.txt"
+# shellcheck disable=SC2086
+"$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig.plan" --force ${PLAN_OPTS:-}
+"$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-whole-open.plan" --whole-files --force 2>/dev/null
+"$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-whole-disk.plan" --whole-files --order disk --force 2>/dev/null
+"$C" prefetch show "$out/$prog-rig.plan" > "$out/$prog-rig.plan.txt"
+head -12 "$out/$prog-rig.plan.txt"
+"$C" prefetch show "$out/$prog-rig-whole-open.plan" --paths > "$out/$prog-rig-open-order.list"
+printf 'vmtouch -tq -- $(cat %q) &\nexec "$@"\n' "$out/$prog-rig-open-order.list" > "$work/vmtouch.sh"
+
+run() { # NAME [coldstart run options...]
+    local name=$1 r=$2
+    shift 2
+    "$C" run -q --as-root --report-json "$out/$prog-rig-$name-$r.json" "$@" -- "${cmd[@]}" >/dev/null 2>&1 || true
+}
+
+configs=(none alongside ahead vmtouch ureadahead warm)
+for r in $(seq 1 "$rounds"); do
+    for name in "${configs[@]}"; do
+        [ "$name" = warm ] || evict
+        # shellcheck disable=SC2086
+        case "$name" in
+            none) run none "$r" ;;
+            alongside) run alongside "$r" --prefetch "$out/$prog-rig.plan" ${REPLAY_OPTS:-} ;;
+            ahead) run ahead "$r" --prefetch "$out/$prog-rig.plan" --ahead ${REPLAY_OPTS:-} ;;
+            vmtouch) "$C" run -q --as-root --report-json "$out/$prog-rig-vmtouch-$r.json" -- sh "$work/vmtouch.sh" \
+                "${cmd[@]}" >/dev/null 2>&1 || true ;;
+            ureadahead) run ureadahead "$r" --prefetch "$out/$prog-rig-whole-disk.plan" --depth 1 --method willneed ;;
+            warm) run warm "$r" ;;
+        esac
+        printf '%s round %s: %s\n' "$name" "$r" \
+            "$(grep -o '"time_s": [0-9.]*' "$out/$prog-rig-$name-$r.json" 2>/dev/null || echo failed)"
+    done
+done
+grep "$RIG_DEV" "$RIG_CGROUP/blkio.throttle.io_serviced" | head -1
+
+python3 - "$out" "$prog" "${configs[@]}" <<'EOF' | tee "$out/$prog-rig-summary.txt"
+import json, random, statistics, sys, glob
+out, prog, configs = sys.argv[1], sys.argv[2], sys.argv[3:]
+runs = {c: [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{prog}-rig-{c}-*.json"))] for c in configs}
+times = {c: [r["time_s"] for r in rs if r.get("met")] for c, rs in runs.items()}
+def ci(a, b, n=2000):
+    rng = random.Random(1)
+    rs = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
+    return rs[int(0.025 * (n - 1))], rs[int(0.975 * (n - 1))]
+print(f"{'config':<12} {'runs':>4} {'median s':>9} {'min':>7} {'max':>7}  {'vs none [95% CI]':>20}  {'vs warm [95% CI]':>20}")
+for c in configs:
+    t = times[c]
+    if not t:
+        print(f"{c:<12} no successful run"); continue
+    line = f"{c:<12} {len(t):>4} {statistics.median(t):>9.2f} {min(t):>7.2f} {max(t):>7.2f}"
+    for base in ("none", "warm"):
+        if times.get(base) and c != base:
+            lo, hi = ci(t, times[base])
+            line += f"  {statistics.median(t) / statistics.median(times[base]):>5.2f}× [{lo:.2f} … {hi:.2f}]"
+        else:
+            line += f"  {'–':>20}"
+    replays = [r["replay"] for r in runs[c] if r.get("replay")]
+    if replays:
+        line += f"  replay {statistics.median(r['elapsed_s'] for r in replays):.2f} s"
+        line += f", {statistics.median(r['fetched']['bytes'] for r in replays) / 1e6:.1f} MB fetched"
+    print(line)
+EOF

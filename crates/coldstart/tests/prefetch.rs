@@ -1,0 +1,272 @@
+//! `coldstart prefetch plan|show|run` and `coldstart run --prefetch` end to end, on a
+//! synthetic trace of private temporary files; the systemd unit templates checked
+//! with `systemd-analyze verify`.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use coldstart_trace::{Dev, Extent, File, FileKind, FileOpen, Meta, PageFill, Process, Trace, TraceWriter};
+use predicates::str::contains;
+
+const PAGE: u64 = 4096;
+
+fn coldstart() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
+}
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Three files of 16 pages in `dir`, and a trace of a start that read pages 0..4 of
+/// each and opened an empty fourth file.
+fn fixture(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut trace = Trace {
+        meta: Meta { page_size: 4096, root_pid: Some(7), command: vec!["app".into()], ..Meta::default() },
+        processes: vec![Process { pid: 7, start_ns: Some(0), in_scope: true, ..Process::default() }],
+        ..Trace::default()
+    };
+    let mut paths = Vec::new();
+    for (id, name) in ["a.so", "b.py", "c.dat", "empty.py"].iter().enumerate() {
+        let path = dir.join(name);
+        let pages = if *name == "empty.py" { 0 } else { 16 };
+        std::fs::write(&path, vec![b'x'; (pages * PAGE) as usize]).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let m = std::fs::metadata(&path).unwrap();
+        let id = id as u32 + 1;
+        trace.files.push(File {
+            id,
+            dev: Dev::from_user(m.dev()),
+            ino: m.ino(),
+            path: Some(path.to_string_lossy().into_owned()),
+            kind: FileKind::Regular,
+            size: Some(m.size()),
+            mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+        });
+        trace.file_opens.push(FileOpen { t_ns: i64::from(id) * 1_000_000, pid: 7, file_id: id, exec: false });
+        if pages > 0 {
+            trace.page_fills.push(PageFill {
+                t_ns: i64::from(id) * 1_000_000 + 10,
+                pid: 7,
+                tid: 7,
+                file_id: id,
+                index: 0,
+                pages: 4,
+                origin: None,
+            });
+            trace.extents.push(Extent {
+                file_id: id,
+                disk: Dev::new(254, 0),
+                logical: 0,
+                physical: u64::from(id) << 20,
+                length: pages * PAGE,
+                flags: 0,
+            });
+        }
+        paths.push(path);
+    }
+    let trace_path = dir.join("app.coldstart");
+    let mut writer = TraceWriter::create(&trace_path).unwrap();
+    writer.all(&trace).unwrap();
+    writer.finish().unwrap();
+    (trace_path, paths)
+}
+
+fn evict(paths: &[PathBuf]) {
+    for p in paths {
+        let f = std::fs::File::open(p).unwrap();
+        for _ in 0..2 {
+            nix::fcntl::posix_fadvise(&f, 0, 0, nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED).unwrap();
+        }
+    }
+}
+
+fn make_plan(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let (trace, paths) = fixture(dir);
+    let plan = dir.join("app.plan");
+    coldstart()
+        .args(["prefetch", "plan"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&plan)
+        .assert()
+        .success()
+        .stderr(contains("3 ranges, 0.0 MiB (1.00× the 0.0 MiB the start read; covers 100.0% of it)"));
+    (plan, paths)
+}
+
+#[test]
+fn plan_show_and_run_a_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    coldstart()
+        .args(["prefetch", "show"])
+        .arg(&plan)
+        .assert()
+        .success()
+        .stdout(contains("4 files (1 only opened), 3 ranges"))
+        .stdout(contains("FALLBACK"))
+        .stdout(contains("a.so"));
+    coldstart()
+        .args(["prefetch", "plan"])
+        .arg(dir.path().join("app.coldstart"))
+        .arg("-o")
+        .arg(&plan)
+        .assert()
+        .code(2)
+        .stderr(contains("exists; use --force"));
+
+    evict(&paths);
+    let report = dir.path().join("report.json");
+    coldstart()
+        .args(["prefetch", "run", "--depth", "2", "--json"])
+        .arg(&report)
+        .arg(&plan)
+        .assert()
+        .success();
+    let r = json(&report);
+    assert_eq!(r["planned"]["bytes"], 12 * PAGE);
+    assert_eq!(r["files_opened"], 4);
+    let fetched = r["fetched"]["bytes"].as_u64().unwrap() + r["resident"]["bytes"].as_u64().unwrap();
+    assert_eq!(fetched, 12 * PAGE, "{r:#}");
+    assert_eq!(r["directories"], dir.path().ancestors().count(), "{r:#}");
+}
+
+#[test]
+fn a_plan_from_a_newer_format_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, _) = make_plan(dir.path());
+    let text = std::fs::read_to_string(&plan).unwrap().replacen("\"version\": 1", "\"version\": 7", 1);
+    std::fs::write(&plan, text).unwrap();
+    for args in [["prefetch", "run"], ["prefetch", "show"]] {
+        coldstart()
+            .args(args)
+            .arg(&plan)
+            .assert()
+            .code(2)
+            .stderr(contains("format version 7, newer than this coldstart understands (version 1)"));
+    }
+}
+
+#[test]
+fn stale_files_are_reported_and_max_stale_fails_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    for p in &paths[..2] {
+        std::fs::write(p, b"new contents").unwrap();
+    }
+    coldstart()
+        .args(["prefetch", "run", "--max-stale", "50"])
+        .arg(&plan)
+        .assert()
+        .code(4)
+        .stderr(contains("stale, skipped"))
+        .stderr(contains("size changed"))
+        .stderr(contains("66.7% of the planned bytes"));
+}
+
+#[test]
+fn run_replays_alongside_or_ahead_and_exits_with_the_commands_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    for (ahead, code) in [(false, 0), (true, 3)] {
+        evict(&paths);
+        let report = dir.path().join("run.json");
+        let mut cmd = coldstart();
+        cmd.args(["run", "--as-root", "--prefetch"]).arg(&plan).arg("--report-json").arg(&report);
+        if ahead {
+            cmd.arg("--ahead");
+        }
+        cmd.args(["--", "sh", "-c"]).arg(format!("cat {} > /dev/null; exit {code}", paths[0].display()));
+        cmd.assert().code(code).stderr(contains("prefetch: "));
+        let r = json(&report);
+        assert_eq!(r["prefetch"], if ahead { "ahead" } else { "alongside" });
+        assert_eq!(r["exit_code"], code);
+        assert!(r["time_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["replay"]["planned"]["bytes"], 12 * PAGE);
+        if ahead {
+            assert!(r["ahead_s"].as_f64().is_some());
+            assert_eq!(r["replay"]["cancelled"], false);
+        }
+    }
+}
+
+#[test]
+fn an_unprivileged_replay_reads_what_the_user_can_read() {
+    if !is_root() {
+        assert!(!ci(), "CI=true: this test needs root to switch to the user nobody");
+        eprintln!("skipped: needs root to run the replay as nobody");
+        return;
+    }
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        assert!(!ci(), "CI=true: setpriv (util-linux) is missing");
+        eprintln!("skipped: setpriv is missing");
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("coldstart-unpriv").tempdir_in("/tmp").unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    std::fs::set_permissions(&plan, std::fs::Permissions::from_mode(0o644)).unwrap();
+    evict(&paths);
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin!("coldstart"))
+        .args(["prefetch", "run", "--json", "-", "--quiet"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // nobody may read the files but not write them: cachestat will not say what is
+    // cached, so the ranges are read without that knowledge, and nothing is skipped.
+    assert_eq!(r["unknown_residency"]["bytes"], 12 * PAGE, "{r:#}");
+    assert_eq!(r["files_opened"], 4);
+    assert_eq!(r["stale_files"], 0);
+}
+
+#[test]
+fn the_systemd_unit_templates_verify() {
+    let Ok(probe) = std::process::Command::new("systemd-analyze").arg("--version").output() else {
+        assert!(!ci(), "CI=true: systemd-analyze is missing (Debian package systemd)");
+        eprintln!("skipped: systemd-analyze is missing");
+        return;
+    };
+    assert!(probe.status.success());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
+    let binary = assert_cmd::cargo::cargo_bin!("coldstart").to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (template, user, instance) in [
+        ("coldstart-prefetch@.service", false, "coldstart-prefetch@var-lib-coldstart-plans-app.plan.service"),
+        ("user/coldstart-prefetch@.service", true, "coldstart-prefetch@app.service"),
+    ] {
+        let text = std::fs::read_to_string(root.join(template)).unwrap();
+        assert!(text.contains("/usr/local/bin/coldstart prefetch run"), "{template}");
+        let units = dir.path().join(if user { "user" } else { "system" });
+        std::fs::create_dir_all(&units).unwrap();
+        std::fs::write(
+            units.join("coldstart-prefetch@.service"),
+            text.replace("/usr/local/bin/coldstart", &binary),
+        )
+        .unwrap();
+        let mut verify = std::process::Command::new("systemd-analyze");
+        if user {
+            verify.arg("--user").env("XDG_RUNTIME_DIR", &runtime);
+        }
+        let out = verify.arg("verify").arg(units.join(instance)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{template}: {stderr}");
+        assert!(!stderr.contains("coldstart-prefetch"), "{template}: {stderr}");
+    }
+}
