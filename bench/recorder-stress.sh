@@ -20,6 +20,8 @@ fio --name=layout --filename="$work/big" --size=4G --rw=write --bs=1M --end_fsyn
 t="$work/stress.coldstart"
 echo "fio read IOPS: $(cut -d';' -f8 "$work/fio.txt")"
 sqlite3 "$t" "select 'page fills', count(*), sum(pages) from page_fill;
+              select 'page fills of origin ' || coalesce(origin, 'null'), count(*), sum(pages) from page_fill group by origin;
+              select 'page accesses (rows)', count(*), sum(pages) from page_access;
               select 'block requests', count(*), sum(bytes) from block_io;
               select 'sched intervals', count(*), '' from sched;"
 echo "losses (source | what | count):"

@@ -15,8 +15,11 @@
 //! - `fault`: the thread's most recent access is a fault on that file and the fill
 //!   holds the faulting page;
 //! - `read`: a readahead decision of a read (`readahead:page_cache_sync_ra` or
-//!   `page_cache_async_ra` on that file) came before the fill, and the thread's next
-//!   access is a read of that file whose range holds pages of the fill;
+//!   `page_cache_async_ra` on that file) came before the fill, and either the
+//!   thread's next access is a read of that file whose range holds pages of the
+//!   fill, or the decision's own request (`page_cache_sync_ra` index and
+//!   `req_count`, outside a fault) holds them — io_uring queues a read whose pages
+//!   are not in yet and traces its access only when it completes;
 //! - `readahead`: any other fill after a fault or a readahead decision on that file
 //!   (the window around or after the request), or after `page_cache_ra_unbounded`
 //!   on its own (an explicit prefetch: `fadvise(WILLNEED)`, `readahead(2)`);
@@ -49,8 +52,9 @@ impl Range {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trigger {
-    /// A read's or fault's readahead decision (sync or async).
-    Decision,
+    /// A read's or fault's readahead decision (sync or async); a sync decision
+    /// names the pages `start..end` that were asked for.
+    Decision { request: Option<(u64, u64)> },
     /// Readahead of a range without a decision before it: an explicit prefetch.
     Prefetch,
 }
@@ -86,9 +90,15 @@ fn origin(p: &Pending, last: Option<&Access>, next: Option<&Access>) -> Option<P
     if after_fault.is_some_and(|a| a.range.overlaps(&p.range)) {
         return Some(PageOrigin::Fault);
     }
-    let read_next = next.is_some_and(|a| a.kind == AccessKind::Read && a.range.overlaps(&p.range));
-    if p.trigger == Some(Trigger::Decision) && read_next {
-        return Some(PageOrigin::Read);
+    if let Some(Trigger::Decision { request }) = p.trigger {
+        let read_next = next.is_some_and(|a| a.kind == AccessKind::Read && a.range.overlaps(&p.range));
+        // A read's own request (not a fault's, which asks for the whole window): it
+        // names the fill even when the read finishes later, as io_uring's do.
+        let asked = after_fault.is_none()
+            && request.is_some_and(|(start, end)| start < p.range.end && p.range.start < end);
+        if read_next || asked {
+            return Some(PageOrigin::Read);
+        }
     }
     (after_fault.is_some() || p.trigger.is_some()).then_some(PageOrigin::Readahead)
 }
@@ -112,9 +122,12 @@ impl Origins {
     pub fn readahead(&mut self, tid: i32, key: Key, kind: ReadaheadKind) {
         let st = self.threads.entry(tid).or_default();
         st.trigger = match kind {
-            ReadaheadKind::Sync | ReadaheadKind::Async => Some((key, Trigger::Decision)),
+            ReadaheadKind::Sync { index, count } => {
+                Some((key, Trigger::Decision { request: Some((index, index.saturating_add(count))) }))
+            }
+            ReadaheadKind::Async => Some((key, Trigger::Decision { request: None })),
             ReadaheadKind::Unbounded => match st.trigger {
-                Some((k, Trigger::Decision)) if k == key => st.trigger,
+                Some((k, Trigger::Decision { .. })) if k == key => st.trigger,
                 _ => Some((key, Trigger::Prefetch)),
             },
         };
@@ -347,7 +360,7 @@ mod tests {
     #[test]
     fn a_read_owns_the_fills_of_its_range_and_the_rest_is_readahead() {
         let mut o = Origins::default();
-        o.readahead(7, F, ReadaheadKind::Sync);
+        o.readahead(7, F, ReadaheadKind::Sync { index: 0, count: 1 });
         for i in 0..4 {
             o.fill(i as usize, 7, F, i, 1);
         }
@@ -385,12 +398,34 @@ mod tests {
         o.access(1, F, 2, 3, A::Read);
         o.fill(1, 1, G, 0, 2);
         o.access(1, G, 0, 3, A::Read);
-        o.readahead(2, G, ReadaheadKind::Sync);
+        o.readahead(2, G, ReadaheadKind::Sync { index: 8, count: 1 });
         o.readahead(2, G, ReadaheadKind::Unbounded);
         o.fill(2, 2, G, 8, 1);
         o.access(1, G, 8, 9, A::Read);
         o.access(2, G, 8, 9, A::Read);
         assert_eq!(decided(o), [Some(O::Readahead), None, Some(O::Read)]);
+    }
+
+    #[test]
+    fn queued_reads_own_the_pages_they_asked_for() {
+        let mut o = Origins::default();
+        o.readahead(5, F, ReadaheadKind::Sync { index: 10, count: 1 });
+        o.readahead(5, F, ReadaheadKind::Unbounded);
+        o.fill(0, 5, F, 10, 1);
+        o.readahead(5, F, ReadaheadKind::Sync { index: 20, count: 1 });
+        o.fill(1, 5, F, 20, 1);
+        o.fill(2, 5, F, 21, 1);
+        o.access(5, F, 10, 11, A::Read);
+        o.access(5, F, 20, 21, A::Read);
+        o.access(5, F, 30, 31, A::Fault);
+        o.readahead(5, F, ReadaheadKind::Sync { index: 30, count: 512 });
+        o.fill(3, 5, F, 31, 1);
+        o.access(5, F, 0, 16, A::MapAround);
+        assert_eq!(
+            decided(o),
+            [Some(O::Read), Some(O::Read), Some(O::Readahead), Some(O::Readahead)],
+            "a fault's sync decision asks for its whole window: only the faulting page is the fault's"
+        );
     }
 
     fn row(t: Nanos, tid: i32, file: u32, index: u64, pages: u32, kind: AccessKind) -> PageAccess {

@@ -59,8 +59,9 @@ impl Comm {
 /// Which readahead path the kernel took (`readahead:*` events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadaheadKind {
-    /// `page_cache_sync_ra`: a read or fault found its page missing.
-    Sync,
+    /// `page_cache_sync_ra`: a read or fault found its page missing; a read asked
+    /// for `count` pages from `index` (a fault asks for the whole readahead window).
+    Sync { index: u64, count: u64 },
     /// `page_cache_async_ra`: a read or fault reached a page marked for readahead.
     Async,
     /// `page_cache_ra_unbounded`: readahead of a given range, on its own an explicit
@@ -234,7 +235,8 @@ impl Decoder {
                     (Kind::Access(AccessKind::Fault), &["s_dev", "i_ino", "index"])
                 }
                 ("readahead", "page_cache_sync_ra") => {
-                    (Kind::Readahead(ReadaheadKind::Sync), &["s_dev", "i_ino"])
+                    let sync = ReadaheadKind::Sync { index: 0, count: 0 };
+                    (Kind::Readahead(sync), &["s_dev", "i_ino", "index", "req_count"])
                 }
                 ("readahead", "page_cache_async_ra") => {
                     (Kind::Readahead(ReadaheadKind::Async), &["s_dev", "i_ino"])
@@ -290,12 +292,15 @@ impl Decoder {
                     kind: *kind,
                 }
             }
-            Kind::Readahead(kind) => Event::Readahead {
-                tid,
-                dev: int(data, &f[0]) as u32,
-                ino: int(data, &f[1]) as u64,
-                kind: *kind,
-            },
+            Kind::Readahead(kind) => {
+                let kind = match kind {
+                    ReadaheadKind::Sync { .. } => {
+                        ReadaheadKind::Sync { index: int(data, &f[2]) as u64, count: int(data, &f[3]) as u64 }
+                    }
+                    other => *other,
+                };
+                Event::Readahead { tid, dev: int(data, &f[0]) as u32, ino: int(data, &f[1]) as u64, kind }
+            }
             Kind::BlockIssue => Event::BlockIssue {
                 tid,
                 dev: int(data, &f[0]) as u32,
@@ -415,7 +420,12 @@ mod tests {
             &format!("{file}\tfield:unsigned long last_index;\toffset:32;\tsize:8;\tsigned:0;\n"),
         );
         let fault = format("filemap", "mm_filemap_fault", 21, file);
-        let sync = format("readahead", "page_cache_sync_ra", 22, file);
+        let sync = format(
+            "readahead",
+            "page_cache_sync_ra",
+            22,
+            &format!("{file}\tfield:unsigned long req_count;\toffset:32;\tsize:8;\tsigned:0;\n"),
+        );
         let d = Decoder::new(&[get, fault, sync]).unwrap();
         let mut rest = 0x3c4d7u64.to_le_bytes().to_vec();
         rest.extend_from_slice(&266338304u32.to_le_bytes());
@@ -433,7 +443,7 @@ mod tests {
         );
         assert_eq!(
             d.decode(&record(22, 0, 4, &rest)),
-            Some(Event::Readahead { tid: 4, dev, ino, kind: ReadaheadKind::Sync })
+            Some(Event::Readahead { tid: 4, dev, ino, kind: ReadaheadKind::Sync { index: 5, count: 9 } })
         );
     }
 }
