@@ -45,12 +45,26 @@ pub fn title(trace: &Trace) -> String {
 pub fn lines(trace: &Trace, a: &Analysis) -> Vec<Line> {
     let m = &trace.meta;
     let mut out = Vec::new();
-    let ram =
-        if m.mem_total_bytes > 0 { format!(", {} RAM", bytes(m.mem_total_bytes)) } else { String::new() };
-    out.push(line(
-        "info",
-        format!("host {} · kernel {} · CPU {} × {}{ram}", m.host, m.kernel, m.cpu_count, m.cpu_model),
-    ));
+    let mut machine = Vec::new();
+    if !m.host.is_empty() {
+        machine.push(format!("host {}", m.host));
+    }
+    if !m.kernel.is_empty() {
+        machine.push(format!("kernel {}", m.kernel));
+    }
+    match (m.cpu_count, m.cpu_model.is_empty()) {
+        (0, true) => {}
+        (0, false) => machine.push(format!("CPU {}", m.cpu_model)),
+        (n, true) => machine.push(format!("{n} CPUs")),
+        (n, false) => machine.push(format!("CPU {n} × {}", m.cpu_model)),
+    }
+    if m.mem_total_bytes > 0 {
+        machine.push(format!("{} RAM", bytes(m.mem_total_bytes)));
+    }
+    if machine.is_empty() {
+        machine.push("machine unknown".to_owned());
+    }
+    out.push(line("info", machine.join(" · ")));
     let disks: Vec<String> = trace
         .disks
         .iter()

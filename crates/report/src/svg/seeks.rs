@@ -92,8 +92,8 @@ pub fn plot<W: Write>(
     for r in &disk.requests {
         let Some(t) = r.issue_ns.or(r.complete_ns) else { continue };
         let class = colour_of.get(&r.pid).map_or(PALETTE, |&k| k);
-        let x = (scale.x(t) * 2.0).round() as i64;
-        let py = (to_y((r.sector * 512) as f64) * 2.0).round() as i64;
+        let x = scale.x(t).round() as i64;
+        let py = to_y((r.sector * 512) as f64).round() as i64;
         points.insert((class, r.op == BlockOp::Read, x, py));
     }
     let mut class = None;
@@ -106,7 +106,7 @@ pub fn plot<W: Write>(
             svg.open("g", &[("class", &name)])?;
             class = Some((k, read));
         }
-        let (x, py) = (num(x as f64 / 2.0 - 1.5), num(py as f64 / 2.0 - 1.5));
+        let (x, py) = (num(x as f64 - 1.5), num(py as f64 - 1.5));
         svg.empty("rect", &[("x", &x), ("y", &py), ("width", "3"), ("height", "3")])?;
     }
     if class.is_some() {
