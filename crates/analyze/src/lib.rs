@@ -10,6 +10,7 @@
 mod analysis;
 mod critical;
 mod disk;
+pub mod doctor;
 mod index;
 mod overview;
 mod pageuse;

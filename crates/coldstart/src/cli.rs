@@ -28,6 +28,7 @@ pub enum Command {
     Recover(cmd::recover::Args),
     Report(cmd::report::Args),
     Reads(cmd::reads::Args),
+    Doctor(cmd::doctor::Args),
     Prefetch(cmd::prefetch::Args),
     Run(cmd::run::Args),
 }
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Recover(args) => cmd::recover::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Reads(args) => cmd::reads::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
         Command::Prefetch(args) => cmd::prefetch::run(args),
         Command::Run(args) => cmd::run::run(args),
     }

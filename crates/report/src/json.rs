@@ -15,6 +15,40 @@ pub fn write(analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
     io::Write::flush(&mut buffered)
 }
 
+/// Writes `analysis` as [`write`] does, with `diagnosis` as one more top-level field,
+/// `doctor` (docs/report-json.md), after the analysis's own fields.
+pub fn write_with_doctor(
+    analysis: &Analysis,
+    diagnosis: &coldstart_analyze::doctor::Diagnosis,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
+    let mut text = serde_json::to_vec_pretty(analysis).map_err(io::Error::from)?;
+    // The analysis is an object: reopen it, add the field, close it. Pretty JSON has no raw
+    // newline inside strings, so indenting the diagnosis line by line is exact.
+    while text.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        text.pop();
+    }
+    if text.pop() != Some(b'}') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the analysis did not serialize as an object",
+        ));
+    }
+    while text.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        text.pop();
+    }
+    text.extend_from_slice(b",\n  \"doctor\": ");
+    let doctor = serde_json::to_vec_pretty(diagnosis).map_err(io::Error::from)?;
+    for (i, line) in doctor.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            text.extend_from_slice(b"\n  ");
+        }
+        text.extend_from_slice(line);
+    }
+    text.extend_from_slice(b"\n}\n");
+    out.write_all(&text)
+}
+
 /// Reads an analysis written by [`write`] (or any producer of the same schema version).
 pub fn read(input: &mut dyn io::Read) -> io::Result<Analysis> {
     let analysis: Analysis = serde_json::from_reader(io::BufReader::new(input)).map_err(io::Error::from)?;

@@ -8,6 +8,7 @@
 //! Renderers write to any [`std::io::Write`] and never touch the live system;
 //! output is deterministic (ties are sorted), so it can be compared in golden tests.
 
+pub mod findings;
 pub mod json;
 pub mod table;
 pub mod text;

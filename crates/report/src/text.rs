@@ -45,12 +45,25 @@ fn base_name(path: &str) -> &str {
 
 /// Writes the whole text report.
 pub fn report(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    report_with_findings(a, None, options, out)
+}
+
+/// Writes the whole text report, with the doctor's findings after the critical path when given.
+pub fn report_with_findings(
+    a: &Analysis,
+    diagnosis: Option<&coldstart_analyze::doctor::Diagnosis>,
+    options: &Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     header(a, &mut out)?;
     lost(a, &mut out)?;
     cross_check(a, &mut out)?;
     start(a, &mut out)?;
     critical_path(a, options, &mut out)?;
+    if let Some(d) = diagnosis {
+        crate::findings::section(a, d, options.top, &mut out)?;
+    }
     phases(a, &mut out)?;
     milestones(a, &mut out)?;
     top_files(a, options, &mut out)?;

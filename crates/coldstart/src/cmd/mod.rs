@@ -3,6 +3,7 @@
 
 pub mod anonymize;
 pub mod bench;
+pub mod doctor;
 pub mod import;
 pub mod info;
 pub mod mark;

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use coldstart_report::Format;
 use coldstart_trace::Trace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -63,14 +62,15 @@ pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
+    let diagnosis = super::doctor::for_report(&trace, &analysis, &args.trace);
     drop(trace);
     let mut out = output(args.output.as_ref())?;
     match args.format {
         FormatArg::Text => {
             let options = coldstart_report::text::Options { top: args.top, ..Default::default() };
-            coldstart_report::text::report(&analysis, &options, &mut out)
+            coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &options, &mut out)
         }
-        FormatArg::Json => coldstart_report::render(Format::Json, &analysis, &mut out),
+        FormatArg::Json => coldstart_report::json::write_with_doctor(&analysis, &diagnosis, &mut out),
     }
     .and_then(|()| out.flush())
     .context("cannot write the report")?;

@@ -1,0 +1,508 @@
+//! The disk model behind every gain the doctor estimates and behind the what-if:
+//! a request costs a fixed time, plus positioning (seek and rotation) unless it
+//! continues the previous request, plus its bytes at the sequential bandwidth; a
+//! device that serves `queue_depth` requests at once overlaps their fixed and
+//! positioning costs. The recorded disk's parameters are measured from the trace's
+//! block requests where there are enough of them; the classes (hdd, ssd, nvme) have
+//! documented defaults (docs/doctor.md), and `custom` takes any of them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use coldstart_trace::{BlockOp, Nanos};
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::DiskAnalysis;
+
+const SECTOR: i64 = 512;
+/// Read requests this small measure the fixed cost of a request.
+const SMALL_REQUEST_BYTES: u32 = 16 * 1024;
+/// Read requests this large measure the bandwidth.
+const LARGE_REQUEST_BYTES: u32 = 128 * 1024;
+/// Requests this small (and no larger) are compared far against near to measure seeks.
+const SEEK_PROBE_BYTES: u32 = 64 * 1024;
+/// Samples needed before a measured figure replaces a default.
+const MIN_SAMPLES: usize = 8;
+
+/// A class of storage for the what-if, or the disk the trace was recorded on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiskClass {
+    /// The recorded disk, measured from the trace's requests.
+    Measured,
+    /// A 7200 rpm hard disk.
+    Hdd,
+    /// A SATA solid-state disk.
+    Ssd,
+    /// An NVMe solid-state disk.
+    Nvme,
+    /// Parameters given by the user.
+    Custom,
+}
+
+impl DiskClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskClass::Measured => "measured",
+            DiskClass::Hdd => "hdd",
+            DiskClass::Ssd => "ssd",
+            DiskClass::Nvme => "nvme",
+            DiskClass::Custom => "custom",
+        }
+    }
+}
+
+/// Where one parameter's value came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamSource {
+    /// The parameter's field name, e.g. `request_ns`.
+    pub param: String,
+    pub source: String,
+}
+
+/// The parameters of the disk model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskParams {
+    pub class: DiskClass,
+    pub description: String,
+    /// Fixed cost of every request (command overhead; the read latency of flash).
+    pub request_ns: Nanos,
+    /// Positioning cost of a request farther than `far_bytes` from where the previous one ended.
+    pub seek_ns: Nanos,
+    /// Positioning cost of a request nearer than that that does not continue the previous one.
+    pub near_seek_ns: Nanos,
+    /// Average rotational latency, paid by every request that does not continue the previous one.
+    pub rotation_ns: Nanos,
+    pub far_bytes: u64,
+    /// Sequential transfer rate.
+    pub bandwidth_bytes_per_s: f64,
+    /// Requests served at once: their fixed and positioning costs overlap.
+    pub queue_depth: u32,
+    /// A sequential read is split into requests of at most this size.
+    pub max_request_bytes: u64,
+    /// Where each value came from (measured, default of the class, given).
+    pub sources: Vec<ParamSource>,
+}
+
+/// One request as the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestShape {
+    pub bytes: u64,
+    /// Start minus the end of the previous request, in bytes; `None` when unknown (costed as far).
+    pub distance_bytes: Option<i64>,
+}
+
+impl DiskParams {
+    /// The documented defaults of a class (`Measured` and `Custom` start from the SSD's).
+    pub fn class_defaults(class: DiskClass) -> DiskParams {
+        let (description, request_ns, seek_ns, near_seek_ns, rotation_ns, bandwidth, queue_depth) =
+            match class {
+                DiskClass::Hdd => ("7200 rpm hard disk", 100_000, 8_000_000, 1_000_000, 4_170_000, 150e6, 1),
+                DiskClass::Nvme => ("NVMe solid-state disk", 70_000, 0, 0, 0, 3000e6, 32),
+                DiskClass::Ssd | DiskClass::Measured | DiskClass::Custom => {
+                    ("SATA solid-state disk", 100_000, 0, 0, 0, 500e6, 8)
+                }
+            };
+        let mut p = DiskParams {
+            class,
+            description: description.to_owned(),
+            request_ns,
+            seek_ns,
+            near_seek_ns,
+            rotation_ns,
+            far_bytes: 1 << 20,
+            bandwidth_bytes_per_s: bandwidth,
+            queue_depth,
+            max_request_bytes: 512 * 1024,
+            sources: Vec::new(),
+        };
+        let source = format!("default of the {} class", class_name(class));
+        for param in PARAMS {
+            p.set_source(param, &source);
+        }
+        p
+    }
+
+    fn set_source(&mut self, param: &str, source: &str) {
+        match self.sources.iter_mut().find(|s| s.param == param) {
+            Some(s) => s.source = source.to_owned(),
+            None => self.sources.push(ParamSource { param: param.to_owned(), source: source.to_owned() }),
+        }
+    }
+
+    /// The source of one parameter (empty when unknown).
+    pub fn source_of(&self, param: &str) -> &str {
+        self.sources.iter().find(|s| s.param == param).map_or("", |s| s.source.as_str())
+    }
+
+    /// The positioning cost of a request at `distance_bytes` from the previous one.
+    pub fn positioning_ns(&self, distance_bytes: Option<i64>) -> Nanos {
+        match distance_bytes {
+            Some(0) => 0,
+            Some(d) if d.unsigned_abs() <= self.far_bytes => self.near_seek_ns + self.rotation_ns,
+            _ => self.seek_ns + self.rotation_ns,
+        }
+    }
+
+    /// Time to transfer `bytes` at the sequential bandwidth.
+    pub fn transfer_ns(&self, bytes: u64) -> Nanos {
+        (bytes as f64 / self.bandwidth_bytes_per_s.max(1.0) * 1e9) as Nanos
+    }
+
+    /// Time to serve `requests`: fixed and positioning costs overlapped `queue_depth` at a
+    /// time, transfers one after the other.
+    pub fn cost_ns(&self, requests: &[RequestShape]) -> Nanos {
+        if requests.is_empty() {
+            return 0;
+        }
+        let serial: Nanos =
+            requests.iter().map(|r| self.request_ns + self.positioning_ns(r.distance_bytes)).sum();
+        let transfer = self.transfer_ns(requests.iter().map(|r| r.bytes).sum());
+        let parallel = (self.queue_depth.max(1) as usize).min(requests.len()) as Nanos;
+        serial / parallel + transfer
+    }
+
+    /// Time to read `bytes` in one sequential pass from one place of the disk: one
+    /// positioning, then requests of `max_request_bytes`.
+    pub fn sequential_read_ns(&self, bytes: u64) -> Nanos {
+        if bytes == 0 {
+            return 0;
+        }
+        let n = bytes.div_ceil(self.max_request_bytes.max(1));
+        let mut requests =
+            vec![RequestShape { bytes: self.max_request_bytes, distance_bytes: Some(0) }; n as usize];
+        requests[0].distance_bytes = None;
+        let last = bytes - (n - 1) * self.max_request_bytes;
+        if let Some(r) = requests.last_mut() {
+            r.bytes = last;
+        }
+        self.cost_ns(&requests)
+    }
+
+    /// Measures the recorded disk from its read requests; parameters without enough
+    /// requests to measure keep the defaults of the class the measured latency suggests.
+    pub fn measure(disk: &DiskAnalysis) -> DiskParams {
+        let reads: Vec<(u32, Nanos, Option<i64>)> = disk
+            .requests
+            .iter()
+            .filter(|r| r.op == BlockOp::Read)
+            .filter_map(|r| {
+                let latency = r.complete_ns? - r.issue_ns?;
+                (latency >= 0).then_some((r.bytes, latency, r.distance_sectors.map(|d| d * SECTOR)))
+            })
+            .collect();
+        let mut small: Vec<Nanos> =
+            reads.iter().filter(|r| r.0 <= SMALL_REQUEST_BYTES).map(|r| r.1).collect();
+        let small_median = median(&mut small);
+        let flash_like = match (small_median.filter(|_| small.len() >= MIN_SAMPLES), disk.rotational) {
+            (Some(m), _) => m < 2_000_000,
+            (None, Some(rotational)) => !rotational,
+            (None, None) => true,
+        };
+        let base = if flash_like { DiskClass::Ssd } else { DiskClass::Hdd };
+        let mut p = DiskParams::class_defaults(base);
+        p.class = DiskClass::Measured;
+        p.description = format!("{} as recorded", disk.name);
+        if let Some(m) = small_median.filter(|_| small.len() >= MIN_SAMPLES) {
+            p.request_ns = m;
+            p.set_source(
+                "request_ns",
+                &format!("median latency of {} read requests of at most 16 KiB", small.len()),
+            );
+        }
+        let mut rates: Vec<Nanos> = reads
+            .iter()
+            .filter(|r| r.0 >= LARGE_REQUEST_BYTES)
+            .map(|r| {
+                let transfer = (r.1 - p.request_ns).max(1_000);
+                (f64::from(r.0) / transfer as f64 * 1e9) as Nanos
+            })
+            .collect();
+        if let Some(rate) = median(&mut rates).filter(|_| rates.len() >= MIN_SAMPLES) {
+            p.bandwidth_bytes_per_s = rate as f64;
+            p.set_source(
+                "bandwidth_bytes_per_s",
+                &format!(
+                    "median of bytes / (latency - request_ns) over {} read requests of at least 128 KiB",
+                    rates.len()
+                ),
+            );
+        }
+        let far_bytes = disk.seeks.threshold_bytes.max(1);
+        p.far_bytes = far_bytes;
+        let probe = reads.iter().filter(|r| r.0 <= SEEK_PROBE_BYTES);
+        let (mut far, mut near): (Vec<Nanos>, Vec<Nanos>) = (Vec::new(), Vec::new());
+        for r in probe {
+            match r.2 {
+                Some(d) if d.unsigned_abs() > far_bytes => far.push(r.1),
+                Some(_) => near.push(r.1),
+                None => {}
+            }
+        }
+        if far.len() >= MIN_SAMPLES && near.len() >= MIN_SAMPLES {
+            let (f, n) = (median(&mut far).unwrap_or(0), median(&mut near).unwrap_or(0));
+            p.seek_ns = (f - n).max(0);
+            p.near_seek_ns = 0;
+            p.rotation_ns = 0;
+            let source = format!(
+                "median latency of {} far requests minus that of {} near ones (at most 64 KiB each)",
+                far.len(),
+                near.len()
+            );
+            p.set_source("seek_ns", &source);
+            p.set_source("near_seek_ns", "included in seek_ns (measured)");
+            p.set_source("rotation_ns", "included in seek_ns (measured)");
+        }
+        p.set_source("far_bytes", "the analysis's far-seek threshold");
+        if p.seek_ns < 1_000_000 {
+            let depth = most_in_flight(disk).clamp(1, 32);
+            p.queue_depth = depth;
+            p.set_source("queue_depth", "most read requests in flight at once in the trace (at most 32)");
+        }
+        p
+    }
+}
+
+const PARAMS: [&str; 9] = [
+    "request_ns",
+    "seek_ns",
+    "near_seek_ns",
+    "rotation_ns",
+    "far_bytes",
+    "bandwidth_bytes_per_s",
+    "queue_depth",
+    "max_request_bytes",
+    "class",
+];
+
+fn class_name(class: DiskClass) -> &'static str {
+    class.as_str()
+}
+
+fn median(values: &mut [Nanos]) -> Option<Nanos> {
+    if values.is_empty() {
+        return None;
+    }
+    let mid = values.len() / 2;
+    Some(*values.select_nth_unstable(mid).1)
+}
+
+/// The largest number of read requests of `disk` in flight at one time.
+fn most_in_flight(disk: &DiskAnalysis) -> u32 {
+    let mut events: Vec<(Nanos, i32)> = Vec::new();
+    for r in disk.requests.iter().filter(|r| r.op == BlockOp::Read) {
+        if let (Some(i), Some(c)) = (r.issue_ns, r.complete_ns) {
+            events.push((i, 1));
+            events.push((c, -1));
+        }
+    }
+    events.sort_unstable();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in events {
+        now += d;
+        most = most.max(now);
+    }
+    most.max(1) as u32
+}
+
+/// A `--disk` value that could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskSpecError(pub String);
+
+impl fmt::Display for DiskSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DiskSpecError {}
+
+impl FromStr for DiskParams {
+    type Err = DiskSpecError;
+
+    /// `hdd`, `ssd`, `nvme`, or `custom:KEY=VALUE,…` where keys are the parameters without
+    /// their unit (`request`, `seek`, `near_seek`, `rotation`, `far`, `bandwidth`,
+    /// `queue_depth`, `max_request`) and `base=hdd|ssd|nvme` (default hdd) gives the rest.
+    fn from_str(spec: &str) -> Result<DiskParams, DiskSpecError> {
+        let spec = spec.trim();
+        match spec {
+            "hdd" => return Ok(DiskParams::class_defaults(DiskClass::Hdd)),
+            "ssd" => return Ok(DiskParams::class_defaults(DiskClass::Ssd)),
+            "nvme" => return Ok(DiskParams::class_defaults(DiskClass::Nvme)),
+            _ => {}
+        }
+        let Some(rest) = spec.strip_prefix("custom").map(|r| r.trim_start_matches(':')) else {
+            return Err(DiskSpecError(format!(
+                "unknown disk class {spec:?}: expected hdd, ssd, nvme or custom:KEY=VALUE,… \
+                 (for example custom:request=10ms,seek=0,rotation=0,bandwidth=60MB/s,queue_depth=1)"
+            )));
+        };
+        let pairs: Vec<(&str, &str)> = rest
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| {
+                p.split_once('=')
+                    .map(|(k, v)| (k.trim(), v.trim()))
+                    .ok_or_else(|| DiskSpecError(format!("{p:?} in the custom disk is not KEY=VALUE")))
+            })
+            .collect::<Result<_, _>>()?;
+        let base = match pairs.iter().find(|p| p.0 == "base").map(|p| p.1) {
+            None | Some("hdd") => DiskClass::Hdd,
+            Some("ssd") => DiskClass::Ssd,
+            Some("nvme") => DiskClass::Nvme,
+            Some(other) => return Err(DiskSpecError(format!("base={other}: expected hdd, ssd or nvme"))),
+        };
+        let mut p = DiskParams::class_defaults(base);
+        p.class = DiskClass::Custom;
+        p.description = format!("custom ({spec})");
+        for (key, value) in pairs {
+            let bad = |what: &str| DiskSpecError(format!("{key}={value}: {what}"));
+            match key {
+                "base" => continue,
+                "request" => {
+                    p.request_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 0.1ms"))?
+                }
+                "seek" => p.seek_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 8ms"))?,
+                "near_seek" => {
+                    p.near_seek_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 1ms"))?
+                }
+                "rotation" => {
+                    p.rotation_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 4.17ms"))?
+                }
+                "far" => p.far_bytes = parse_size(value).ok_or_else(|| bad("expected a size like 1MiB"))?,
+                "max_request" => {
+                    p.max_request_bytes = parse_size(value)
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| bad("expected a size like 512KiB"))?
+                }
+                "bandwidth" => {
+                    p.bandwidth_bytes_per_s = value
+                        .strip_suffix("/s")
+                        .and_then(parse_size)
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| bad("expected a rate like 150MB/s"))?
+                        as f64
+                }
+                "queue_depth" => {
+                    p.queue_depth =
+                        value.parse().ok().filter(|&q| q > 0).ok_or_else(|| bad("expected a count like 1"))?
+                }
+                _ => {
+                    return Err(DiskSpecError(format!(
+                        "unknown key {key:?} in the custom disk: expected base, request, seek, near_seek, rotation, \
+                         far, bandwidth, queue_depth or max_request"
+                    )));
+                }
+            }
+            let param = match key {
+                "request" | "seek" | "near_seek" | "rotation" => format!("{key}_ns"),
+                "far" | "max_request" => format!("{key}_bytes"),
+                "bandwidth" => "bandwidth_bytes_per_s".to_owned(),
+                other => other.to_owned(),
+            };
+            p.set_source(&param, "given");
+        }
+        Ok(p)
+    }
+}
+
+/// `8ms`, `0.1ms`, `70us`, `70µs`, `1s`, `500ns`, `0`.
+fn parse_duration(s: &str) -> Option<Nanos> {
+    let s = s.trim();
+    let units: [(&str, f64); 6] = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("", 1.0)];
+    for (suffix, scale) in units {
+        if let Some(Ok(v)) = s.strip_suffix(suffix).map(|n| n.trim().parse::<f64>())
+            && v >= 0.0
+            && v.is_finite()
+            && (!suffix.is_empty() || v == 0.0)
+        {
+            return Some((v * scale).round() as Nanos);
+        }
+    }
+    None
+}
+
+/// `512KiB`, `1MiB`, `150MB`, `4096`, `1.5GB`.
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let units: [(&str, f64); 9] = [
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+        ("GiB", 1024.0 * 1024.0 * 1024.0),
+        ("KB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("kB", 1e3),
+        ("B", 1.0),
+        ("", 1.0),
+    ];
+    for (suffix, scale) in units {
+        if let Some(Ok(v)) = s.strip_suffix(suffix).map(|n| n.trim().parse::<f64>())
+            && v >= 0.0
+            && v.is_finite()
+        {
+            return Some((v * scale).round() as u64);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_and_custom_specs_parse() {
+        let hdd: DiskParams = "hdd".parse().unwrap();
+        assert_eq!(hdd.seek_ns, 8_000_000);
+        assert_eq!(hdd.queue_depth, 1);
+        let rig: DiskParams =
+            "custom:request=10ms,seek=0,rotation=0,near_seek=0,bandwidth=60MB/s".parse().unwrap();
+        assert_eq!(rig.class, DiskClass::Custom);
+        assert_eq!(rig.request_ns, 10_000_000);
+        assert_eq!(rig.seek_ns, 0);
+        assert_eq!(rig.bandwidth_bytes_per_s, 60e6);
+        assert_eq!(rig.queue_depth, 1, "the rest comes from the hdd base");
+        assert_eq!(rig.source_of("request_ns"), "given");
+        assert_eq!(rig.source_of("queue_depth"), "default of the hdd class");
+        let flash: DiskParams = "custom:base=nvme,request=50us,max_request=1MiB".parse().unwrap();
+        assert_eq!((flash.request_ns, flash.queue_depth, flash.max_request_bytes), (50_000, 32, 1 << 20));
+        assert!("floppy".parse::<DiskParams>().is_err());
+        assert!("custom:seek=fast".parse::<DiskParams>().is_err());
+        assert!("custom:speed=1".parse::<DiskParams>().is_err());
+        assert!("custom:queue_depth=0".parse::<DiskParams>().is_err());
+        assert!("custom:seek=8".parse::<DiskParams>().is_err(), "a time needs a unit");
+    }
+
+    #[test]
+    fn the_cost_of_requests_adds_positioning_and_overlaps_it_by_queue_depth() {
+        let hdd = DiskParams::class_defaults(DiskClass::Hdd);
+        // One far 4 KiB read: 0.1 + 8 + 4.17 ms + 4096 B at 150 MB/s (27 µs).
+        let far = RequestShape { bytes: 4096, distance_bytes: None };
+        assert_eq!(hdd.cost_ns(&[far]), 100_000 + 8_000_000 + 4_170_000 + 27_306);
+        // A contiguous one pays neither seek nor rotation; a near one pays the short seek.
+        let next = RequestShape { bytes: 4096, distance_bytes: Some(0) };
+        let near = RequestShape { bytes: 4096, distance_bytes: Some(64 * 1024) };
+        assert_eq!(hdd.cost_ns(&[next]), 100_000 + 27_306);
+        assert_eq!(hdd.cost_ns(&[near]), 100_000 + 1_000_000 + 4_170_000 + 27_306);
+        let nvme = DiskParams::class_defaults(DiskClass::Nvme);
+        // 64 scattered reads at depth 32: two rounds of 70 µs, plus 256 KiB at 3 GB/s.
+        let scattered = vec![far; 64];
+        assert_eq!(nvme.cost_ns(&scattered), 2 * 70_000 + 87_381);
+        // 1 MiB in one pass on the hdd: two 512 KiB requests, one positioning.
+        assert_eq!(hdd.sequential_read_ns(1 << 20), 2 * 100_000 + 12_170_000 + 6_990_506);
+        assert_eq!(hdd.sequential_read_ns(0), 0);
+    }
+
+    #[test]
+    fn durations_and_sizes_read_as_written() {
+        assert_eq!(parse_duration("8ms"), Some(8_000_000));
+        assert_eq!(parse_duration("4.17ms"), Some(4_170_000));
+        assert_eq!(parse_duration("70µs"), Some(70_000));
+        assert_eq!(parse_duration("0"), Some(0));
+        assert_eq!(parse_duration("-1ms"), None);
+        assert_eq!(parse_size("512KiB"), Some(512 * 1024));
+        assert_eq!(parse_size("60MB"), Some(60_000_000));
+        assert_eq!(parse_size("4096"), Some(4096));
+    }
+}

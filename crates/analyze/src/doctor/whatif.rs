@@ -1,0 +1,278 @@
+//! What-if on other storage: the time to ready the same start would take on another
+//! class of disk, with and without a prefetch plan. Every I/O wait on the critical
+//! path is costed again on the other disk from the block requests that completed
+//! during it (each weighted by the part of its time in flight that fell inside the
+//! wait); the rest of the critical path (CPU, sleeps, waits for a CPU) is kept as
+//! recorded. Waits during which no request completed keep their recorded length.
+
+use coldstart_trace::{BlockOp, Nanos};
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::SegmentKind;
+use crate::doctor::disk_model::{DiskParams, RequestShape};
+use crate::doctor::facts::Facts;
+use crate::units::{bytes, count, duration, plural};
+
+/// How long after a request's completion the thread that waited for it may still be asleep.
+const WAKE_SLACK_NS: Nanos = 500_000;
+/// Ranges of the plan this close on the disk are read through as one.
+const PLAN_GAP_BYTES: u64 = 256 * 1024;
+
+/// A disk to predict the start on: every recorded disk, or only one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhatIfSpec {
+    pub disk: DiskParams,
+    /// Put only this recorded device on `disk`; requests of other devices keep their measured model.
+    pub only_dev: Option<coldstart_trace::Dev>,
+}
+
+impl From<DiskParams> for WhatIfSpec {
+    fn from(disk: DiskParams) -> WhatIfSpec {
+        WhatIfSpec { disk, only_dev: None }
+    }
+}
+
+/// The predicted time to ready on one disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    pub disk: DiskParams,
+    /// The only recorded device put on `disk` (the others kept their measured model); `null` for all.
+    pub only_dev: Option<coldstart_trace::Dev>,
+    /// As recorded.
+    pub time_to_ready_ns: Nanos,
+    /// I/O wait on the critical path as recorded, and as predicted on this disk.
+    pub path_io_wait_ns: Nanos,
+    pub predicted_path_io_wait_ns: Nanos,
+    /// The time to ready on this disk.
+    pub predicted_ns: Nanos,
+    /// With the start's data read into the page cache before the start: no I/O wait left.
+    pub with_prefetch_ahead_ns: Nanos,
+    /// Time to read the start's data on this disk in disk order (the prefetch replay).
+    pub prefetch_replay_ns: Nanos,
+    /// With the replay started alongside the start: at least the longer of the two above.
+    pub with_prefetch_alongside_ns: Nanos,
+    /// I/O waits on the critical path, and those during which no request completed (kept as recorded).
+    pub path_waits: u64,
+    pub path_waits_kept: u64,
+    /// Read requests costed on this disk, and requests left out as not the start's (other processes).
+    pub requests: u64,
+    pub requests_left_out: u64,
+    /// Bytes and requests of the replayed plan (the start's read requests, merged in disk order).
+    pub plan_bytes: u64,
+    pub plan_requests: u64,
+    /// The arithmetic, for people.
+    pub text: String,
+}
+
+struct Costed {
+    issue: Nanos,
+    complete: Nanos,
+    dev: coldstart_trace::Dev,
+    sector: u64,
+    bytes: u64,
+    distance: Option<i64>,
+}
+
+/// The start's read requests (of in-scope processes, their files, or filesystem metadata)
+/// between the command's start and ready, by completion; and how many were left out.
+fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
+    let mut kept = Vec::new();
+    let mut left_out = 0;
+    for disk in &f.a.disks {
+        for r in disk.requests.iter().filter(|r| r.op == BlockOp::Read) {
+            let (Some(issue), Some(complete)) = (r.issue_ns, r.complete_ns) else { continue };
+            if complete < f.origin || issue > f.ready {
+                continue;
+            }
+            let ours = r.metadata
+                || f.a.process(r.pid).is_some_and(|p| p.in_scope)
+                || r.file.is_some_and(|id| {
+                    f.files
+                        .get(&id)
+                        .is_some_and(|s| s.pids.iter().any(|&p| f.a.process(p).is_none_or(|p| p.in_scope)))
+                });
+            if !ours {
+                left_out += 1;
+                continue;
+            }
+            kept.push(Costed {
+                issue,
+                complete,
+                dev: disk.dev,
+                sector: r.sector,
+                bytes: u64::from(r.bytes),
+                distance: r.distance_sectors.map(|d| d * 512),
+            });
+        }
+    }
+    kept.sort_by_key(|c| (c.complete, c.issue));
+    (kept, left_out)
+}
+
+/// The model a request of `dev` is costed with.
+fn model_for<'m>(f: &'m Facts, spec: &'m WhatIfSpec, dev: coldstart_trace::Dev) -> &'m DiskParams {
+    match spec.only_dev {
+        Some(only) if only != dev => f.disks.iter().find(|(d, _)| *d == dev).map_or(&f.primary, |(_, p)| p),
+        _ => &spec.disk,
+    }
+}
+
+/// The predicted length of a wait `start..end`, from the requests completing in it;
+/// requests costed with the same model overlap by its queue depth.
+fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end: Nanos) -> Option<Nanos> {
+    let first = requests.partition_point(|c| c.complete <= start);
+    // Per model (by address): serial cost, transfer, requests.
+    let mut groups: Vec<(&DiskParams, f64, f64, usize)> = Vec::new();
+    for c in requests[first..].iter().take_while(|c| c.complete <= end + WAKE_SLACK_NS) {
+        if c.issue > end {
+            continue;
+        }
+        let disk = model_for(f, spec, c.dev);
+        let latency = (c.complete - c.issue).max(1) as f64;
+        let inside = (c.complete.min(end) - c.issue.max(start)).max(0) as f64;
+        let weight = (inside / latency).min(1.0);
+        let serial = weight * (disk.request_ns + disk.positioning_ns(c.distance)) as f64;
+        let transfer = weight * disk.transfer_ns(c.bytes) as f64;
+        match groups.iter_mut().find(|g| std::ptr::eq(g.0, disk)) {
+            Some(g) => {
+                g.1 += serial;
+                g.2 += transfer;
+                g.3 += 1;
+            }
+            None => groups.push((disk, serial, transfer, 1)),
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let total: f64 = groups
+        .iter()
+        .map(|(disk, serial, transfer, n)| {
+            serial / (disk.queue_depth.max(1) as usize).min(*n) as f64 + transfer
+        })
+        .sum();
+    Some(total as Nanos)
+}
+
+/// The start's read requests merged in disk order into the requests a replay would make,
+/// by device.
+fn plan_shapes(
+    f: &Facts,
+    spec: &WhatIfSpec,
+    requests: &[Costed],
+) -> Vec<(coldstart_trace::Dev, RequestShape)> {
+    let mut ranges: Vec<(coldstart_trace::Dev, u64, u64)> =
+        requests.iter().map(|c| (c.dev, c.sector * 512, c.sector * 512 + c.bytes)).collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(coldstart_trace::Dev, u64, u64)> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if last.0 == r.0 && r.1 <= last.2 + PLAN_GAP_BYTES => last.2 = last.2.max(r.2),
+            _ => merged.push(r),
+        }
+    }
+    let mut shapes = Vec::new();
+    let mut previous: Option<(coldstart_trace::Dev, u64)> = None;
+    for (dev, start, end) in merged {
+        let disk = model_for(f, spec, dev);
+        let mut at = start;
+        while at < end {
+            let len = (end - at).min(disk.max_request_bytes.max(1));
+            let distance = match previous {
+                Some((d, prev_end)) if d == dev => Some(at as i64 - prev_end as i64),
+                _ => None,
+            };
+            shapes.push((dev, RequestShape { bytes: len, distance_bytes: distance }));
+            previous = Some((dev, at + len));
+            at += len;
+        }
+    }
+    shapes
+}
+
+/// The replay's time: each device's requests at its model's cost, the devices in parallel.
+fn replay_ns(f: &Facts, spec: &WhatIfSpec, shapes: &[(coldstart_trace::Dev, RequestShape)]) -> Nanos {
+    let mut devs: Vec<coldstart_trace::Dev> = shapes.iter().map(|s| s.0).collect();
+    devs.dedup();
+    devs.iter()
+        .map(|&dev| {
+            let of_dev: Vec<RequestShape> = shapes.iter().filter(|s| s.0 == dev).map(|s| s.1).collect();
+            model_for(f, spec, dev).cost_ns(&of_dev)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
+    let disk = &spec.disk;
+    let (requests, left_out) = start_requests(f);
+    let mut path_io = 0;
+    let mut predicted_io = 0;
+    let mut waits = 0;
+    let mut kept = 0;
+    if let Some(cp) = f.path {
+        for s in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
+            let recorded = s.end_ns - s.start_ns;
+            path_io += recorded;
+            waits += 1;
+            match wait_on(f, spec, &requests, s.start_ns, s.end_ns) {
+                Some(ns) => predicted_io += ns,
+                None => {
+                    predicted_io += recorded;
+                    kept += 1;
+                }
+            }
+        }
+    } else {
+        path_io = f.a.start.io_wait_ns;
+        predicted_io = path_io;
+    }
+    let ttr = f.time_to_ready;
+    let predicted = ttr - path_io + predicted_io;
+    let ahead = ttr - path_io;
+    let shapes = plan_shapes(f, spec, &requests);
+    let replay = replay_ns(f, spec, &shapes);
+    let plan_bytes = shapes.iter().map(|s| s.1.bytes).sum();
+    let alongside = ahead.max(replay);
+    let text = format!(
+        "{} to ready − {} of I/O wait on the critical path + {} for the same waits on {}{} ({} costed again from {}{}) \
+         = {}; with the start's data ({} in {}) read before the start: {}; replaying it in disk order takes {} there, \
+         so alongside the start at least {}",
+        duration(ttr),
+        duration(path_io),
+        duration(predicted_io),
+        disk.description,
+        spec.only_dev.map(|d| format!(" (device {d} only)")).unwrap_or_default(),
+        plural(waits - kept, "wait"),
+        plural(requests.len() as u64, "request"),
+        if kept > 0 {
+            format!("; {} without a request kept as recorded", count(kept))
+        } else {
+            String::new()
+        },
+        duration(predicted),
+        bytes(plan_bytes),
+        plural(shapes.len() as u64, "request"),
+        duration(ahead),
+        duration(replay),
+        duration(alongside)
+    );
+    WhatIf {
+        disk: disk.clone(),
+        only_dev: spec.only_dev,
+        time_to_ready_ns: ttr,
+        path_io_wait_ns: path_io,
+        predicted_path_io_wait_ns: predicted_io,
+        predicted_ns: predicted,
+        with_prefetch_ahead_ns: ahead,
+        prefetch_replay_ns: replay,
+        with_prefetch_alongside_ns: alongside,
+        path_waits: waits,
+        path_waits_kept: kept,
+        requests: requests.len() as u64,
+        requests_left_out: left_out,
+        plan_bytes,
+        plan_requests: shapes.len() as u64,
+        text,
+    }
+}

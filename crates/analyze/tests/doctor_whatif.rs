@@ -1,0 +1,142 @@
+//! The what-if on other storage, and the disk model measured from a trace: known
+//! requests on known waits give the predicted times computed by hand here.
+
+mod doctor_common;
+
+use coldstart_analyze::doctor::{DiskClass, DiskParams, WhatIfSpec};
+use coldstart_trace::ThreadState::*;
+use coldstart_trace::*;
+use doctor_common::{DISK, MS, Start, config, diagnose_with};
+
+fn class(c: DiskClass) -> WhatIfSpec {
+    DiskParams::class_defaults(c).into()
+}
+
+/// Runs 0–10 ms, waits 10–20 ms for one far 4 KiB read, runs 20–30 ms: ready at 30 ms.
+fn one_read() -> Trace {
+    Start::new()
+        .file(1, "/usr/lib/app/data", 4096)
+        .run(100, 0, 10 * MS)
+        .fill(10 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Read))
+        .request(10 * MS, 20 * MS, 1, 0, 4096, 100, "app")
+        .sched(100, 10 * MS, 20 * MS, IoWait)
+        .run(100, 20 * MS, 30 * MS)
+        .ready(30 * MS)
+        .build()
+}
+
+#[test]
+fn a_wait_is_costed_again_on_a_hard_disk() {
+    let d = diagnose_with(&one_read(), &config(), &[class(DiskClass::Hdd)]);
+    let w = &d.what_if[0];
+    // 0.1 ms per request + 8 ms seek + 4.17 ms rotation + 4096 B at 150 MB/s (27,306 ns).
+    let hdd_read = 100_000 + 8_000_000 + 4_170_000 + 27_306;
+    assert_eq!(w.path_io_wait_ns, 10 * MS);
+    assert_eq!(w.predicted_path_io_wait_ns, hdd_read);
+    assert_eq!(w.predicted_ns, 30 * MS - 10 * MS + hdd_read);
+    assert_eq!(w.with_prefetch_ahead_ns, 20 * MS, "no I/O wait left");
+    assert_eq!(w.prefetch_replay_ns, hdd_read, "the plan is the one request");
+    assert_eq!(w.with_prefetch_alongside_ns, 20 * MS, "the replay ends before the CPU work does");
+    assert_eq!((w.path_waits, w.path_waits_kept, w.requests, w.requests_left_out), (1, 0, 1, 0));
+    assert_eq!(w.plan_bytes, 4096);
+}
+
+#[test]
+fn a_request_in_flight_before_the_wait_counts_for_its_part_inside_it() {
+    // Issued at 5 ms while the thread ran, completed at 15 ms; the thread waited 10–15 ms.
+    let trace = Start::new()
+        .file(1, "/usr/lib/app/data", 4096)
+        .run(100, 0, 10 * MS)
+        .fill(9 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Readahead))
+        .request(5 * MS, 15 * MS, 1, 0, 4096, 100, "app")
+        .sched(100, 10 * MS, 15 * MS, IoWait)
+        .run(100, 15 * MS, 30 * MS)
+        .ready(30 * MS)
+        .build();
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd)]);
+    // Half of the request's time fell inside the wait: half of 12.27 ms + half of 27,306 ns.
+    assert_eq!(d.what_if[0].predicted_path_io_wait_ns, 6_135_000 + 13_653);
+}
+
+#[test]
+fn flash_overlaps_the_fixed_cost_of_queued_requests() {
+    let mut s =
+        Start::new().run(100, 0, 10 * MS).sched(100, 10 * MS, 20 * MS, IoWait).run(100, 20 * MS, 30 * MS);
+    for i in 0..4u32 {
+        s = s.file(i + 1, &format!("/usr/lib/app/part{i}"), 4096).fill(9 * MS, 100, 100, i + 1, 0, 1, None);
+        s = s.request(10 * MS, 19 * MS, i + 1, 0, 4096, 100, "app");
+    }
+    let d =
+        diagnose_with(&s.ready(30 * MS).build(), &config(), &[class(DiskClass::Nvme), class(DiskClass::Hdd)]);
+    // nvme: 4 × 70 µs over 32 queue slots (4 used) + 4 × 1,365 ns at 3 GB/s.
+    assert_eq!(d.what_if[0].predicted_path_io_wait_ns, 70_000 + 4 * 1_365);
+    // hdd: one at a time, each far from the previous one (the files are 64 MiB apart).
+    assert_eq!(d.what_if[1].predicted_path_io_wait_ns, 4 * (100_000 + 12_170_000 + 27_306));
+}
+
+#[test]
+fn waits_without_a_request_and_requests_of_other_processes_are_said() {
+    let trace = Start::new()
+        .file(1, "/usr/lib/app/data", 4096)
+        .run(100, 0, 10 * MS)
+        .sched(100, 10 * MS, 15 * MS, IoWait)
+        .raw_request(DISK, 11 * MS, 14 * MS, 9_999_999, 4096, 4242, "cc1")
+        .run(100, 15 * MS, 20 * MS)
+        .ready(20 * MS)
+        .build();
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd)]);
+    let w = &d.what_if[0];
+    assert_eq!((w.path_waits, w.path_waits_kept, w.requests, w.requests_left_out), (1, 1, 0, 1));
+    assert_eq!(w.predicted_ns, 20 * MS, "the wait keeps its recorded length");
+    assert!(w.text.contains("1 without a request kept as recorded"), "{}", w.text);
+}
+
+#[test]
+fn only_one_device_can_be_put_on_the_other_disk() {
+    let lo = Dev::new(7, 0);
+    let trace = Start::new()
+        .disk(lo, "loop0")
+        .run(100, 0, 10 * MS)
+        .sched(100, 10 * MS, 20 * MS, IoWait)
+        .raw_request(lo, 10 * MS, 19 * MS, 1000, 4096, 100, "app")
+        .run(100, 20 * MS, 30 * MS)
+        .sched(100, 30 * MS, 40 * MS, IoWait)
+        .raw_request(DISK, 30 * MS, 39 * MS, 5000, 4096, 100, "app")
+        .run(100, 40 * MS, 50 * MS)
+        .ready(50 * MS)
+        .build();
+    let rig: DiskParams =
+        "custom:request=10ms,seek=0,rotation=0,near_seek=0,bandwidth=60MB/s".parse().unwrap();
+    let d = diagnose_with(&trace, &config(), &[WhatIfSpec { disk: rig, only_dev: Some(lo) }]);
+    let w = &d.what_if[0];
+    // loop0: 10 ms + 4096 B at 60 MB/s (68,266 ns). vda keeps its measured model: too few
+    // requests to measure, a non-rotational disk: the ssd defaults, 100 µs + 8,192 ns at 500 MB/s.
+    assert_eq!(w.predicted_path_io_wait_ns, 10 * MS + 68_266 + 100_000 + 8_192);
+    assert_eq!(w.only_dev, Some(lo));
+}
+
+#[test]
+fn the_recorded_disk_is_measured_from_its_requests() {
+    // 10 small far reads of 3 ms, 10 small sequential ones of 1 ms, 10 large ones of 1 MiB in 5 ms.
+    let mut s = Start::new();
+    let mut t = 0;
+    for i in 0..10u64 {
+        s = s
+            .raw_request(DISK, t, t + 3 * MS, 10_000_000 * (i + 1), 4096, 100, "app")
+            .raw_request(DISK, t + 3 * MS, t + 4 * MS, 10_000_000 * (i + 1) + 8, 4096, 100, "app")
+            .raw_request(DISK, t + 4 * MS, t + 9 * MS, 10_000_000 * (i + 1) + 16, 1 << 20, 100, "app");
+        t += 10 * MS;
+    }
+    let trace = s.run(100, 0, t).ready(t).build();
+    let analysis = coldstart_analyze::analyze(&trace);
+    let p = DiskParams::measure(&analysis.disks[0]);
+    assert_eq!(p.class, DiskClass::Measured);
+    // Median of the 20 small ones: the 11th of (10 × 1 ms, 10 × 3 ms).
+    assert_eq!(p.request_ns, 3 * MS);
+    // 1 MiB in 5 ms − 3 ms: 524 MB/s.
+    assert_eq!(p.bandwidth_bytes_per_s.round(), (1_048_576.0 / 0.002f64).round());
+    // Far (10 MB apart) 3 ms against near 1 ms: the 1 MiB reads count as neither (over 64 KiB).
+    assert_eq!(p.seek_ns, 2 * MS);
+    assert_eq!(p.queue_depth, 1, "a seeking disk serves one request at a time");
+    assert!(p.source_of("request_ns").starts_with("median latency of 20"), "{}", p.source_of("request_ns"));
+}

@@ -1,0 +1,242 @@
+//! The doctor's findings for people: the full diagnosis `coldstart doctor` prints
+//! (evidence, gain arithmetic, suggestion, verification, the disk model and the
+//! what-if), and the short findings section of the text report.
+
+use std::io::{self, Write};
+
+use coldstart_analyze::Analysis;
+use coldstart_analyze::doctor::{Confidence, Diagnosis, DiskParams, Finding, WhatIf};
+use coldstart_analyze::units::{bytes, count, duration, secs};
+
+use crate::table::{Align, Table};
+
+fn confidence(c: Confidence) -> &'static str {
+    match c {
+        Confidence::High => "high confidence",
+        Confidence::Medium => "medium confidence",
+        Confidence::Low => "low confidence",
+    }
+}
+
+fn threshold_line(d: &Diagnosis) -> String {
+    format!(
+        "findings with an estimated gain of at least {} (doctor thresholds in docs/doctor.md)",
+        duration(d.min_gain_ns)
+    )
+}
+
+/// The findings section of the text report: each finding's title, gain and suggestion.
+pub fn section(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    let _ = a;
+    writeln!(
+        out,
+        "\nFindings (coldstart doctor: estimated gain in time to ready, largest first; details: coldstart doctor FILE)"
+    )?;
+    if d.findings.is_empty() {
+        return writeln!(out, "  none: no {}", threshold_line(d));
+    }
+    for (i, f) in d.findings.iter().take(top).enumerate() {
+        let gain =
+            if f.gain.ns > 0 { format!("−{}", secs(f.gain.ns)) } else { "no gain estimated".to_owned() };
+        writeln!(out, "  {}. [{gain}, {}] {}", i + 1, confidence(f.confidence), f.title)?;
+        writeln!(out, "     {}", f.gain.text)?;
+        writeln!(out, "     → {}", f.suggestion)?;
+    }
+    if d.findings.len() > top {
+        writeln!(out, "  … {} more (coldstart doctor FILE)", count((d.findings.len() - top) as u64))?;
+    }
+    Ok(())
+}
+
+fn finding(i: usize, f: &Finding, out: &mut dyn Write) -> io::Result<()> {
+    let gain = if f.gain.ns > 0 {
+        format!("estimated gain {}", secs(f.gain.ns))
+    } else {
+        "no gain estimated".to_owned()
+    };
+    writeln!(out, "\n{}. {}  [{}; {gain}; {}]", i + 1, f.title, f.kind.as_str(), confidence(f.confidence))?;
+    writeln!(out, "   Evidence   {}", f.evidence.summary)?;
+    if !f.evidence.files.is_empty() {
+        let mut table = Table::new(&[
+            ("I/O wait", Align::Right),
+            ("read", Align::Right),
+            ("reads", Align::Right),
+            ("size", Align::Right),
+            ("file", Align::Left),
+        ]);
+        for file in &f.evidence.files {
+            table.row(vec![
+                duration(file.wait_ns),
+                bytes(file.read_bytes),
+                count(file.reads),
+                file.size_bytes.map_or("?".into(), bytes),
+                file.name.clone(),
+            ]);
+        }
+        table.write(out, "              ")?;
+        let hidden = f.evidence.files_total.saturating_sub(f.evidence.files.len() as u64);
+        if hidden > 0 {
+            writeln!(out, "              … {} more files", count(hidden))?;
+        }
+    }
+    if !f.evidence.processes.is_empty() {
+        let list: Vec<String> = f
+            .evidence
+            .processes
+            .iter()
+            .take(8)
+            .map(|p| {
+                let scope = if p.in_scope { "" } else { ", outside the trace's scope" };
+                format!("{}/{} ({}{scope})", p.comm, p.pid, duration(p.ns))
+            })
+            .collect();
+        let more = f.evidence.processes.len().saturating_sub(8);
+        let more = if more > 0 { format!(" and {} more", count(more as u64)) } else { String::new() };
+        writeln!(out, "   Processes  {}{more}", list.join(", "))?;
+    }
+    for iv in f.evidence.intervals.iter().take(6) {
+        writeln!(out, "   at {} – {}: {}", secs(iv.start_ns), secs(iv.end_ns), iv.what)?;
+    }
+    writeln!(out, "   Gain       {}", f.gain.text)?;
+    if let Some(ahead) = f.gain.ahead_ns.filter(|&n| n != f.gain.ns) {
+        writeln!(
+            out,
+            "              with the reads done before the start (a prefetch completed ahead): {}",
+            secs(ahead)
+        )?;
+    }
+    writeln!(out, "   Suggestion {}", f.suggestion)?;
+    writeln!(out, "   Verify     {}", f.verify)?;
+    if let Some(c) = &f.caveat {
+        writeln!(out, "   Caveat     {c}")?;
+    }
+    Ok(())
+}
+
+fn model_line(p: &DiskParams) -> String {
+    let mut parts = vec![format!("{} per request", duration(p.request_ns))];
+    if p.seek_ns + p.rotation_ns > 0 {
+        parts.push(format!("far seek {}", duration(p.seek_ns)));
+        if p.near_seek_ns > 0 {
+            parts.push(format!("near seek {}", duration(p.near_seek_ns)));
+        }
+        if p.rotation_ns > 0 {
+            parts.push(format!("rotation {}", duration(p.rotation_ns)));
+        }
+    } else {
+        parts.push("no seek cost".to_owned());
+    }
+    parts.push(format!("{}/s", bytes(p.bandwidth_bytes_per_s as u64)));
+    parts.push(format!("{} in parallel", p.queue_depth));
+    parts.join(", ")
+}
+
+fn what_if_table(d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+    let Some(first) = d.what_if.first() else { return Ok(()) };
+    writeln!(
+        out,
+        "\nWhat-if: time to ready on other storage (recorded {}, of it {} of I/O wait on the critical path)",
+        secs(first.time_to_ready_ns),
+        secs(first.path_io_wait_ns)
+    )?;
+    let mut table = Table::new(&[
+        ("disk", Align::Left),
+        ("I/O wait", Align::Right),
+        ("to ready", Align::Right),
+        ("prefetch ahead", Align::Right),
+        ("replay", Align::Right),
+        ("alongside ≥", Align::Right),
+    ]);
+    for w in &d.what_if {
+        let name = match w.disk.class {
+            coldstart_analyze::doctor::DiskClass::Measured => format!("{} (model check)", w.disk.description),
+            class => format!("{}: {}", class.as_str(), w.disk.description),
+        };
+        let name = match w.only_dev {
+            Some(dev) => format!("{name}, device {dev} only"),
+            None => name,
+        };
+        table.row(vec![
+            name,
+            secs(w.predicted_path_io_wait_ns),
+            secs(w.predicted_ns),
+            secs(w.with_prefetch_ahead_ns),
+            secs(w.prefetch_replay_ns),
+            secs(w.with_prefetch_alongside_ns),
+        ]);
+    }
+    table.write(out, "  ")?;
+    let w: &WhatIf = first;
+    writeln!(
+        out,
+        "  {} of {} I/O waits costed again from {} read requests ({} of other processes left out); the plan: {} in {} \
+         requests in disk order",
+        count(w.path_waits - w.path_waits_kept),
+        count(w.path_waits),
+        count(w.requests),
+        count(w.requests_left_out),
+        bytes(w.plan_bytes),
+        count(w.plan_requests)
+    )?;
+    for w in &d.what_if {
+        writeln!(out, "  {}: {}", w.disk.class.as_str(), w.text)?;
+    }
+    Ok(())
+}
+
+/// The whole diagnosis, as `coldstart doctor` prints it.
+pub fn doctor(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    let mut out = io::BufWriter::new(out);
+    writeln!(out, "coldstart doctor: {}", a.trace.command.join(" "))?;
+    match &a.overview.ready {
+        Some(r) => {
+            writeln!(out, "Ready {} after the command started ({})", secs(r.time_to_ready_ns), r.reason)?
+        }
+        None => writeln!(
+            out,
+            "No readiness point: the start is taken to run to the end of the trace, {}",
+            secs(a.overview.end_ns)
+        )?,
+    }
+    if let Some(cp) = &a.critical_path {
+        writeln!(out, "{}", crate::text::path_summary(a, cp))?;
+    }
+    let shown = d.findings.len().min(top);
+    writeln!(
+        out,
+        "{} of {} {}; ranked by estimated gain",
+        count(shown as u64),
+        count(d.findings.len() as u64),
+        threshold_line(d)
+    )?;
+    if d.findings.is_empty() {
+        writeln!(out, "\nNo finding: nothing in this start passes the thresholds.")?;
+    }
+    for (i, f) in d.findings.iter().take(top).enumerate() {
+        finding(i, f, &mut out)?;
+    }
+    writeln!(
+        out,
+        "\nDisk model (docs/doctor.md; measured from this trace's read requests where there were enough)"
+    )?;
+    if d.disks.is_empty() {
+        writeln!(out, "  no disk in the trace: the defaults of the ssd class are used")?;
+    }
+    for disk in &d.disks {
+        writeln!(out, "  {} {}: {}", disk.name, disk.dev, model_line(&disk.model))?;
+        for s in &disk.model.sources {
+            if !s.source.starts_with("default") {
+                writeln!(out, "    {}: {}", s.param, s.source)?;
+            }
+        }
+    }
+    what_if_table(d, &mut out)?;
+    writeln!(out, "\nLanguages taken as the user's: {} ({})", d.languages.join(", "), d.languages_source)?;
+    if !d.notes.is_empty() {
+        writeln!(out, "\nNotes")?;
+        for n in &d.notes {
+            writeln!(out, "  - {n}")?;
+        }
+    }
+    out.flush()
+}
