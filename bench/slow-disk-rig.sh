@@ -5,13 +5,13 @@
 #   - a 3 GB ext4 image in $RIG_DIR (default /var/tmp/coldstart-rig), attached with
 #     `losetup --direct-io=on` (so the image's own pages never sit in the page cache);
 #   - a copy of /usr/lib/python3/dist-packages on it (byte-compiled, so every run
-#     reads the same .pyc files), and with --libreoffice a copy of /usr/lib/libreoffice;
+#     reads the same .pyc files), and a copy of /usr/lib/libreoffice when installed;
 #   - a v1 blkio cgroup, coldstart-rig, limiting reads of the loop device to
 #     $RIG_IOPS (100) requests and $RIG_BPS (60 MB) per second. The throttle counts every
 #     bio, so each request costs 10 ms whatever its size.
 #
 # Usage (as root):
-#   bash bench/slow-disk-rig.sh run [--libreoffice] -- CMD ARGS...
+#   bash bench/slow-disk-rig.sh run -- CMD ARGS...
 #       sets the rig up, runs CMD inside the throttled cgroup (everything CMD starts is
 #       in it: the program and any prefetcher alike), and tears the rig down afterwards,
 #       whatever happens (failure, Ctrl-C, SIGTERM). CMD sees RIG_MNT (the mount point),
@@ -70,7 +70,6 @@ down() {
 stamp() {
     dpkg-query -W -f='${Package} ${Version}\n' python3-scipy python3-matplotlib python3-pandas python3-numpy \
         libreoffice-core 2>/dev/null || true
-    echo "libreoffice=$with_libreoffice"
 }
 
 build_image() {
@@ -86,7 +85,7 @@ build_image() {
     cp -a /usr/lib/python3/dist-packages "$mnt/dist-packages"
     # Byte-compile the copy: its .pyc files are what every run reads.
     python3 -m compileall -q -j 2 "$mnt/dist-packages" >/dev/null 2>&1 || true
-    if [ "$with_libreoffice" = 1 ]; then
+    if [ -d /usr/lib/libreoffice ]; then
         cp -a /usr/lib/libreoffice "$mnt/libreoffice"
     fi
     sync
@@ -109,20 +108,12 @@ up() {
 [ "$(id -u)" = 0 ] || { log "needs root (losetup, mount, cgroups)"; exit 2; }
 action=${1:-}
 shift || true
-with_libreoffice=0
 case "$action" in
     down) down ;;
     purge) down; rm -rf "$RIG_DIR" ;;
     run)
-        while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-            case "$1" in
-                --libreoffice) with_libreoffice=1 ;;
-                *) log "unknown option $1"; exit 2 ;;
-            esac
-            shift
-        done
         [ "${1:-}" = "--" ] && shift
-        [ $# -gt 0 ] || { log "usage: $0 run [--libreoffice] -- CMD ARGS..."; exit 2; }
+        [ $# -gt 0 ] || { log "usage: $0 run -- CMD ARGS..."; exit 2; }
         trap 'down' EXIT
         trap 'exit 130' INT TERM
         up
