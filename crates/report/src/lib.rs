@@ -3,13 +3,20 @@
 //! - [`text`]: the report `coldstart report` prints, and the read listings and
 //!   rankings of `coldstart reads`;
 //! - [`json`]: the analysis as versioned JSON (docs/report-json.md), the stable
-//!   contract charts, the doctor and users' scripts read.
+//!   contract charts, the doctor and users' scripts read;
+//! - [`html`]: the interactive, self-contained HTML report.
+//! - [`svg`]: the bootchart-style chart, drawn from the trace and its analysis;
+//! - [`export`]: the trace for other tools: Chrome Trace Event JSON (Perfetto UI,
+//!   chrome://tracing) and CSV tables.
 //!
 //! Renderers write to any [`std::io::Write`] and never touch the live system;
 //! output is deterministic (ties are sorted), so it can be compared in golden tests.
 
+pub mod export;
 pub mod findings;
+pub mod html;
 pub mod json;
+pub mod svg;
 pub mod table;
 pub mod text;
 
@@ -22,6 +29,11 @@ use coldstart_analyze::Analysis;
 pub enum Format {
     Text,
     Json,
+    /// The interactive page; through [`render`] without the trace's timeline (see [`html::write`]).
+    Html,
+    /// The bootchart; it needs the trace's samples and scheduler intervals, so
+    /// [`render`] refuses it: call [`svg::write`] with the trace.
+    Svg,
 }
 
 /// Writes `analysis` in `format`.
@@ -29,5 +41,10 @@ pub fn render(format: Format, analysis: &Analysis, out: &mut dyn io::Write) -> i
     match format {
         Format::Text => text::report(analysis, &text::Options::default(), out),
         Format::Json => json::write(analysis, out),
+        Format::Html => html::write(analysis, None, None, out),
+        Format::Svg => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the SVG chart is drawn from the trace as well as its analysis (svg::write)",
+        )),
     }
 }

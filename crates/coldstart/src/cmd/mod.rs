@@ -4,6 +4,7 @@
 pub mod anonymize;
 pub mod bench;
 pub mod doctor;
+pub mod export;
 pub mod import;
 pub mod info;
 pub mod mark;

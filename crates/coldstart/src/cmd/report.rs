@@ -16,6 +16,10 @@ pub enum FormatArg {
     Text,
     /// The whole analysis as JSON (schema in docs/report-json.md).
     Json,
+    /// An interactive, self-contained HTML page (timeline, sortable tables); use with -o.
+    Html,
+    /// A bootchart-style SVG chart: CPU, disk, process bars, milestones, seek plot; use with -o.
+    Svg,
 }
 
 /// Analyse a trace: time to ready, reads and seeks, where the time went, phases,
@@ -24,6 +28,8 @@ pub enum FormatArg {
 #[command(after_help = "Examples:
   coldstart report app.coldstart
   coldstart report app.coldstart --format json -o app.json
+  coldstart report app.coldstart --format html -o app.html
+  coldstart report app.coldstart --format svg -o chart.svg
   coldstart report app.coldstart --top 25 | less
 
 Lost events, unresolved files and other warnings are always printed; the diskstats
@@ -63,6 +69,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
     let diagnosis = super::doctor::for_report(&trace, &analysis, &args.trace);
+    let timeline = (args.format == FormatArg::Html).then(|| coldstart_report::html::Timeline::new(&trace));
+    let chart = if args.format == FormatArg::Svg {
+        let mut svg = Vec::new();
+        coldstart_report::svg::write(&trace, &analysis, &Default::default(), &mut svg)
+            .context("cannot draw the chart")?;
+        Some(svg)
+    } else {
+        None
+    };
     drop(trace);
     let mut out = output(args.output.as_ref())?;
     match args.format {
@@ -71,6 +86,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &options, &mut out)
         }
         FormatArg::Json => coldstart_report::json::write_with_doctor(&analysis, &diagnosis, &mut out),
+        FormatArg::Html => {
+            coldstart_report::html::write(&analysis, timeline.as_ref(), Some(&diagnosis), &mut out)
+        }
+        FormatArg::Svg => out.write_all(chart.as_deref().unwrap_or_default()),
     }
     .and_then(|()| out.flush())
     .context("cannot write the report")?;

@@ -1,0 +1,708 @@
+// timeline.js — the zoomable timeline: phases, the critical path, CPU and disk
+// graphs, a seek plot per disk (block requests at time × disk offset), and one
+// row per process shaded by state with its reads as ticks; marks and the
+// readiness point as vertical lines. Drawn on a canvas; the labels on the left
+// are buttons (click one to filter the page to that process). Wheel or the
+// buttons zoom, dragging pans, hovering shows the details of what is under the
+// pointer.
+
+const STATE_COLORS = ['#3f73d6', '#e0533a', '#f0ad2e', '#9a9a9a', '#dbe2ec'];
+const STATE_NAMES = ['running', 'waiting for I/O (D)', 'waiting for a CPU', 'stopped', 'asleep'];
+const PHASE_COLORS = { read: '#f6c8bb', cpu: '#c6d6f4', wait: '#e4e6ea' };
+const PATH_COLORS = { cpu: STATE_COLORS[0], io_wait: STATE_COLORS[1], cpu_wait: STATE_COLORS[2], sleep: '#c9ced8',
+  wait_untraced: '#a9b0bc', untraced: '#eceff3' };
+const PATH_NAMES = { cpu: 'running', io_wait: 'waiting for I/O', cpu_wait: 'waiting for a CPU', sleep: 'asleep (timer, interrupt)',
+  wait_untraced: 'waiting on an untraced thread', untraced: 'no scheduler data' };
+const READ_COLOR = '#127f74';
+const SEEK_COLOR = '#c2185b';
+const REQ_COLORS = { file: '#2c6fb7', metadata: '#8e44ad', unknown: '#a0a4ab', write: '#c9a227' };
+const GUTTER = 220;
+const ROW_H = 22;
+const MAX_ROWS = 60;
+
+// Per-process state spans, decoded from the gap/length/state triples (µs).
+const SPANS = (() => {
+  const m = new Map();
+  const tl = DATA.timeline;
+  if (!tl) return m;
+  for (const row of tl.rows) {
+    const n = row.spans.length / 3;
+    const s = { n, start: new Float64Array(n), end: new Float64Array(n), state: new Uint8Array(n), threads: row.threads };
+    let t = 0;
+    for (let i = 0; i < n; i++) {
+      const start = t + row.spans[3 * i];
+      const end = start + row.spans[3 * i + 1];
+      s.start[i] = start * NS_PER_US;
+      s.end[i] = end * NS_PER_US;
+      s.state[i] = row.spans[3 * i + 2];
+      t = end;
+    }
+    m.set(row.pid, s);
+  }
+  return m;
+})();
+
+// Indices of each process's reads, in time order.
+const READS_BY_PID = (() => {
+  const m = new Map();
+  for (let i = 0; i < READS.n; i++) {
+    const pid = READS.pid[i];
+    if (!m.has(pid)) m.set(pid, []);
+    m.get(pid).push(i);
+  }
+  return m;
+})();
+
+// Processes in tree order (children after their parent, by start), with depth.
+function processTree() {
+  const byParent = new Map();
+  const known = new Set(A.processes.map(p => p.pid));
+  for (const p of A.processes) {
+    const parent = p.ppid !== null && known.has(p.ppid) && p.ppid !== p.pid ? p.ppid : null;
+    if (!byParent.has(parent)) byParent.set(parent, []);
+    byParent.get(parent).push(p);
+  }
+  const out = [];
+  const seen = new Set();
+  const visit = (p, depth) => {
+    if (seen.has(p.pid)) return;
+    seen.add(p.pid);
+    out.push({ p, depth });
+    for (const c of byParent.get(p.pid) || []) visit(c, depth + 1);
+  };
+  for (const p of byParent.get(null) || []) visit(p, 0);
+  for (const p of A.processes) visit(p, 0); // cycles, if any
+  return out;
+}
+
+// How much a process did: its rows are kept first when there are too many.
+function activity(p) {
+  return p.time.running_ns + p.time.io_wait_ns + p.time.runnable_ns + p.pages * 1e5;
+}
+
+class Timeline {
+  constructor(host) {
+    this.host = host;
+    this.full = [Math.min(0, A.overview.origin_ns), traceEnd()];
+    const pad = (this.full[1] - this.full[0]) * 0.012;
+    this.home = [this.full[0] - pad, this.full[1] + pad];
+    this.view = this.home.slice();
+    this.showAllRows = false;
+    this.tree = processTree().filter(({ p }) => p.in_scope || SPANS.has(p.pid) || READS_BY_PID.has(p.pid));
+    this.drag = null;
+    const segs = A.critical_path ? A.critical_path.segments : [];
+    this.pathStart = Float64Array.from(segs, s => s.start_ns);
+    this.pathEnd = Float64Array.from(segs, s => s.end_ns);
+    this.build();
+    FILTER.onChange(() => { this.layout(); this.draw(); });
+    new ResizeObserver(() => { this.layout(); this.draw(); }).observe(this.box);
+    this.layout();
+    this.draw();
+  }
+
+  build() {
+    const b = (text, title, fn, id) => el('button', { text, title, attrs: { type: 'button', id }, on: { click: fn } });
+    this.rangeText = el('span', { class: 'range' });
+    this.rowsButton = b('', 'Rows are limited to the most active processes; show every process', () => {
+      this.showAllRows = !this.showAllRows; this.layout(); this.draw();
+    }, 'tl-all-rows');
+    const toolbar = el('div', { class: 'tl-toolbar' },
+      b('−', 'Zoom out', () => this.zoom(2, 0.5), 'tl-zoom-out'),
+      b('+', 'Zoom in', () => this.zoom(0.5, 0.5), 'tl-zoom-in'),
+      b('Whole trace', 'Show the whole recording', () => this.setView(this.home), 'tl-fit'),
+      A.overview.ready ? b('Start to ready', 'Show the command\'s start to the readiness point',
+        () => this.setView([A.overview.origin_ns, A.overview.end_ns]), 'tl-ready') : null,
+      this.rangeText,
+      el('span', { class: 'muted hint', text: 'Wheel: zoom · drag: pan · hover: details · click a process: filter' }),
+      this.rowsButton);
+    this.labels = el('div', { class: 'tl-labels' });
+    this.canvas = el('canvas', { attrs: { id: 'timeline-canvas', 'aria-label': 'Timeline of the start' } });
+    this.box = el('div', { class: 'tl-box' }, this.labels, this.canvas);
+    this.legend = this.buildLegend();
+    clear(this.host).append(toolbar, this.box, this.legend);
+    this.canvas.addEventListener('wheel', e => this.onWheel(e), { passive: false });
+    this.canvas.addEventListener('mousedown', e => this.onDown(e));
+    window.addEventListener('mousemove', e => this.onMove(e));
+    window.addEventListener('mouseup', e => this.onUp(e));
+    this.canvas.addEventListener('mouseleave', () => { if (!this.drag) { hideTip(); this.hover = null; this.draw(); } });
+  }
+
+  buildLegend() {
+    const item = (color, text) => el('span', { class: 'legend-item' }, el('i', { class: 'swatch', attrs: { 'data-color': color } }), text);
+    const items = [];
+    const from = DATA.timeline ? DATA.timeline.states_from : 'none';
+    if (from !== 'none') STATE_NAMES.forEach((n, i) => items.push(item(STATE_COLORS[i], n)));
+    else items.push(el('span', { class: 'muted', text: 'No thread states in this data (bars show process lifetimes).' }));
+    items.push(item(READ_COLOR, 'read (coalesced page fills)'), item(SEEK_COLOR, 'read after a seek'));
+    if (REQUESTS.some(r => r.n > 0)) items.push(item(REQ_COLORS.file, 'block request of a file'), item(REQ_COLORS.metadata, 'filesystem metadata'), item(REQ_COLORS.unknown, 'unknown'));
+    items.push(item('#1b9e4b', 'ready'), item('#6b7280', 'mark'));
+    const note = [];
+    if (from === 'samples') note.push('Process states come from periodic process samples (an import), not scheduler events.');
+    if (DATA.timeline && DATA.timeline.resolution_ns > 1000) note.push('States shorter than ' + fmtDur(DATA.timeline.resolution_ns) + ' are merged into their neighbours.');
+    const skipped = REQUESTS.filter(r => r.n > 0).sort((a, b) => b.n - a.n).slice(3).concat(
+      REQUESTS.filter(r => r.n > 0 && r.n < 0.05 * REQUESTS.reduce((s, x) => s + x.n, 0)));
+    const names = [...new Set(skipped.map(r => r.disk.name))];
+    if (names.length) note.push('Not drawn (under 5 % of the block requests): ' + names.map(n => 'disk ' + n).join(', ') + '; see the Disks tab.');
+    if (READS.every > 1) note.push('Only every ' + READS.every + 'th read is drawn.');
+    const legend = el('div', { class: 'legend' }, ...items, note.length ? el('div', { class: 'muted', text: note.join(' ') }) : null);
+    for (const sw of legend.querySelectorAll('.swatch')) sw.style.background = sw.getAttribute('data-color');
+    return legend;
+  }
+
+  // The tracks to draw, top to bottom, with their heights.
+  layout() {
+    const tracks = [{ kind: 'axis', h: 34, label: '' }];
+    if (A.phases.length) tracks.push({ kind: 'phases', h: 22, label: 'phases' });
+    if (A.critical_path) tracks.push({ kind: 'path', h: 16, label: 'critical path' });
+    const cpu = DATA.timeline && DATA.timeline.cpu;
+    if (cpu) tracks.push({ kind: 'cpu', h: 54, label: cpu.from === 'sched' ? 'threads running' : 'CPU (all)' });
+    const all = REQUESTS.reduce((s, r) => s + r.n, 0);
+    const disks = REQUESTS.filter(r => r.n > 0 && r.n >= 0.05 * all).sort((a, b) => b.n - a.n).slice(0, 3);
+    this.skippedDisks = REQUESTS.filter(r => r.n > 0 && !disks.includes(r));
+    const samples = (DATA.timeline ? DATA.timeline.disks : []).filter(d => !REQUESTS.some(r => r.n > 0 && r.disk.name === d.name));
+    for (const r of disks) tracks.push({ kind: 'diskio', h: 44, label: 'disk ' + r.disk.name + ' reads', req: r });
+    for (const d of samples) tracks.push({ kind: 'disksamples', h: 44, label: 'disk ' + d.name + ' reads', series: d });
+    for (const r of disks) tracks.push({ kind: 'seek', h: 110, label: r.disk.name + ' offset', req: r });
+    let rows = this.tree;
+    const hidden = Math.max(0, rows.length - MAX_ROWS);
+    if (FILTER.pid !== null) rows = rows.filter(({ p }) => p.pid === FILTER.pid);
+    else if (!this.showAllRows && hidden > 0) {
+      const keep = new Set(rows.slice().sort((a, b) => activity(b.p) - activity(a.p)).slice(0, MAX_ROWS).map(r => r.p.pid));
+      rows = rows.filter(({ p }) => keep.has(p.pid));
+    }
+    this.rowsButton.hidden = hidden === 0 || FILTER.pid !== null;
+    this.rowsButton.textContent = this.showAllRows ? 'Show the ' + MAX_ROWS + ' busiest processes' : 'Show all ' + this.tree.length + ' processes';
+    tracks.push({ kind: 'procs-head', h: 18, label: FILTER.pid === null ? 'processes' : 'process (filtered)' });
+    for (const r of rows) tracks.push({ kind: 'proc', h: ROW_H, p: r.p, depth: r.depth });
+    let y = 0;
+    for (const t of tracks) { t.y = y; y += t.h; }
+    this.tracks = tracks;
+    this.height = y + 4;
+    this.width = Math.max(480, this.box.clientWidth);
+    this.plotW = this.width - GUTTER - 12;
+    const dpr = window.devicePixelRatio || 1;
+    this.canvas.width = Math.round(this.width * dpr);
+    this.canvas.height = Math.round(this.height * dpr);
+    this.canvas.style.width = this.width + 'px';
+    this.canvas.style.height = this.height + 'px';
+    this.dpr = dpr;
+    this.renderLabels();
+  }
+
+  renderLabels() {
+    clear(this.labels);
+    this.labels.style.height = this.height + 'px';
+    for (const t of this.tracks) {
+      if (t.kind === 'proc') {
+        const p = t.p;
+        const label = el('button', {
+          class: 'tl-label proc' + (FILTER.pid === p.pid ? ' selected' : '') + (p.in_scope ? '' : ' out-of-scope'),
+          attrs: { type: 'button', 'data-pid': p.pid },
+          title: 'Click to ' + (FILTER.pid === p.pid ? 'show all processes' : 'filter the page to this process'),
+          on: { click: () => FILTER.toggle(p.pid) },
+        }, el('span', { class: 'comm', text: p.comm || '?' }), el('span', { class: 'pid', text: ' ' + p.pid }));
+        label.style.top = t.y + 'px';
+        label.style.height = t.h + 'px';
+        label.style.paddingLeft = (6 + Math.min(t.depth, 8) * 9) + 'px';
+        this.labels.append(label);
+      } else if (t.label) {
+        const label = el('div', { class: 'tl-label track ' + t.kind, text: t.label });
+        label.style.top = t.y + 'px';
+        label.style.height = t.h + 'px';
+        this.labels.append(label);
+      }
+    }
+  }
+
+  xOf(t) {
+    return GUTTER + (t - this.view[0]) / (this.view[1] - this.view[0]) * this.plotW;
+  }
+
+  tOf(x) {
+    return this.view[0] + (x - GUTTER) / this.plotW * (this.view[1] - this.view[0]);
+  }
+
+  setView(v) {
+    const span = this.full[1] - this.full[0];
+    let [a, b] = v;
+    const len = Math.min(Math.max(b - a, 10000), span * 1.5);
+    const mid = (a + b) / 2;
+    a = mid - len / 2;
+    b = mid + len / 2;
+    const lo = this.full[0] - span * 0.25, hi = this.full[1] + span * 0.25;
+    if (a < lo) { b += lo - a; a = lo; }
+    if (b > hi) { a -= b - hi; b = hi; }
+    this.view = [a, b];
+    this.draw();
+  }
+
+  // Zooms by `factor` (below 1 zooms in) around the point at `frac` of the plot's width.
+  zoom(factor, frac) {
+    const [a, b] = this.view;
+    const at = a + (b - a) * frac;
+    this.setView([at - (at - a) * factor, at + (b - at) * factor]);
+  }
+
+  onWheel(e) {
+    const x = e.offsetX;
+    if (x < GUTTER) return;
+    e.preventDefault();
+    const delta = e.deltaMode === 1 ? e.deltaY * 16 : e.deltaY;
+    this.zoom(Math.exp(delta * 0.0015), Math.min(1, Math.max(0, (x - GUTTER) / this.plotW)));
+  }
+
+  onDown(e) {
+    if (e.button !== 0 || e.offsetX < GUTTER) return;
+    this.drag = { x: e.clientX, view: this.view.slice(), moved: false };
+    e.preventDefault();
+  }
+
+  onMove(e) {
+    if (this.drag) {
+      const dx = e.clientX - this.drag.x;
+      if (Math.abs(dx) > 3) this.drag.moved = true;
+      if (this.drag.moved) {
+        const dt = dx / this.plotW * (this.drag.view[1] - this.drag.view[0]);
+        this.setView([this.drag.view[0] - dt, this.drag.view[1] - dt]);
+        this.canvas.classList.add('dragging');
+        hideTip();
+      }
+      return;
+    }
+    if (e.target !== this.canvas) return;
+    const hit = this.hitTest(e.offsetX, e.offsetY);
+    const key = hit ? hit.key : null;
+    if (hit) showTip(e.pageX, e.pageY, hit.title, hit.rows); else hideTip();
+    this.canvas.style.cursor = hit && hit.pid !== undefined ? 'pointer' : 'crosshair';
+    if (key !== (this.hover && this.hover.key)) { this.hover = hit; this.draw(); }
+  }
+
+  onUp(e) {
+    if (!this.drag) return;
+    const { moved } = this.drag;
+    this.drag = null;
+    this.canvas.classList.remove('dragging');
+    if (!moved && e.target === this.canvas) {
+      const hit = this.hitTest(e.offsetX, e.offsetY);
+      if (hit && hit.pid !== undefined) FILTER.toggle(hit.pid);
+    }
+  }
+
+  trackAt(y) {
+    return this.tracks.find(t => y >= t.y && y < t.y + t.h);
+  }
+
+  draw() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => { this.pending = false; this.paint(); });
+  }
+
+  paint() {
+    const ctx = this.canvas.getContext('2d');
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.clearRect(0, 0, this.width, this.height);
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    for (const t of this.tracks) {
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(GUTTER, t.y, this.plotW, t.h);
+      ctx.clip();
+      this['paint_' + t.kind.replace('-', '_')](ctx, t);
+      ctx.restore();
+      if (t.kind !== 'proc' && t.kind !== 'axis') {
+        ctx.fillStyle = '#e6e9ef';
+        ctx.fillRect(GUTTER, t.y + t.h - 1, this.plotW, 1);
+      }
+    }
+    this.paintMarks(ctx);
+    // the visible range, for scripts and tests that drive the page
+    this.canvas.dataset.viewStartNs = String(this.view[0]);
+    this.canvas.dataset.viewEndNs = String(this.view[1]);
+    this.canvas.dataset.plotLeft = String(GUTTER);
+    this.canvas.dataset.plotWidth = String(this.plotW);
+    this.rangeText.textContent = fmtSecs(this.view[0]) + ' – ' + fmtSecs(this.view[1]) + '  (' + fmtDur(this.view[1] - this.view[0]) + ' shown)';
+  }
+
+  // Spans of [start, end) arrays visible in the view, merged to at least a pixel:
+  // calls fn(x0, x1, i) for each span drawn (i is the most telling one in a pixel).
+  eachVisible(start, end, n, fn, rank) {
+    const [a, b] = this.view;
+    let i = Math.max(0, lowerBound(end, a, n));
+    let px = -1, best = -1;
+    for (; i < n && start[i] <= b; i++) {
+      const x0 = this.xOf(start[i]), x1 = this.xOf(end[i]);
+      if (x1 - x0 >= 1) {
+        if (best >= 0) { fn(px, px + 1, best); best = -1; }
+        fn(x0, x1, i);
+        continue;
+      }
+      const p = Math.floor(x0);
+      if (p !== px && best >= 0) { fn(px, px + 1, best); best = -1; }
+      px = p;
+      if (best < 0 || rank(i) < rank(best)) best = i;
+    }
+    if (best >= 0) fn(px, px + 1, best);
+  }
+
+  paint_axis(ctx, t) {
+    const [a, b] = this.view;
+    const step = niceStep((b - a) / Math.max(2, this.plotW / 110));
+    const decimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(step / 1e9) + 1e-9)));
+    ctx.fillStyle = '#4b5563';
+    ctx.strokeStyle = '#cfd5de';
+    for (let v = Math.ceil(a / step) * step; v <= b; v += step) {
+      const x = Math.round(this.xOf(v)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, t.y + 14);
+      ctx.lineTo(x, t.y + t.h);
+      ctx.stroke();
+      ctx.fillText((v / 1e9).toFixed(decimals) + ' s', x + 3, t.y + 9);
+    }
+  }
+
+  paint_phases(ctx, t) {
+    for (const ph of A.phases) {
+      const x0 = this.xOf(ph.start_ns), x1 = this.xOf(ph.end_ns);
+      ctx.fillStyle = PHASE_COLORS[ph.kind] || '#eee';
+      ctx.fillRect(x0, t.y + 2, Math.max(1, x1 - x0 - 1), t.h - 4);
+      if (x1 - x0 > 40) {
+        ctx.fillStyle = '#1f2937';
+        ctx.fillText(fitText(ctx, ph.name, x1 - x0 - 8), Math.max(x0, GUTTER) + 4, t.y + t.h / 2);
+      }
+    }
+  }
+
+  paint_path(ctx, t) {
+    const segs = A.critical_path.segments;
+    const start = this.pathStart, end = this.pathEnd;
+    const order = ['io_wait', 'cpu', 'cpu_wait', 'wait_untraced', 'sleep', 'untraced'];
+    this.eachVisible(start, end, segs.length, (x0, x1, i) => {
+      const s = segs[i];
+      ctx.globalAlpha = FILTER.hasPid(s.pid) ? 1 : 0.25;
+      ctx.fillStyle = PATH_COLORS[s.kind] || '#ccc';
+      ctx.fillRect(x0, t.y + 3, x1 - x0, t.h - 6);
+    }, i => order.indexOf(segs[i].kind));
+    ctx.globalAlpha = 1;
+  }
+
+  paint_cpu(ctx, t) {
+    const c = DATA.timeline.cpu;
+    const base = t.y + t.h - 2, scale = (t.h - 6) / 1000;
+    for (let i = 0; i < c.t_us.length; i++) {
+      const t1 = c.t_us[i] * NS_PER_US, t0 = t1 - c.dt_us[i] * NS_PER_US;
+      if (t1 < this.view[0] || t0 > this.view[1]) continue;
+      const x0 = this.xOf(t0), w = Math.max(1, this.xOf(t1) - x0);
+      let y = base;
+      for (const [v, color] of [[c.user[i], STATE_COLORS[0]], [c.system[i], '#93b4ec'], [c.iowait[i], STATE_COLORS[1]]]) {
+        const h = v * scale;
+        ctx.fillStyle = color;
+        ctx.fillRect(x0, y - h, w, h);
+        y -= h;
+      }
+    }
+  }
+
+  // Read throughput from the block requests, in bins of a few pixels.
+  paint_diskio(ctx, t) {
+    const bins = this.ioBins(t.req);
+    const max = Math.max(1, ...bins.bytes);
+    const scale = (t.h - 14) / max;
+    ctx.fillStyle = '#5a8fd0';
+    for (let k = 0; k < bins.bytes.length; k++) {
+      if (!bins.bytes[k]) continue;
+      const h = bins.bytes[k] * scale;
+      ctx.fillRect(GUTTER + k * bins.px, t.y + t.h - 2 - h, bins.px, h);
+    }
+    labelBox(ctx, 'peak ' + fmtBytes(max / (bins.ns / 1e9)) + '/s', GUTTER + 2, t.y + 7);
+  }
+
+  ioBins(r) {
+    const px = 3, nb = Math.ceil(this.plotW / px);
+    const ns = (this.view[1] - this.view[0]) * px / this.plotW;
+    const bytes = new Float64Array(nb), count = new Uint32Array(nb);
+    // each request's bytes are spread over its issue-to-completion time
+    const i0 = lowerBound(r.t, this.view[0] - r.maxLat, r.n);
+    for (let i = i0; i < r.n && r.t[i] <= this.view[1]; i++) {
+      if (r.flags[i] & 4) continue;
+      if (r.file[i] >= 0 && !FILTER.hasFile(r.file[i])) continue;
+      if (FILTER.pid !== null && r.file[i] < 0) continue;
+      const t0 = r.t[i], t1 = t0 + Math.max(0, r.lat[i]) * NS_PER_US;
+      const k0 = Math.floor((t0 - this.view[0]) / ns), k1 = Math.floor((t1 - this.view[0]) / ns);
+      if (k1 < 0 || k0 >= nb) continue;
+      if (k0 >= 0) count[k0] += r.every;
+      const total = r.bytes[i] * r.every;
+      if (k0 === k1) { bytes[k0] += total; continue; }
+      for (let k = Math.max(0, k0); k <= Math.min(nb - 1, k1); k++) {
+        const a = Math.max(t0, this.view[0] + k * ns), b = Math.min(t1, this.view[0] + (k + 1) * ns);
+        bytes[k] += total * (b - a) / (t1 - t0);
+      }
+    }
+    return { px, ns, bytes, count };
+  }
+
+  paint_disksamples(ctx, t) {
+    const d = t.series;
+    let max = 1;
+    for (let i = 0; i < d.t_us.length; i++) max = Math.max(max, d.read_bytes[i] / Math.max(1, d.dt_us[i]));
+    const scale = (t.h - 14) / max;
+    ctx.fillStyle = '#5a8fd0';
+    for (let i = 0; i < d.t_us.length; i++) {
+      const t1 = d.t_us[i] * NS_PER_US, t0 = t1 - d.dt_us[i] * NS_PER_US;
+      if (t1 < this.view[0] || t0 > this.view[1]) continue;
+      const h = d.read_bytes[i] / Math.max(1, d.dt_us[i]) * scale;
+      const x0 = this.xOf(t0);
+      ctx.fillRect(x0, t.y + t.h - 2 - h, Math.max(1, this.xOf(t1) - x0), h);
+    }
+    labelBox(ctx, 'peak ' + fmtBytes(max * 1e6) + '/s', GUTTER + 2, t.y + 7);
+  }
+
+  // The offsets shown: the whole disk's requests, or those of the filtered process's files.
+  reqRange(r) {
+    if (FILTER.pid === null) return [r.lo, r.hi];
+    if (this.rangeFor !== FILTER.pid) { this.rangeFor = FILTER.pid; this.ranges = new Map(); }
+    if (!this.ranges.has(r)) {
+      let lo = Infinity, hi = -Infinity;
+      for (let i = 0; i < r.n; i++) {
+        if (r.flags[i] & 4 || r.file[i] < 0 || !FILTER.hasFile(r.file[i])) continue;
+        lo = Math.min(lo, r.sector[i]);
+        hi = Math.max(hi, r.sector[i] + r.bytes[i] / 512);
+      }
+      this.ranges.set(r, lo <= hi ? [lo, hi] : [r.lo, r.hi]);
+    }
+    return this.ranges.get(r);
+  }
+
+  reqY(t, r, sector) {
+    const [lo, hi] = this.reqRange(r);
+    return t.y + t.h - 16 - (sector - lo) / Math.max(1, hi - lo) * (t.h - 32);
+  }
+
+  reqKind(r, i) {
+    if (r.flags[i] & 4) return 'write';
+    if (r.flags[i] & 1) return 'metadata';
+    return r.file[i] >= 0 ? 'file' : 'unknown';
+  }
+
+  paint_seek(ctx, t) {
+    const r = t.req;
+    const i0 = lowerBound(r.t, this.view[0], r.n);
+    for (let i = i0; i < r.n && r.t[i] <= this.view[1]; i++) {
+      const kind = this.reqKind(r, i);
+      if (kind === 'write') continue;
+      if (FILTER.pid !== null && !(r.file[i] >= 0 && FILTER.hasFile(r.file[i]))) continue;
+      ctx.fillStyle = REQ_COLORS[kind];
+      ctx.globalAlpha = kind === 'unknown' ? 0.45 : 1;
+      const size = r.bytes[i] >= 1 << 20 ? 6 : r.bytes[i] >= 128 << 10 ? 4 : 3;
+      ctx.fillRect(this.xOf(r.t[i]) - size / 2, this.reqY(t, r, r.sector[i]) - size / 2, size, size);
+    }
+    ctx.globalAlpha = 1;
+    const [lo, hi] = this.reqRange(r);
+    labelBox(ctx, fmtBytes(hi * 512), GUTTER + 2, t.y + 8);
+    labelBox(ctx, fmtBytes(lo * 512), GUTTER + 2, t.y + t.h - 8);
+  }
+
+  paint_procs_head(ctx, t) {
+    ctx.fillStyle = '#f3f5f8';
+    ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
+  }
+
+  paint_proc(ctx, t) {
+    const p = t.p;
+    const y = t.y + 2, h = t.h - 4;
+    const hovered = this.hover && this.hover.pid === p.pid;
+    if (FILTER.pid === p.pid || hovered) {
+      ctx.fillStyle = hovered ? '#eef3fb' : '#f4f7fc';
+      ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
+    }
+    const start = p.start_ns === null ? this.full[0] : p.start_ns;
+    const end = p.end_ns === null ? this.full[1] : p.end_ns;
+    ctx.strokeStyle = '#b8c0cc';
+    ctx.strokeRect(Math.round(this.xOf(start)) + 0.5, y + 0.5, Math.max(1, this.xOf(end) - this.xOf(start)), h - 6);
+    const s = SPANS.get(p.pid);
+    const barH = h - 6;
+    if (s) {
+      const rank = i => (s.state[i] === 4 ? 9 : s.state[i]);
+      this.eachVisible(s.start, s.end, s.n, (x0, x1, i) => {
+        ctx.fillStyle = STATE_COLORS[s.state[i]];
+        ctx.fillRect(x0, y + 1, x1 - x0, barH - 1);
+      }, rank);
+    }
+    const reads = READS_BY_PID.get(p.pid);
+    if (reads) {
+      for (const i of reads) {
+        if (READS.end[i] < this.view[0] || READS.t[i] > this.view[1]) continue;
+        const x0 = this.xOf(READS.t[i]);
+        ctx.fillStyle = READS.seek[i] ? SEEK_COLOR : READ_COLOR;
+        ctx.fillRect(x0 - 0.5, y + barH + 1, Math.max(2, this.xOf(READS.end[i]) - x0), 5);
+      }
+    }
+  }
+
+  paintMarks(ctx) {
+    const lines = A.marks.map(m => ({ t: m.t_ns, color: '#6b7280', label: m.name }));
+    if (A.overview.ready) lines.push({ t: A.overview.ready.t_ns, color: '#1b9e4b', label: 'ready (' + A.overview.ready.reason + ')' });
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(GUTTER, 0, this.plotW, this.height);
+    ctx.clip();
+    for (const m of lines) {
+      const x = Math.round(this.xOf(m.t)) + 0.5;
+      if (x < GUTTER - 1 || x > GUTTER + this.plotW + 1) continue;
+      ctx.strokeStyle = m.color;
+      ctx.setLineDash(m.color === '#1b9e4b' ? [] : [4, 3]);
+      ctx.beginPath();
+      ctx.moveTo(x, 17);
+      ctx.lineTo(x, this.height);
+      ctx.stroke();
+      ctx.fillStyle = m.color;
+      const w = ctx.measureText(m.label).width;
+      ctx.fillText(m.label, x + 4 + w > GUTTER + this.plotW ? x - 4 - w : x + 4, 25);
+    }
+    ctx.restore();
+  }
+
+  // What is under (x, y): {key, title, rows, pid?} or null.
+  hitTest(x, y) {
+    if (x < GUTTER) return null;
+    const t = this.trackAt(y);
+    if (!t) return null;
+    const at = this.tOf(x);
+    const near = 3 * (this.view[1] - this.view[0]) / this.plotW; // 3 px in ns
+    switch (t.kind) {
+      case 'phases': {
+        const i = A.phases.findIndex(p => at >= p.start_ns && at < p.end_ns);
+        return i < 0 ? null : phaseTip(A.phases[i], i);
+      }
+      case 'path': {
+        const segs = A.critical_path.segments;
+        let i = lowerBound(this.pathEnd, at, segs.length);
+        if (i >= segs.length || segs[i].start_ns > at + near) return null;
+        return pathTip(segs[i], i);
+      }
+      case 'cpu': return this.cpuTip(at);
+      case 'diskio': {
+        const bins = this.ioBins(t.req);
+        const k = Math.floor((x - GUTTER) / bins.px);
+        const t0 = this.view[0] + k * bins.ns;
+        return { key: 'io' + k, title: 'Disk ' + t.req.disk.name + ', ' + fmtSecs(t0) + ' – ' + fmtSecs(t0 + bins.ns),
+          rows: [['read', fmtBytes(Math.round(bins.bytes[k] || 0)) + ' (' + fmtCount(bins.count[k] || 0) + ' requests issued)'],
+            ['throughput', fmtBytes((bins.bytes[k] || 0) / (bins.ns / 1e9)) + '/s']] };
+      }
+      case 'seek': return this.requestTip(t, x, y, near);
+      case 'proc': return this.procTip(t, at, near);
+      default: return null;
+    }
+  }
+
+  cpuTip(at) {
+    const c = DATA.timeline.cpu;
+    for (let i = 0; i < c.t_us.length; i++) {
+      const t1 = c.t_us[i] * NS_PER_US, t0 = t1 - c.dt_us[i] * NS_PER_US;
+      if (at > t0 && at <= t1) {
+        const pm = v => (v / 10).toFixed(1) + ' %';
+        const rows = c.from === 'sched'
+          ? [['threads running', pm(c.user[i]) + ' of ' + A.trace.cpu_count + ' CPUs'], ['threads in I/O wait', pm(c.iowait[i])]]
+          : [['user', pm(c.user[i])], ['system', pm(c.system[i])], ['I/O wait', pm(c.iowait[i])]];
+        return { key: 'cpu' + i, title: 'CPU, ' + fmtSecs(t0) + ' – ' + fmtSecs(t1), rows };
+      }
+    }
+    return null;
+  }
+
+  requestTip(t, x, y, near) {
+    const r = t.req;
+    let best = -1, bestD = 25;
+    for (let i = lowerBound(r.t, this.tOf(x - 5), r.n); i < r.n && r.t[i] <= this.tOf(x + 5); i++) {
+      if (this.reqKind(r, i) === 'write') continue;
+      if (FILTER.pid !== null && !(r.file[i] >= 0 && FILTER.hasFile(r.file[i]))) continue;
+      const dx = this.xOf(r.t[i]) - x, dy = this.reqY(t, r, r.sector[i]) - y;
+      const d = dx * dx + dy * dy;
+      if (d < bestD) { bestD = d; best = i; }
+    }
+    if (best < 0) return null;
+    const i = best;
+    const kind = this.reqKind(r, i);
+    return { key: 'rq' + r.disk.name + i, title: 'Block request on ' + r.disk.name,
+      rows: [['file', kind === 'file' ? fileName(r.file[i]) : kind === 'metadata' ? 'filesystem metadata' : 'unknown'],
+        ['issued', fmtSecs(r.t[i])], ['latency', r.lat[i] >= 0 ? fmtDur(r.lat[i] * NS_PER_US) : 'unknown'],
+        ['sector', fmtCount(r.sector[i])], ['disk offset', fmtBytes(r.sector[i] * 512) + ' (' + fmtCount(r.sector[i] * 512) + ' bytes)'],
+        ['bytes', fmtBytes(r.bytes[i])], ['issued by', r.pid[i] ? who(r.pid[i]) : 'pid 0 (interrupt, kworker)'],
+        ['far seek', r.flags[i] & 2 ? 'yes' : 'no']] };
+  }
+
+  procTip(t, at, near) {
+    const p = t.p;
+    const reads = READS_BY_PID.get(p.pid) || [];
+    for (const i of reads) {
+      if (at >= READS.t[i] - near && at <= READS.end[i] + near) return Object.assign(readTip(i), { pid: p.pid });
+    }
+    const s = SPANS.get(p.pid);
+    const base = [['pid', String(p.pid)], ['parent', p.ppid === null ? null : String(p.ppid)], ['executable', p.exe],
+      ['lifetime', (p.start_ns === null ? 'before the recording' : fmtSecs(p.start_ns)) + ' – ' + (p.end_ns === null ? 'still running' : fmtSecs(p.end_ns))],
+      ['running (all threads)', fmtDur(p.time.running_ns)], ['I/O wait (all threads)', fmtDur(p.time.io_wait_ns)],
+      ['read', fmtBytes(p.pages * PAGE) + ' in ' + fmtCount(p.reads) + ' reads, ' + fmtCount(p.seeks) + ' seeks']];
+    if (s) {
+      const i = lowerBound(s.end, at, s.n);
+      if (i < s.n && s.start[i] <= at) {
+        return { key: 'sp' + p.pid + ':' + i, pid: p.pid, title: p.comm + ' — ' + STATE_NAMES[s.state[i]],
+          rows: [['from', fmtSecs(s.start[i])], ['to', fmtSecs(s.end[i])], ['length', fmtDur(s.end[i] - s.start[i])],
+            ['threads', String(s.threads)], ...base] };
+      }
+    }
+    return { key: 'p' + p.pid, pid: p.pid, title: p.comm + ' (process)', rows: base };
+  }
+}
+
+function readTip(i) {
+  const path = fileName(READS.file[i]);
+  return { key: 'rd' + i, title: 'Read of ' + baseName(path),
+    rows: [['file', path], ['process', who(READS.pid[i])], ['thread', threadName(READS.tid[i])],
+      ['at', fmtSecs(READS.t[i]) + (READS.end[i] > READS.t[i] ? ' – ' + fmtSecs(READS.end[i]) : '')],
+      ['file offset', fmtBytes(READS.first[i] * PAGE) + ' (page ' + fmtCount(READS.first[i]) + ')'],
+      ['bytes', fmtBytes(READS.pages[i] * PAGE) + ' (' + fmtCount(READS.pages[i]) + ' pages)'],
+      ['seek', READS.seek[i] ? 'yes: does not continue the previous read of this file' : 'no']] };
+}
+
+function phaseTip(ph, i) {
+  return { key: 'ph' + i, title: 'Phase ' + (i + 1) + ': ' + ph.name,
+    rows: [['kind', ph.kind], ['from', fmtSecs(ph.start_ns)], ['to', fmtSecs(ph.end_ns)], ['length', fmtDur(ph.end_ns - ph.start_ns)],
+      ['CPU (threads)', fmtDur(ph.cpu_ns)], ['I/O wait (threads)', fmtDur(ph.io_wait_ns)],
+      ['read', fmtBytes(ph.bytes) + ' from ' + fmtCount(ph.files) + ' files, ' + fmtCount(ph.seeks) + ' seeks'],
+      ['top file', ph.top_file === null ? null : fileName(ph.top_file)], ['busiest process', ph.top_pid === null ? null : who(ph.top_pid)],
+      ['ends at mark', ph.ends_at_mark]] };
+}
+
+function pathTip(s, i) {
+  const files = s.files.slice(0, 5).map(f => baseName(fileName(f.file)) + ' ' + fmtDur(f.ns)).join(', ');
+  return { key: 'cp' + i, pid: s.pid, title: 'Critical path: ' + (PATH_NAMES[s.kind] || s.kind),
+    rows: [['thread', threadName(s.tid)], ['process', who(s.pid)], ['from', fmtSecs(s.start_ns)], ['to', fmtSecs(s.end_ns)],
+      ['length', fmtDur(s.end_ns - s.start_ns)], ['files', files], ['woken by', s.waker_tid === null ? null : 'thread ' + s.waker_tid]] };
+}
+
+// A small label on a white box, readable over the points it covers.
+function labelBox(ctx, text, x, y) {
+  const w = ctx.measureText(text).width;
+  ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
+  ctx.fillRect(x, y - 7, w + 6, 14);
+  ctx.fillStyle = '#4b5563';
+  ctx.fillText(text, x + 3, y);
+}
+
+function niceStep(raw) {
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+// `text` cut with an ellipsis to fit `width` pixels.
+function fitText(ctx, text, width) {
+  if (ctx.measureText(text).width <= width) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(text.slice(0, mid) + '…').width <= width) lo = mid; else hi = mid - 1;
+  }
+  return lo > 0 ? text.slice(0, lo) + '…' : '';
+}
