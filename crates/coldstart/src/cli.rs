@@ -19,23 +19,25 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Demo(cmd::demo::Args),
+    Record(cmd::record::Args),
+    Report(cmd::report::Args),
+    Reads(cmd::reads::Args),
+    Doctor(cmd::doctor::Args),
+    Bench(Box<cmd::bench::Args>),
+    Prefetch(cmd::prefetch::Args),
+    Run(cmd::run::Args),
+    Export(cmd::export::Args),
     Import(cmd::import::Args),
     Info(cmd::info::Args),
     Anonymize(cmd::anonymize::Args),
     Mark(cmd::mark::Args),
-    Bench(Box<cmd::bench::Args>),
-    Record(cmd::record::Args),
     Recover(cmd::recover::Args),
-    Report(cmd::report::Args),
-    Export(cmd::export::Args),
-    Reads(cmd::reads::Args),
-    Doctor(cmd::doctor::Args),
-    Prefetch(cmd::prefetch::Args),
-    Run(cmd::run::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Demo(args) => cmd::demo::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Info(args) => cmd::info::run(args),
         Command::Anonymize(args) => cmd::anonymize::run(args),

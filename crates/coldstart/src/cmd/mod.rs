@@ -3,6 +3,7 @@
 
 pub mod anonymize;
 pub mod bench;
+pub mod demo;
 pub mod doctor;
 pub mod export;
 pub mod import;

@@ -78,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let recorded = coldstart_record::record(&config)?;
     print_recorded(&recorded);
+    eprintln!("next: coldstart report {}", recorded.path.display());
     Ok(ExitCode::from(recorded.exit_code.clamp(0, 255) as u8))
 }
 
@@ -126,7 +127,8 @@ pub fn print_summary(s: &Summary) {
     }
 }
 
-fn print_recorded(r: &Recorded) {
+/// What a recording did: leftovers of killed recorders dealt with, the file, the summary.
+pub fn print_recorded(r: &Recorded) {
     for name in &r.removed_stale_instances {
         eprintln!("coldstart: removed the stale tracing instance {name} of a killed recorder");
     }
@@ -142,5 +144,4 @@ fn print_recorded(r: &Recorded) {
     }
     print_summary(&r.summary);
     eprintln!("  exit status {}", r.exit_code);
-    eprintln!("next: coldstart report {}", r.path.display());
 }
