@@ -51,6 +51,7 @@ for prog in "${programs[@]}"; do
     mapfile -t cmd < <(command_of "$prog")
     line=$(printf '%q ' "${cmd[@]}")
     "${cmd[@]}" >/dev/null 2>&1 || true   # a first start creates LibreOffice's profile
+    echo "load average at the start of $prog: $(cat /proc/loadavg)"
     echo "== $prog: recording a cold start"
     "$C" record --cold --as-root -o "$out/$prog.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/$prog.record.txt"
     mv "$out/$prog.coldstart.tmp" "$out/$prog.coldstart"
@@ -62,7 +63,9 @@ for prog in "${programs[@]}"; do
     "$C" prefetch show "$out/$prog.plan" > "$out/$prog.plan.txt"
     "$C" prefetch show "$out/$prog-whole-open.plan" --paths > "$out/$prog-open-order.list"
     head -12 "$out/$prog.plan.txt"
-    printf 'vmtouch -tq -- $(cat %q) &\nexec "$@"\n' "$out/$prog-open-order.list" > "$work/$prog-vmtouch.sh"
+    # vmtouch alongside the program, stopped when the program ends (never left running into the next run).
+    printf 'vmtouch -tq -b %q &\nv=$!\ns=0\n"$@" || s=$?\nkill $v 2>/dev/null\nwait $v 2>/dev/null\nexit $s\n' \
+        "$out/$prog-open-order.list" > "$work/$prog-vmtouch.sh"
 
     echo "== $prog: cold, prefetch alongside, prefetch ahead, warm; $runs runs each, interleaved"
     "$C" bench --both --evict system --runs "$runs" --no-progress --as-root \
@@ -80,4 +83,5 @@ for prog in "${programs[@]}"; do
         -n "WILLNEED 1 thread, whole files, disk order" \
         -c "$C run -q --prefetch $out/$prog-whole-disk.plan --depth 1 --method willneed -- $line" \
         | tee "$out/$prog-orders.txt"
+    echo "load average at the end of $prog: $(cat /proc/loadavg)"
 done

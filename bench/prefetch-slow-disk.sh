@@ -12,6 +12,8 @@
 # Steps: record a cold start on the rig, make the plans, then ROUNDS interleaved rounds of
 #   none        the cold start alone (through `coldstart run`, like all the others)
 #   alongside   the default plan replayed alongside (`coldstart run --prefetch`)
+#   disk, blend the same pages in disk order and in the blend order, alongside (the
+#               comparison behind the default `--order`)
 #   ahead       the default plan replayed first, then the start (time of the start only;
 #               the replay time is reported apart)
 #   vmtouch     whole files in open order, `vmtouch -t` started alongside (vmtouch style)
@@ -22,7 +24,8 @@
 # in $OUT (default /tmp/coldstart-prefetch-rig).
 # Usage (as root): bash bench/prefetch-slow-disk.sh [ROUNDS] [python|soffice]
 #   (COLDSTART=path uses that binary instead of building one; extra plan options for the
-#    default plan in PLAN_OPTS, replay options in REPLAY_OPTS, e.g. REPLAY_OPTS='--depth 4')
+#    default plan in PLAN_OPTS, replay options in REPLAY_OPTS, e.g. REPLAY_OPTS='--depth 4';
+#    CONFIGS='none alongside warm' runs only those)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -63,18 +66,25 @@ esac
 
 evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
+echo "load average at the start: $(cat /proc/loadavg)"
 echo "== recording a cold start of $prog on the rig ($RIG_LOOP, $RIG_DEV)"
 "$C" record --cold --as-root -o "$out/$prog-rig.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/$prog-rig.record.txt"
 mv "$out/$prog-rig.coldstart.tmp" "$out/$prog-rig.coldstart"
 tail -8 "$out/$prog-rig.record.txt"
 # shellcheck disable=SC2086
 "$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig.plan" --force ${PLAN_OPTS:-}
+# shellcheck disable=SC2086
+"$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-disk.plan" --order disk --force ${PLAN_OPTS:-} 2>/dev/null
+# shellcheck disable=SC2086
+"$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-blend.plan" --order blend --force ${PLAN_OPTS:-} 2>/dev/null
 "$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-whole-open.plan" --whole-files --force 2>/dev/null
 "$C" prefetch plan "$out/$prog-rig.coldstart" -o "$out/$prog-rig-whole-disk.plan" --whole-files --order disk --force 2>/dev/null
 "$C" prefetch show "$out/$prog-rig.plan" > "$out/$prog-rig.plan.txt"
 head -12 "$out/$prog-rig.plan.txt"
 "$C" prefetch show "$out/$prog-rig-whole-open.plan" --paths > "$out/$prog-rig-open-order.list"
-printf 'vmtouch -tq -- $(cat %q) &\nexec "$@"\n' "$out/$prog-rig-open-order.list" > "$work/vmtouch.sh"
+# vmtouch alongside the program, stopped when the program ends (never left running into the next run).
+printf 'vmtouch -tq -b %q &\nv=$!\ns=0\n"$@" || s=$?\nkill $v 2>/dev/null\nwait $v 2>/dev/null\nexit $s\n' \
+    "$out/$prog-rig-open-order.list" > "$work/vmtouch.sh"
 
 run() { # NAME [coldstart run options...]
     local name=$1 r=$2
@@ -82,7 +92,8 @@ run() { # NAME [coldstart run options...]
     "$C" run -q --as-root --report-json "$out/$prog-rig-$name-$r.json" "$@" -- "${cmd[@]}" >/dev/null 2>&1 || true
 }
 
-configs=(none alongside ahead vmtouch ureadahead warm)
+read -r -a configs <<< "${CONFIGS:-none alongside disk blend ahead vmtouch ureadahead warm}"
+rm -f "$out/$prog"-rig-*-[0-9]*.json   # runs of an earlier benchmark would enter the summary
 for r in $(seq 1 "$rounds"); do
     for name in "${configs[@]}"; do
         [ "$name" = warm ] || evict
@@ -90,6 +101,7 @@ for r in $(seq 1 "$rounds"); do
         case "$name" in
             none) run none "$r" ;;
             alongside) run alongside "$r" --prefetch "$out/$prog-rig.plan" ${REPLAY_OPTS:-} ;;
+            disk | blend) run "$name" "$r" --prefetch "$out/$prog-rig-$name.plan" ${REPLAY_OPTS:-} ;;
             ahead) run ahead "$r" --prefetch "$out/$prog-rig.plan" --ahead ${REPLAY_OPTS:-} ;;
             vmtouch) "$C" run -q --as-root --report-json "$out/$prog-rig-vmtouch-$r.json" -- sh "$work/vmtouch.sh" \
                 "${cmd[@]}" >/dev/null 2>&1 || true ;;
@@ -101,6 +113,7 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 grep "$RIG_DEV" "$RIG_CGROUP/blkio.throttle.io_serviced" | head -1
+echo "load average at the end: $(cat /proc/loadavg)"
 
 python3 - "$out" "$prog" "${configs[@]}" <<'EOF' | tee "$out/$prog-rig-summary.txt"
 import json, random, statistics, sys, glob

@@ -68,8 +68,9 @@ down() {
 
 # What the image holds, so it is rebuilt when the copied packages change.
 stamp() {
+    echo "image recipe 2"
     dpkg-query -W -f='${Package} ${Version}\n' python3-scipy python3-matplotlib python3-pandas python3-numpy \
-        libreoffice-core 2>/dev/null || true
+        libreoffice-core libreoffice-core-nogui 2>/dev/null || true
 }
 
 build_image() {
@@ -87,6 +88,14 @@ build_image() {
     python3 -m compileall -q -j 2 "$mnt/dist-packages" >/dev/null 2>&1 || true
     if [ -d /usr/lib/libreoffice ]; then
         cp -a /usr/lib/libreoffice "$mnt/libreoffice"
+        # Make the copy self-contained: Debian's fundamentalrc names /usr/lib/libreoffice
+        # as the brand directory (upstream's is relative to the program), and a few
+        # relative symlinks point outside the copy; without this the copy mixes its own
+        # libraries with the original's data and fails (uno DeploymentException).
+        sed -i 's|^BRAND_BASE_DIR=.*|BRAND_BASE_DIR=${ORIGIN}/..|' "$mnt/libreoffice/program/fundamentalrc"
+        find "$mnt/libreoffice" -xtype l | while read -r link; do
+            cp --remove-destination "$(readlink -f "/usr/lib/libreoffice/${link#"$mnt/libreoffice/"}")" "$link"
+        done
     fi
     sync
     umount "$mnt"
