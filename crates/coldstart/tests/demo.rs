@@ -65,7 +65,7 @@ fn the_demo_records_the_example_and_writes_every_report() {
     assert!(stdout.contains("(top 3 of"), "{stdout}");
     let full = std::fs::read_to_string(out_dir.join("report.txt")).unwrap();
     assert!(full.starts_with("coldstart report (record"), "{full}");
-    assert!(full.contains("/bin/sh -c ls -l /usr/bin /usr/lib"), "the header names the command");
+    assert!(full.contains("/bin/sh -c 'ls -l /usr/bin /usr/lib"), "the header names the command");
 
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("id=\"coldstart-data\""));

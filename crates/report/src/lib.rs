@@ -48,3 +48,12 @@ pub fn render(format: Format, analysis: &Analysis, out: &mut dyn io::Write) -> i
         )),
     }
 }
+
+/// A command line as a shell would take it back: arguments quoted where needed
+/// (`-c 'import json, csv'`), so the reader sees where each one ends.
+pub fn command_line(args: &[String]) -> String {
+    args.iter()
+        .map(|a| shlex::try_quote(a).map_or_else(|_| format!("{a:?}"), |q| q.into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

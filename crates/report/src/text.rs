@@ -82,7 +82,7 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if t.partial {
         writeln!(out, "PARTIAL TRACE: recovered from a recorder that did not finish")?;
     }
-    writeln!(out, "Command       {}", t.command.join(" "))?;
+    writeln!(out, "Command       {}", crate::command_line(&t.command))?;
     writeln!(
         out,
         "Machine       {} — {}; {} × {}; {} RAM; {} pages",

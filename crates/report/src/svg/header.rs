@@ -26,7 +26,7 @@ fn date(start_unix_ns: i64) -> String {
 
 /// The title: the command, or what a system-wide recording covered.
 pub fn title(trace: &Trace) -> String {
-    let command = trace.meta.command.join(" ");
+    let command = crate::command_line(&trace.meta.command);
     let what = if !command.is_empty() {
         command
     } else if trace.meta.source == Source::Bootchart2 {
