@@ -17,7 +17,7 @@ use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
 use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
 use crate::error::{IoContext, RecordError, Result};
-use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
+use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
 use crate::guardian::Guardian;
 use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolStart};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
@@ -203,9 +203,18 @@ fn drop_caches() -> Result<()> {
 /// `(system, event)` of a tracefs event.
 type EventName = (&'static str, &'static str);
 
-/// Saves the format of every event the recorder enables and returns the scope
-/// instance's events: the required ones and the optional ones this kernel has.
-fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<(Vec<EventName>, Vec<String>)> {
+/// The events of each instance: the required ones and the optional ones this kernel has.
+struct EnabledEvents {
+    scope: Vec<EventName>,
+    block: Vec<EventName>,
+    /// Optional events this kernel lacks, as `system:event`.
+    missing_access: Vec<String>,
+    missing_block: Vec<String>,
+}
+
+/// Saves the format of every event the recorder enables and returns the events of
+/// each instance.
+fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<EnabledEvents> {
     let header = tracefs.root.join("events/header_page");
     spool.save_format("header_page", &crate::tracefs::read_text(&header).at(&header)?)?;
     let format_path =
@@ -215,18 +224,24 @@ fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<(Vec<EventName>, Vec
             .map_err(|e| RecordError::MissingEvent(format!("{system}:{event}"), e.to_string()))?;
         spool.save_format(&format!("{system}__{event}"), &text)?;
     }
-    let mut scope_events = SCOPE_EVENTS.to_vec();
-    let mut missing = Vec::new();
-    for &(system, event) in ACCESS_EVENTS {
-        match crate::tracefs::read_text(&format_path(&(system, event))) {
-            Ok(text) => {
-                spool.save_format(&format!("{system}__{event}"), &text)?;
-                scope_events.push((system, event));
+    let optional =
+        |required: &[EventName], optional: &[EventName]| -> Result<(Vec<EventName>, Vec<String>)> {
+            let mut enabled = required.to_vec();
+            let mut missing = Vec::new();
+            for &(system, event) in optional {
+                match crate::tracefs::read_text(&format_path(&(system, event))) {
+                    Ok(text) => {
+                        spool.save_format(&format!("{system}__{event}"), &text)?;
+                        enabled.push((system, event));
+                    }
+                    Err(_) => missing.push(format!("{system}:{event}")),
+                }
             }
-            Err(_) => missing.push(format!("{system}:{event}")),
-        }
-    }
-    Ok((scope_events, missing))
+            Ok((enabled, missing))
+        };
+    let (scope, missing_access) = optional(SCOPE_EVENTS, ACCESS_EVENTS)?;
+    let (block, missing_block) = optional(BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS)?;
+    Ok(EnabledEvents { scope, block, missing_access, missing_block })
 }
 
 /// Records `config.command` and writes the trace.
@@ -253,17 +268,17 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
     let spool = Spool::create(&config.spool_root, &owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
-    let (scope_events, missing_events) = save_formats(&tracefs, &spool)?;
+    let enabled = save_formats(&tracefs, &spool)?;
 
     let scope_config = InstanceConfig {
-        events: scope_events,
+        events: enabled.scope,
         pids: (!config.system).then(Vec::new),
         notrace_pids: Vec::new(),
         buffer_kb: config.buffer_kb,
         buffer_percent: config.buffer_percent,
     };
     let block_config = InstanceConfig {
-        events: BLOCK_EVENTS.to_vec(),
+        events: enabled.block,
         pids: None,
         notrace_pids: Vec::new(),
         buffer_kb: (config.buffer_kb / 4).max(1024),
@@ -297,10 +312,16 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         .iter()
         .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
         .collect();
-    if !missing_events.is_empty() {
+    if !enabled.missing_access.is_empty() {
         notes.push(format!(
             "this kernel lacks {}: page accesses (and fill origins) are not recorded",
-            missing_events.join(", ")
+            enabled.missing_access.join(", ")
+        ));
+    }
+    if !enabled.missing_block.is_empty() {
+        notes.push(format!(
+            "this kernel lacks {}: a request the driver handed back and issued again may show as two block_io rows",
+            enabled.missing_block.join(", ")
         ));
     }
     let proc_watch = ProcWatch::new()?;

@@ -25,13 +25,17 @@ pub struct Decoded {
 pub struct Formats {
     pub decoder: Decoder,
     pub header: PageHeader,
+    /// The block instance recorded `block_rq_requeue` (spools of older recorders did not).
+    pub requeue_traced: bool,
 }
 
 impl Formats {
     pub fn load(spool: &Spool) -> Result<Formats> {
         let mut header = None;
         let mut formats = Vec::new();
+        let mut requeue_traced = false;
         for (name, text) in spool.formats()? {
+            requeue_traced |= name == "block__block_rq_requeue";
             if name == "header_page" {
                 header = Some(PageHeader::parse(&text)?);
             } else if let Some((system, _)) = name.split_once("__") {
@@ -40,7 +44,7 @@ impl Formats {
         }
         let header =
             header.ok_or_else(|| crate::error::RecordError::Format("the spool has no header_page".into()))?;
-        Ok(Formats { decoder: Decoder::new(&formats)?, header })
+        Ok(Formats { decoder: Decoder::new(&formats)?, header, requeue_traced })
     }
 }
 

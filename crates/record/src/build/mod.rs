@@ -130,7 +130,8 @@ pub fn build(spool: &Spool) -> Result<Built> {
 
     let extent_index = block::ExtentIndex::new(&extents);
     let block_events: Vec<_> = blocks.events.iter().filter(|e| boot(e.ts) >= 0).cloned().collect();
-    let block_ios = block::requests(&block_events, boot, |tid| tree.tgid(tid), &extent_index);
+    let block::Requests { rows: block_ios, requeues } =
+        block::requests(&block_events, boot, |tid| tree.tgid(tid), &extent_index);
 
     let in_scope_tid = |tid: i32| start.system || tree.in_scope.contains(&tree.tgid(tid));
     let states = sched::StateMap::new(&formats.decoder.state_bits);
@@ -289,6 +290,14 @@ pub fn build(spool: &Spool) -> Result<Built> {
             ));
         }
         notes.push(Note { source: "record".into(), text });
+    }
+    if formats.requeue_traced {
+        notes.push(Note {
+            source: "record".into(),
+            text: format!(
+                "{requeues} block requests requeued (the driver handed them back, e.g. its queue was full, and they were issued again); each is one block_io row timed from its first issue"
+            ),
+        });
     }
     if files.fs_internal > 0 {
         notes.push(Note {

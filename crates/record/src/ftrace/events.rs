@@ -31,6 +31,10 @@ pub const ACCESS_EVENTS: &[(&str, &str)] = &[
 ];
 /// Events of the unfiltered block instance.
 pub const BLOCK_EVENTS: &[(&str, &str)] = &[("block", "block_rq_issue"), ("block", "block_rq_complete")];
+/// A request handed back by the driver (its queue was full) and issued again later:
+/// recorded in the block instance when the kernel has it, so that the request is one
+/// row and not two issues with one completion.
+pub const BLOCK_OPTIONAL_EVENTS: &[(&str, &str)] = &[("block", "block_rq_requeue")];
 /// `trace_marker` writes (always recorded while tracing is on; nothing to enable).
 pub const PRINT_EVENT: (&str, &str) = ("ftrace", "print");
 
@@ -53,6 +57,29 @@ impl Comm {
     pub fn text(&self) -> String {
         let n = self.0.iter().position(|&x| x == 0).unwrap_or(16);
         String::from_utf8_lossy(&self.0[..n]).into_owned()
+    }
+}
+
+/// A block request's flag string (`rwbs`: `R`, `RA`, `WS`, `FF`, …; 8 or 10 bytes in
+/// the kernel), held inline so that decoding a block event allocates nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rwbs([u8; 16]);
+
+impl Rwbs {
+    fn from_bytes(b: &[u8]) -> Rwbs {
+        Rwbs(Comm::from_bytes(b).0)
+    }
+
+    /// The flags as text (empty if the kernel wrote anything but ASCII).
+    pub fn as_str(&self) -> &str {
+        let n = self.0.iter().position(|&x| x == 0).unwrap_or(16);
+        std::str::from_utf8(&self.0[..n]).unwrap_or("")
+    }
+}
+
+impl From<&str> for Rwbs {
+    fn from(s: &str) -> Rwbs {
+        Rwbs::from_bytes(s.as_bytes())
     }
 }
 
@@ -99,15 +126,21 @@ pub enum Event {
         dev: u32,
         sector: u64,
         bytes: u32,
-        rwbs: String,
+        rwbs: Rwbs,
         comm: Comm,
+    },
+    /// The driver handed an issued request back (`block_rq_requeue`); it will be
+    /// issued again and complete once.
+    BlockRequeue {
+        dev: u32,
+        sector: u64,
     },
     BlockComplete {
         dev: u32,
         sector: u64,
         nr_sector: u32,
         error: i32,
-        rwbs: String,
+        rwbs: Rwbs,
     },
     Fork {
         parent_tid: i32,
@@ -155,6 +188,7 @@ enum Kind {
     Access(AccessKind),
     Readahead(ReadaheadKind),
     BlockIssue,
+    BlockRequeue,
     BlockComplete,
     Fork,
     Exec,
@@ -188,7 +222,8 @@ fn int(data: &[u8], f: &Field) -> i64 {
     }
 }
 
-fn text(data: &[u8], f: &Field) -> String {
+/// The bytes of a text field, fixed-size or dynamic, up to its NUL.
+fn text_bytes<'a>(data: &'a [u8], f: &Field) -> &'a [u8] {
     let bytes = match f.dynamic() {
         None => data.get(f.offset..f.offset + f.size).unwrap_or(&[]),
         Some(kind) => {
@@ -201,7 +236,11 @@ fn text(data: &[u8], f: &Field) -> String {
         }
     };
     let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..n]).into_owned()
+    &bytes[..n]
+}
+
+fn text(data: &[u8], f: &Field) -> String {
+    String::from_utf8_lossy(text_bytes(data, f)).into_owned()
 }
 
 fn comm(data: &[u8], f: &Field) -> Comm {
@@ -247,6 +286,7 @@ impl Decoder {
                 ("block", "block_rq_issue") => {
                     (Kind::BlockIssue, &["dev", "sector", "bytes", "rwbs", "comm"])
                 }
+                ("block", "block_rq_requeue") => (Kind::BlockRequeue, &["dev", "sector"]),
                 ("block", "block_rq_complete") => {
                     (Kind::BlockComplete, &["dev", "sector", "nr_sector", "error", "rwbs"])
                 }
@@ -306,15 +346,18 @@ impl Decoder {
                 dev: int(data, &f[0]) as u32,
                 sector: int(data, &f[1]) as u64,
                 bytes: int(data, &f[2]) as u32,
-                rwbs: text(data, &f[3]),
+                rwbs: Rwbs::from_bytes(text_bytes(data, &f[3])),
                 comm: comm(data, &f[4]),
             },
+            Kind::BlockRequeue => {
+                Event::BlockRequeue { dev: int(data, &f[0]) as u32, sector: int(data, &f[1]) as u64 }
+            }
             Kind::BlockComplete => Event::BlockComplete {
                 dev: int(data, &f[0]) as u32,
                 sector: int(data, &f[1]) as u64,
                 nr_sector: int(data, &f[2]) as u32,
                 error: int(data, &f[3]) as i32,
-                rwbs: text(data, &f[4]),
+                rwbs: Rwbs::from_bytes(text_bytes(data, &f[4])),
             },
             Kind::Fork => Event::Fork {
                 parent_tid: int(data, &f[0]) as i32,
@@ -406,6 +449,54 @@ mod tests {
             Some(Event::Wakeup { tid: 55, waker: Some(3), new: false })
         );
         assert_eq!(d.decode(&record(99, 0, 3, &rest)), None);
+    }
+
+    #[test]
+    fn decodes_block_requests_by_the_formats_of_linux_6_18() {
+        let issue = format(
+            "block",
+            "block_rq_issue",
+            30,
+            "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned int bytes;\toffset:28;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned short ioprio;\toffset:32;\tsize:2;\tsigned:0;\n\
+\tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n\
+\tfield:char comm[16];\toffset:44;\tsize:16;\tsigned:0;\n\
+\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n",
+        );
+        let requeue = format(
+            "block",
+            "block_rq_requeue",
+            31,
+            "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned short ioprio;\toffset:28;\tsize:2;\tsigned:0;\n\
+\tfield:char rwbs[10];\toffset:30;\tsize:10;\tsigned:0;\n\
+\tfield:__data_loc char[] cmd;\toffset:40;\tsize:4;\tsigned:0;\n",
+        );
+        let d = Decoder::new(&[issue, requeue]).unwrap();
+        let mut rest = 266338304u32.to_le_bytes().to_vec();
+        rest.extend_from_slice(&[0; 4]);
+        rest.extend_from_slice(&123456u64.to_le_bytes());
+        rest.extend_from_slice(&8u32.to_le_bytes());
+        let mut issue_rest = rest.clone();
+        issue_rest.extend_from_slice(&4096u32.to_le_bytes());
+        issue_rest.extend_from_slice(&[0; 2]);
+        issue_rest.extend_from_slice(b"RA\0\0\0\0\0\0\0\0kworker/1:1H\0\0\0\0");
+        issue_rest.extend_from_slice(&[0; 4]);
+        let Some(Event::BlockIssue { tid: 3, dev: 266338304, sector: 123456, bytes: 4096, rwbs, comm }) =
+            d.decode(&record(30, 0, 3, &issue_rest))
+        else {
+            panic!("not the issue")
+        };
+        assert_eq!((rwbs.as_str(), comm.text().as_str()), ("RA", "kworker/1:1H"));
+        assert_eq!(
+            d.decode(&record(31, 0, 3, &rest)),
+            Some(Event::BlockRequeue { dev: 266338304, sector: 123456 })
+        );
     }
 
     #[test]
