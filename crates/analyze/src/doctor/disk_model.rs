@@ -23,6 +23,15 @@ const LARGE_REQUEST_BYTES: u32 = 128 * 1024;
 const SEEK_PROBE_BYTES: u32 = 64 * 1024;
 /// Samples needed before a measured figure replaces a default.
 const MIN_SAMPLES: usize = 8;
+/// Read requests needed before the largest of them is taken as the device's largest request.
+const MIN_SIZE_SAMPLES: usize = 64;
+/// How much larger than the requests' own latency (at least this many times, and by at least
+/// this much) the request cost fitted to the recorded waits must be before it is taken for a
+/// queue the block layer does not see.
+const HIDDEN_QUEUE_MIN_FACTOR: Nanos = 4;
+const HIDDEN_QUEUE_MIN_NS: Nanos = 2_000_000;
+/// Requests (weighted) a device must have served in critical-path waits before its cost is fitted.
+pub(crate) const HIDDEN_QUEUE_MIN_REQUESTS: f64 = 32.0;
 
 /// A class of storage for the what-if, or the disk the trace was recorded on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -254,12 +263,54 @@ impl DiskParams {
             p.set_source("rotation_ns", "included in seek_ns (measured)");
         }
         p.set_source("far_bytes", "the analysis's far-seek threshold");
+        if reads.len() >= MIN_SIZE_SAMPLES
+            && let Some(largest) = reads.iter().map(|r| u64::from(r.0)).max().filter(|&b| b >= 4096)
+        {
+            p.max_request_bytes = largest;
+            p.set_source(
+                "max_request_bytes",
+                &format!(
+                    "largest of {} read requests in the trace (readahead and the device's limit)",
+                    reads.len()
+                ),
+            );
+        }
         if p.seek_ns < 1_000_000 {
             let depth = most_in_flight(disk).clamp(1, 32);
             p.queue_depth = depth;
             p.set_source("queue_depth", "most read requests in flight at once in the trace (at most 32)");
         }
         p
+    }
+}
+
+impl DiskParams {
+    /// Replaces the fixed cost of a request by `fitted`, the cost that makes this model
+    /// reproduce the recorded I/O waits on the critical path that this disk's requests
+    /// served, when it is much larger than the requests' own latency: the time went to a
+    /// queue before the block layer, where the trace's requests do not exist yet (a cgroup
+    /// I/O limit such as the slow-disk rig's throttle, a hypervisor's queue). Such a queue
+    /// releases one request at a time as far as the start can tell.
+    pub(crate) fn fit_hidden_queue(&mut self, fitted: Nanos, requests: f64, recorded_wait: Nanos) {
+        if fitted < HIDDEN_QUEUE_MIN_FACTOR * self.request_ns
+            || fitted - self.request_ns < HIDDEN_QUEUE_MIN_NS
+        {
+            return;
+        }
+        let source = format!(
+            "fitted to the {:.3} s of critical-path I/O waits its {:.0} requests served: the requests' own median \
+             latency ({} µs) leaves out a queue before the block layer (a cgroup I/O limit, a hypervisor)",
+            recorded_wait as f64 / 1e9,
+            requests,
+            self.request_ns / 1000
+        );
+        self.request_ns = fitted;
+        self.set_source("request_ns", &source);
+        self.queue_depth = 1;
+        self.set_source(
+            "queue_depth",
+            "1: the hidden queue releases one request at a time as far as the start can see",
+        );
     }
 }
 

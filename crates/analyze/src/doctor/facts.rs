@@ -77,12 +77,7 @@ impl<'a> Facts<'a> {
             s.last_ns = s.last_ns.max(u.last_ns);
         }
         let disks: Vec<(Dev, DiskParams)> = a.disks.iter().map(|d| (d.dev, DiskParams::measure(d))).collect();
-        let primary = a
-            .disks
-            .iter()
-            .zip(&disks)
-            .max_by_key(|(d, _)| (d.traced_read_bytes, std::cmp::Reverse(d.dev)))
-            .map_or_else(|| DiskParams::class_defaults(super::DiskClass::Measured), |(_, (_, p))| p.clone());
+        let primary = DiskParams::class_defaults(super::DiskClass::Measured);
         let mut disk_of_file = FxHashMap::default();
         for e in &trace.extents {
             disk_of_file.entry(e.file_id).or_insert(e.disk);
@@ -93,7 +88,7 @@ impl<'a> Facts<'a> {
             }
         }
         let path_pids = path.map(|cp| cp.segments.iter().map(|s| s.pid).collect()).unwrap_or_default();
-        Facts {
+        let mut facts = Facts {
             trace,
             a,
             config,
@@ -110,7 +105,15 @@ impl<'a> Facts<'a> {
             disk_of_file,
             path_pids,
             command: shell_join(&trace.meta.command),
-        }
+        };
+        super::whatif::fit_hidden_queues(&mut facts);
+        facts.primary = a
+            .disks
+            .iter()
+            .zip(&facts.disks)
+            .max_by_key(|(d, _)| (d.traced_read_bytes, std::cmp::Reverse(d.dev)))
+            .map_or_else(|| DiskParams::class_defaults(super::DiskClass::Measured), |(_, (_, p))| p.clone());
+        facts
     }
 
     /// The measured model of the disk holding `file`.

@@ -9,12 +9,12 @@ use coldstart_trace::{BlockOp, Nanos};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::SegmentKind;
-use crate::doctor::disk_model::{DiskParams, RequestShape};
+use crate::doctor::disk_model::{DiskClass, DiskParams, HIDDEN_QUEUE_MIN_REQUESTS, RequestShape};
 use crate::doctor::facts::Facts;
 use crate::units::{bytes, count, duration, plural};
 
 /// How long after a request's completion the thread that waited for it may still be asleep.
-const WAKE_SLACK_NS: Nanos = 500_000;
+pub(crate) const WAKE_SLACK_NS: Nanos = 500_000;
 /// Ranges of the plan this close on the disk are read through as one.
 const PLAN_GAP_BYTES: u64 = 256 * 1024;
 
@@ -111,7 +111,9 @@ fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
 
 /// The model a request of `dev` is costed with.
 fn model_for<'m>(f: &'m Facts, spec: &'m WhatIfSpec, dev: coldstart_trace::Dev) -> &'m DiskParams {
+    let own_model = spec.disk.class == DiskClass::Measured;
     match spec.only_dev {
+        _ if own_model => f.disks.iter().find(|(d, _)| *d == dev).map_or(&f.primary, |(_, p)| p),
         Some(only) if only != dev => f.disks.iter().find(|(d, _)| *d == dev).map_or(&f.primary, |(_, p)| p),
         _ => &spec.disk,
     }
@@ -152,6 +154,55 @@ fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end:
         })
         .sum();
     Some(total as Nanos)
+}
+
+/// Fits each disk's request cost to the critical path's recorded I/O waits when its
+/// requests' own latency leaves out a hidden queue (see `DiskParams::fit_hidden_queue`).
+/// A wait is taken as served by the disk of the earliest-issued request that completed
+/// during it (a stacked device's request, such as a loop device's, is issued before the
+/// requests on the device under it); the fitted cost is the recorded wait, less the
+/// positioning and transfer of that disk's requests in it, per request (weighted as in
+/// `wait_on`).
+pub(crate) fn fit_hidden_queues(f: &mut Facts) {
+    let Some(cp) = f.path else { return };
+    let (requests, _) = start_requests(f);
+    // Per disk: recorded wait, weighted requests, weighted positioning and transfer.
+    let mut served: Vec<(coldstart_trace::Dev, Nanos, f64, f64)> = Vec::new();
+    for s in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
+        let first = requests.partition_point(|c| c.complete <= s.start_ns);
+        let during: Vec<&Costed> = requests[first..]
+            .iter()
+            .take_while(|c| c.complete <= s.end_ns + WAKE_SLACK_NS)
+            .filter(|c| c.issue <= s.end_ns)
+            .collect();
+        let Some(top) = during.iter().min_by_key(|c| (c.issue, c.dev)) else { continue };
+        let Some((_, model)) = f.disks.iter().find(|(d, _)| *d == top.dev) else { continue };
+        let (mut weights, mut other) = (0.0, 0.0);
+        for c in during.iter().filter(|c| c.dev == top.dev) {
+            let latency = (c.complete - c.issue).max(1) as f64;
+            let inside = (c.complete.min(s.end_ns) - c.issue.max(s.start_ns)).max(0) as f64;
+            let weight = (inside / latency).min(1.0);
+            weights += weight;
+            other += weight * (model.positioning_ns(c.distance) + model.transfer_ns(c.bytes)) as f64;
+        }
+        match served.iter_mut().find(|e| e.0 == top.dev) {
+            Some(e) => {
+                e.1 += s.end_ns - s.start_ns;
+                e.2 += weights;
+                e.3 += other;
+            }
+            None => served.push((top.dev, s.end_ns - s.start_ns, weights, other)),
+        }
+    }
+    for (dev, recorded, weights, other) in served {
+        if weights < HIDDEN_QUEUE_MIN_REQUESTS {
+            continue;
+        }
+        let fitted = ((recorded as f64 - other).max(0.0) / weights) as Nanos;
+        if let Some((_, model)) = f.disks.iter_mut().find(|(d, _)| *d == dev) {
+            model.fit_hidden_queue(fitted, weights, recorded);
+        }
+    }
 }
 
 /// The start's read requests merged in disk order into the requests a replay would make,
@@ -204,7 +255,10 @@ fn replay_ns(f: &Facts, spec: &WhatIfSpec, shapes: &[(coldstart_trace::Dev, Requ
 }
 
 pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
-    let disk = &spec.disk;
+    let mut disk = spec.disk.clone();
+    if disk.class == DiskClass::Measured {
+        "each disk as recorded".clone_into(&mut disk.description);
+    }
     let (requests, left_out) = start_requests(f);
     let mut path_io = 0;
     let mut predicted_io = 0;
@@ -258,7 +312,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         duration(alongside)
     );
     WhatIf {
-        disk: disk.clone(),
+        disk,
         only_dev: spec.only_dev,
         time_to_ready_ns: ttr,
         path_io_wait_ns: path_io,
