@@ -140,3 +140,93 @@ fn the_recorded_disk_is_measured_from_its_requests() {
     assert_eq!(p.queue_depth, 1, "a seeking disk serves one request at a time");
     assert!(p.source_of("request_ns").starts_with("median latency of 20"), "{}", p.source_of("request_ns"));
 }
+
+/// 40 waits of 10 ms, each ended by one 4 KiB read that took 0.2 ms from issue to
+/// completion (it spent the rest in a queue before the block layer, like the slow-disk
+/// rig's throttle), with 1 ms of CPU between them: ready at 440 ms.
+fn throttled_reads() -> Trace {
+    let mut s = Start::new();
+    let mut t = 0;
+    for i in 0..40i64 {
+        s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
+            DISK,
+            t + 11 * MS - 200_000,
+            t + 11 * MS,
+            1000 + 8 * i as u64,
+            4096,
+            100,
+            "app",
+        );
+        t += 11 * MS;
+    }
+    s.ready(t).build()
+}
+
+#[test]
+fn a_queue_before_the_block_layer_is_fitted_to_the_recorded_waits() {
+    let d = diagnose_with(&throttled_reads(), &config(), &[]);
+    let model = &d.disks[0].model;
+    // Each wait of 10 ms was served by one request: 10 ms less its transfer (4096 B at the
+    // ssd default of 500 MB/s, 8,192 ns) per request, one at a time.
+    assert_eq!(model.request_ns, 10 * MS - 8_192);
+    assert_eq!(model.queue_depth, 1);
+    assert!(
+        model.source_of("request_ns").starts_with("fitted to the 0.400 s"),
+        "{}",
+        model.source_of("request_ns")
+    );
+    // The model check then gives the recorded waits back.
+    let trace = throttled_reads();
+    let analysis = coldstart_analyze::analyze(&trace);
+    let measured: WhatIfSpec = coldstart_analyze::doctor::recorded_disk(&analysis).unwrap().into();
+    let w = &diagnose_with(&trace, &config(), &[measured]).what_if[0];
+    assert_eq!(w.predicted_path_io_wait_ns, 400 * MS);
+    assert_eq!(w.disk.description, "each disk as recorded");
+}
+
+#[test]
+fn waits_as_long_as_the_requests_keep_the_measured_latency() {
+    // The same reads without the hidden queue: each request takes the whole 10 ms wait.
+    let mut s = Start::new();
+    let mut t = 0;
+    for i in 0..40i64 {
+        s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
+            DISK,
+            t + MS,
+            t + 11 * MS,
+            1000 + 8 * i as u64,
+            4096,
+            100,
+            "app",
+        );
+        t += 11 * MS;
+    }
+    let d = diagnose_with(&s.ready(t).build(), &config(), &[]);
+    let model = &d.disks[0].model;
+    assert_eq!(model.request_ns, 10 * MS);
+    assert!(
+        model.source_of("request_ns").starts_with("median latency of 40"),
+        "{}",
+        model.source_of("request_ns")
+    );
+}
+
+#[test]
+fn the_largest_request_is_measured_when_there_are_enough() {
+    let mut s = Start::new();
+    for i in 0..64i64 {
+        let bytes = if i % 2 == 0 { 4096 } else { 128 * 1024 };
+        s = s.raw_request(DISK, i * MS, i * MS + 500_000, 1000 + 512 * i as u64, bytes, 100, "app");
+    }
+    let trace = s.run(100, 0, 70 * MS).ready(70 * MS).build();
+    let analysis = coldstart_analyze::analyze(&trace);
+    let p = DiskParams::measure(&analysis.disks[0]);
+    assert_eq!(p.max_request_bytes, 128 * 1024);
+    // Fewer requests: the class default stays.
+    let few = Start::new()
+        .raw_request(DISK, 0, MS, 1000, 4096, 100, "app")
+        .run(100, 0, 2 * MS)
+        .ready(2 * MS)
+        .build();
+    assert_eq!(DiskParams::measure(&coldstart_analyze::analyze(&few).disks[0]).max_request_bytes, 512 * 1024);
+}
