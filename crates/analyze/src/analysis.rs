@@ -269,7 +269,8 @@ pub struct PageOrigins {
 /// programs asked for (read() or a page fault), as distinct pages per file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageUse {
-    /// Distinct pages read into the cache.
+    /// Distinct pages of files read into the cache (filesystem metadata left out: no
+    /// program asks for its pages, the filesystem reads them).
     pub filled_pages: u64,
     /// Of those, pages a program asked for, before or after they arrived.
     pub used_pages: u64,

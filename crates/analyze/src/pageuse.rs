@@ -2,8 +2,12 @@
 //! pages its programs asked for (read() or a fault; pages only mapped around a
 //! fault are counted apart, as the program may never touch them). Needs the
 //! trace's page accesses; without them the analysis says it cannot tell.
+//!
+//! Filesystem metadata (inode tables, directories, read through the block device) is
+//! left out: the filesystem reads it for the programs, which never ask for its pages
+//! themselves, so every metadata page would otherwise count as readahead never used.
 
-use coldstart_trace::AccessKind;
+use coldstart_trace::{AccessKind, FileKind};
 
 use crate::analysis::{FilePageUse, PageUse};
 use crate::index::{Ctx, Groups};
@@ -65,8 +69,12 @@ pub(crate) fn page_use(ctx: &Ctx) -> (Option<PageUse>, Vec<FilePageUse>) {
     let mut total = PageUse::default();
     let mut by_file = Vec::new();
     let range = |index: u64, pages: u32| (index, index + u64::from(pages.max(1)));
+    let metadata = |file: u32| ctx.file(file).is_some_and(|f| f.kind == FileKind::DeviceMetadata);
     for g in 0..accesses_by_file.len() {
         let file = accesses_by_file.key(g);
+        if metadata(file) {
+            continue;
+        }
         asked.clear();
         let rows = accesses_by_file.rows(g).iter().map(|&r| &accesses[r as usize]);
         asked.extend(rows.filter(|a| a.kind != AccessKind::MapAround).map(|a| range(a.index, a.pages)));
@@ -85,6 +93,9 @@ pub(crate) fn page_use(ctx: &Ctx) -> (Option<PageUse>, Vec<FilePageUse>) {
     }
     for g in 0..fills_by_file.len() {
         let file = fills_by_file.key(g);
+        if metadata(file) {
+            continue;
+        }
         filled.clear();
         filled.extend(
             fills_by_file.rows(g).iter().map(|&r| range(fills[r as usize].index, fills[r as usize].pages)),

@@ -149,6 +149,25 @@ fn check_figures(f: &Fixture, want: Figures) {
     );
     assert!(u(&o["seeks"]) <= u(&o["reads"]), "a seek is a read that does not continue the last one");
 
+    // Readahead efficiency covers the pages of files, not filesystem metadata (no program
+    // asks for metadata pages: counted, they would all look like readahead never used).
+    let metadata: BTreeSet<u32> =
+        trace.files.iter().filter(|r| r.kind == FileKind::DeviceMetadata).map(|r| r.id).collect();
+    let file_pages: BTreeSet<(u32, u64)> = trace
+        .page_fills
+        .iter()
+        .filter(|p| !metadata.contains(&p.file_id))
+        .flat_map(|p| (p.index..p.index + u64::from(p.pages)).map(move |page| (p.file_id, page)))
+        .collect();
+    let page_use = &report["page_use"];
+    assert_eq!(u(&page_use["filled_pages"]), file_pages.len() as u64, "distinct pages of files filled");
+    let parts: u64 =
+        ["used_pages", "map_around_only_pages", "unused_pages"].iter().map(|k| u(&page_use[*k])).sum();
+    assert_eq!(parts, u(&page_use["filled_pages"]), "page use adds up");
+    for row in report["page_use_by_file"].as_array().expect("page_use_by_file") {
+        assert!(!metadata.contains(&(u(&row["file"]) as u32)), "metadata in page use: {row}");
+    }
+
     // Where the time to ready went: the four parts make up the whole.
     let start = &report["start"];
     let parts: i64 = ["cpu_ns", "io_wait_ns", "cpu_wait_ns", "idle_ns"].iter().map(|k| i(&start[*k])).sum();

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use coldstart_analyze::units::{bytes, count, duration, percent, plural, secs};
 use coldstart_analyze::{Analysis, CriticalPath, RankBy, ReadFilter, SegmentKind};
-use coldstart_trace::{CacheState, Nanos, TextEnum};
+use coldstart_trace::{CacheState, FileKind, Nanos, TextEnum};
 
 use crate::table::{Align, Table};
 
@@ -607,12 +607,18 @@ fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
 fn page_use(a: &Analysis, u: &coldstart_analyze::PageUse, out: &mut dyn Write) -> io::Result<()> {
     let page = u64::from(a.trace.page_size);
     let total = u.filled_pages as f64;
+    let metadata_read = a
+        .by_file
+        .iter()
+        .filter_map(|f| f.file)
+        .any(|id| a.file(id).is_some_and(|i| i.kind == FileKind::DeviceMetadata));
     writeln!(
         out,
-        "  of {} pages read into the cache ({}): asked for (read or fault) {} ({}), only mapped around a \
+        "  of {} pages read into the cache ({}{}): asked for (read or fault) {} ({}), only mapped around a \
          fault {} ({}), never asked for {} ({}, {})",
         count(u.filled_pages),
         bytes(u.filled_pages * page),
+        if metadata_read { "; filesystem metadata apart, as no program asks for it" } else { "" },
         count(u.used_pages),
         percent(u.used_pages as f64, total),
         count(u.map_around_only_pages),
