@@ -135,7 +135,8 @@ pub struct ReadyInfo {
 pub struct FileInfo {
     pub id: u32,
     pub path: Option<String>,
-    /// The path, or `<unresolved DEV inode INO>`, or `<unknown file ID>` without a file row.
+    /// The path, or `<unresolved DEV inode INO>`, `<filesystem's own inode INO of DEV>`
+    /// (a reserved inode, kind other), or `<unknown file ID>` without a file row.
     pub name: String,
     pub kind: FileKind,
     pub dev: Dev,

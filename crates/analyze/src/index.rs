@@ -214,6 +214,8 @@ impl<'t> Ctx<'t> {
             Some(f) => match (&f.path, f.kind) {
                 (Some(p), FileKind::DeviceMetadata) => format!("{p} (filesystem metadata)"),
                 (None, FileKind::DeviceMetadata) => format!("<filesystem metadata of {}>", f.dev),
+                // The recorder's kind for a filesystem's own reserved inodes (ext4's 1: block bitmaps).
+                (None, FileKind::Other) => format!("<filesystem's own inode {} of {}>", f.ino, f.dev),
                 (Some(p), _) => p.clone(),
                 (None, _) => format!("<unresolved {} inode {}>", f.dev, f.ino),
             },

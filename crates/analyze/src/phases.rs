@@ -57,6 +57,7 @@ impl<'t> Dirs<'t> {
         }
         let name = match self.ctx.file(file) {
             Some(f) if f.kind == FileKind::DeviceMetadata => "<filesystem metadata>".to_owned(),
+            Some(f) if f.kind == FileKind::Other && f.path.is_none() => "<filesystem metadata>".to_owned(),
             Some(f) => match &f.path {
                 Some(path) => parent(path).to_owned(),
                 None => "<unresolved files>".to_owned(),

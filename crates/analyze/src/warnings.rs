@@ -42,7 +42,8 @@ pub(crate) fn check(ctx: &Ctx, end: Nanos, sched: &SchedAnomalies, out: &mut Vec
                 fills_without_file += rows.len() as u64;
                 unknown_ids.insert(id);
             }
-            Some(f) if f.path.is_none() && f.kind != FileKind::DeviceMetadata => {
+            // Metadata and a filesystem's own reserved inodes (kind other) have no path to find.
+            Some(f) if f.path.is_none() && !matches!(f.kind, FileKind::DeviceMetadata | FileKind::Other) => {
                 unresolved.insert(id);
                 unresolved_pages +=
                     rows.iter().map(|&r| u64::from(trace.page_fills[r as usize].pages)).sum::<u64>();

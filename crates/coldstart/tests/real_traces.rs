@@ -137,6 +137,15 @@ fn check_figures(f: &Fixture, want: Figures) {
     assert_eq!(u(&o["bytes_read"]), u(&o["pages_read"]) * u64::from(trace.meta.page_size));
     let filled: BTreeSet<u32> = trace.page_fills.iter().map(|p| p.file_id).collect();
     assert_eq!(u(&o["files_read"]), filled.len() as u64, "files with page-cache fills");
+    // Unresolved: files read without a path, apart from metadata and a filesystem's own
+    // reserved inodes (which the recorder marks kind other: they have no path to find).
+    let unresolved = trace
+        .files
+        .iter()
+        .filter(|r| filled.contains(&r.id) && r.path.is_none())
+        .filter(|r| !matches!(r.kind, FileKind::DeviceMetadata | FileKind::Other))
+        .count();
+    assert_eq!(u(&o["unresolved_files"]), unresolved as u64, "unresolved files");
     let pages: u64 = trace.page_fills.iter().map(|p| u64::from(p.pages)).sum();
     assert_eq!(u(&o["pages_read"]), pages, "pages of all page-cache fills");
     let by_file = report["by_file"].as_array().expect("by_file");
