@@ -5,14 +5,20 @@ use coldstart_trace::Nanos;
 
 /// Seconds with three decimals, e.g. `1.830 s`.
 pub fn secs(ns: Nanos) -> String {
-    format!("{:.3} s", ns as f64 / 1e9)
+    format!("{:.3} s", unsigned_zero(ns as f64 / 1e9, 1e3))
+}
+
+/// `x`, or 0 when it rounds to zero at `per_unit` decimals, so that a small negative
+/// figure does not print as `-0.000`.
+fn unsigned_zero(x: f64, per_unit: f64) -> f64 {
+    if (x * per_unit).round() == 0.0 { 0.0 } else { x }
 }
 
 /// A duration in the unit that suits it: `812 µs`, `12.4 ms`, `1.830 s`.
 pub fn duration(ns: Nanos) -> String {
     let abs = ns.unsigned_abs();
     if abs < 1_000_000 {
-        format!("{:.0} µs", ns as f64 / 1e3)
+        format!("{:.0} µs", unsigned_zero(ns as f64 / 1e3, 1.0))
     } else if abs < 1_000_000_000 {
         format!("{:.1} ms", ns as f64 / 1e6)
     } else {
@@ -65,6 +71,9 @@ mod tests {
     #[test]
     fn figures_read_as_people_write_them() {
         assert_eq!(secs(1_830_000_000), "1.830 s");
+        assert_eq!(secs(-200_000), "0.000 s", "no -0.000 for a fork just before t = 0");
+        assert_eq!(secs(-2_000_000), "-0.002 s");
+        assert_eq!(duration(-300), "0 µs");
         assert_eq!(duration(812_000), "812 µs");
         assert_eq!(duration(12_400_000), "12.4 ms");
         assert_eq!(bytes(512), "512 B");
