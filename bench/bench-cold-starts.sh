@@ -4,7 +4,9 @@
 #   /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas'
 #   soffice --headless --convert-to pdf doc.txt
 # Needs root (drop_caches). Installs its Debian packages, builds coldstart, writes
-# JSON and Markdown next to the summary in $OUT (default /tmp/coldstart-bench).
+# JSON and Markdown next to the summary in $OUT (default /tmp/coldstart-bench), and the
+# load average before and after each program (shared machine: note it next to the figures).
+# bench/bench-evict-diff.sh shows what `system` makes the start read that `files` does not.
 # Usage: bash bench/bench-cold-starts.sh [RUNS]   (COLDSTART=path uses that binary instead of building)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +27,23 @@ if [ -z "${COLDSTART:-}" ]; then
 fi
 coldstart=${COLDSTART:-$PWD/target/release/coldstart}
 
+loadavg() { echo "load average ($1): $(cat /proc/loadavg)" | tee -a "$out/loadavg.txt"; }
+: > "$out/loadavg.txt"
+
 echo "== python3 scientific import, $runs runs per configuration"
+loadavg "python, start"
 "$coldstart" bench --both --evict system,files --runs "$runs" --no-progress \
     --export-json "$out/python.json" --export-markdown "$out/python.md" \
     -- /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas' | tee "$out/python.txt"
+loadavg "python, end"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 seq 1 2000 | sed 's/^/A line of text for the conversion benchmark, number /' > "$work/doc.txt"
 echo "== LibreOffice conversion, $runs runs per configuration"
+loadavg "soffice, start"
 "$coldstart" bench --both --evict system,files --runs "$runs" --no-progress \
     --export-json "$out/soffice.json" --export-markdown "$out/soffice.md" \
     -- soffice "-env:UserInstallation=file://$work/profile" --headless --convert-to pdf --outdir "$work" "$work/doc.txt" \
     | tee "$out/soffice.txt"
+loadavg "soffice, end"

@@ -97,6 +97,16 @@ pub struct Comparison {
     pub median_ratio: f64,
     #[serde(default)]
     pub median_ratio_ci95: [f64; 2],
+    /// Paired by round (both configurations have one run per round): the geometric
+    /// mean of the per-round ratios a/b, its 95% confidence interval and the p-value
+    /// of a paired t-test on their logarithms. Round-to-round drift of the machine
+    /// cancels, so this is the interval to judge a small difference by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_ratio_ci95: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_p: Option<f64>,
     /// Two-sided p-value of Welch's t-test; `significant` when below 0.05.
     pub p: f64,
     pub significant: bool,
@@ -243,6 +253,7 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
     let r = stats::ratio(&a.times, &b.times)?;
     let w = stats::welch(&a.times, &b.times)?;
     let (median_ratio, median_ci) = stats::median_ratio(&a.times, &b.times)?;
+    let paired = stats::paired_ratio(&a.times, &b.times);
     Some(Comparison {
         kind: kind.into(),
         a: a.command.clone(),
@@ -254,6 +265,9 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
         median_difference: a.median - b.median,
         median_ratio,
         median_ratio_ci95: [median_ci.0, median_ci.1],
+        paired_ratio: paired.map(|p| p.ratio),
+        paired_ratio_ci95: paired.map(|p| [p.ci95.0, p.ci95.1]),
+        paired_p: paired.map(|p| p.p),
         p: w.p,
         significant: w.p < 0.05,
         read_bytes_difference: a.median_read_bytes.zip(b.median_read_bytes).map(|(x, y)| x - y),

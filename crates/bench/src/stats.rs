@@ -1,5 +1,6 @@
 //! The statistics of a benchmark: summaries with a 95% confidence interval,
-//! outliers, and two-sample comparisons (Welch's t-test, ratio of means).
+//! outliers, two-sample comparisons (Welch's t-test, ratio of means, ratio of
+//! medians) and the paired comparison of two configurations run in the same rounds.
 //!
 //! Everything here is a pure function of the measured numbers, so it is tested
 //! with known answers.
@@ -132,6 +133,39 @@ pub fn ratio(a: &[f64], b: &[f64]) -> Option<Ratio> {
     Some(Ratio { ratio: r, ci95: (r - half, r + half), p: w.p })
 }
 
+/// The ratio of two configurations measured in the same rounds, paired by round:
+/// the geometric mean of the per-round ratios a[i] / b[i], with a 95% confidence
+/// interval and the p-value of a paired t-test on their logarithms. Pairing
+/// cancels what changes from round to round (other load on the machine), which the
+/// two-sample intervals count as noise.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairedRatio {
+    pub ratio: f64,
+    pub ci95: (f64, f64),
+    pub p: f64,
+    pub pairs: usize,
+}
+
+/// `None` unless both sides have the same number (at least two) of positive values.
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<PairedRatio> {
+    if a.len() != b.len() || a.len() < 2 || a.iter().chain(b).any(|&x| x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    let logs: Vec<f64> = a.iter().zip(b).map(|(x, y)| (x / y).ln()).collect();
+    let n = logs.len() as f64;
+    let m = mean(&logs);
+    let se = (variance(&logs) / n).sqrt();
+    if se == 0.0 {
+        let p = if m == 0.0 { 1.0 } else { 0.0 };
+        return Some(PairedRatio { ratio: m.exp(), ci95: (m.exp(), m.exp()), p, pairs: logs.len() });
+    }
+    let df = n - 1.0;
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = 2.0 * (1.0 - dist.cdf((m / se).abs()));
+    let half = t975(df) * se;
+    Some(PairedRatio { ratio: m.exp(), ci95: ((m - half).exp(), (m + half).exp()), p, pairs: logs.len() })
+}
+
 /// median(a) / median(b) with a 95% percentile-bootstrap confidence interval:
 /// 2000 resamples of each side with a fixed-seed generator, so the answer is
 /// reproducible. `None` when either side is empty or a median is not positive.
@@ -219,6 +253,34 @@ mod tests {
         assert!(close(same, 1.0, 1e-12) && lo <= 1.0 && hi >= 1.0);
         assert_eq!(median_ratio(&a, &b), median_ratio(&a, &b));
         assert!(median_ratio(&[], &b).is_none());
+    }
+
+    #[test]
+    fn paired_ratio_known_answer() {
+        // Per-round ratios 1.1, 0.9, 1.2, 1.0: logs 0.0953102, -0.1053605, 0.1823216, 0.0;
+        // scipy: geometric mean 1.044008682, CI exp(mean ± t(0.975, 3)·se) = 0.857285556 …
+        // 1.271401485, scipy.stats.ttest_1samp(logs, 0).pvalue = 0.536744447.
+        let b = [2.0, 3.0, 1.0, 4.0];
+        let a = [2.2, 2.7, 1.2, 4.0];
+        let r = paired_ratio(&a, &b).unwrap();
+        assert_eq!(r.pairs, 4);
+        assert!(close(r.ratio, 1.044_008_6, 1e-6), "{r:?}");
+        assert!(close(r.ci95.0, 0.857_285_556, 1e-6) && close(r.ci95.1, 1.271_401_485, 1e-6), "{r:?}");
+        assert!(close(r.p, 0.536_744_447, 1e-6), "{r:?}");
+    }
+
+    #[test]
+    fn paired_ratio_cancels_round_to_round_drift() {
+        // b drifts 1 → 3 over the rounds, a is always 5% slower: the two-sample CI
+        // spans 1, the paired one is exactly 1.05.
+        let b = [1.0, 1.5, 2.0, 2.5, 3.0];
+        let a: Vec<f64> = b.iter().map(|x| x * 1.05).collect();
+        let r = paired_ratio(&a, &b).unwrap();
+        assert!(close(r.ratio, 1.05, 1e-12) && close(r.ci95.0, 1.05, 1e-12) && r.p == 0.0, "{r:?}");
+        assert!(ratio(&a, &b).unwrap().ci95.0 < 1.0);
+        assert!(paired_ratio(&a, &b[..4]).is_none());
+        assert!(paired_ratio(&[1.0], &[1.0]).is_none());
+        assert!(paired_ratio(&[1.0, 0.0], &[1.0, 1.0]).is_none());
     }
 
     #[test]

@@ -113,11 +113,18 @@ pub fn render(results: &BenchResults) -> String {
             c.ratio_ci95[1],
             p_value(c.p)
         );
-        if c.kind.starts_with("prefetch") {
+        if c.kind.starts_with("prefetch") || c.kind == "evict" {
             let _ = writeln!(
                 out,
                 "    ratio of medians {:.3}× [95% bootstrap CI {:.3} … {:.3}]",
                 c.median_ratio, c.median_ratio_ci95[0], c.median_ratio_ci95[1]
+            );
+        }
+        if let (Some(r), Some([lo, hi]), Some(p)) = (c.paired_ratio, c.paired_ratio_ci95, c.paired_p) {
+            let _ = writeln!(
+                out,
+                "    paired by round: {r:.3}× [95% CI {lo:.3} … {hi:.3}], {} (geometric mean of per-round ratios)",
+                p_value(p)
             );
         }
     }

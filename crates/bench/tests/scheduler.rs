@@ -125,6 +125,36 @@ fn commands_are_compared_with_the_first() {
 }
 
 #[test]
+fn files_against_system_is_paired_by_round_and_printed() {
+    // The machine slows down round after round; `files` is always 4% faster than
+    // `system` in the same round. Only the paired interval sees that.
+    let mut c = config(&["app"], true, false, 6);
+    c.evict = vec![Evict::System, Evict::Files];
+    let system = vec![1.0, 1.4, 1.8, 2.2, 2.6, 3.0];
+    let files: Vec<f64> = system.iter().map(|t| t * 0.96).collect();
+    let mut mock = MockExecutor::with_times([
+        ((0, Cache::Cold(Evict::System)), system),
+        ((0, Cache::Cold(Evict::Files)), files),
+    ]);
+    let results = run_benchmark(&c, &mut mock, &mut Silent).unwrap();
+    let evict = results.comparisons.iter().find(|c| c.kind == "evict").unwrap();
+    assert_eq!((evict.a.as_str(), evict.b.as_str()), ("app (cold, files)", "app (cold, system)"));
+    assert!(evict.ratio_ci95[0] < 0.8 && evict.ratio_ci95[1] > 1.1, "{evict:?}");
+    let [lo, hi] = evict.paired_ratio_ci95.unwrap();
+    assert!(
+        (evict.paired_ratio.unwrap() - 0.96).abs() < 1e-9
+            && (lo - 0.96).abs() < 1e-9
+            && (hi - 0.96).abs() < 1e-9
+    );
+    let text = summary::render(&results);
+    assert!(text.contains("paired by round: 0.960× [95% CI 0.960 … 0.960], p < 0.001"), "{text}");
+    assert!(text.contains("ratio of medians 0.960×"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&JsonExporter.serialize(&results).unwrap()).unwrap();
+    let exported = json["comparisons"].as_array().unwrap().iter().find(|c| c["kind"] == "evict").unwrap();
+    assert!((exported["paired_ratio"].as_f64().unwrap() - 0.96).abs() < 1e-9);
+}
+
+#[test]
 fn an_interruption_keeps_the_results_so_far() {
     let c = config(&["a", "b"], true, false, 5);
     let mut mock = MockExecutor { interrupt_after: Some(5), ..MockExecutor::default() };
