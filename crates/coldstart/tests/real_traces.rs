@@ -531,15 +531,10 @@ fn chrome_export_has_a_track_per_process() {
 fn prefetch_plan_stays_within_what_the_start_read() {
     for name in [PYTHON, SOFFICE] {
         let f = Fixture::open(name);
-        let out = f.dir.path().join("start.plan");
-        let status = Command::new(env!("CARGO_BIN_EXE_coldstart"))
-            .args(["prefetch", "plan", &f.file(), "-o"])
-            .arg(&out)
-            .current_dir(f.dir.path())
-            .output()
-            .expect("run coldstart");
-        assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-        let plan: Value = serde_json::from_slice(&std::fs::read(&out).expect("the plan")).expect("JSON");
+        f.run(&["prefetch", "plan", "{}", "-o", "start.plan"]);
+        let plan: Value =
+            serde_json::from_slice(&std::fs::read(f.path("start.plan")).expect("the plan")).expect("JSON");
+        assert_eq!(plan["source"]["trace"], f.file(), "{name}: the plan names the trace as given");
         let trace = f.trace();
         let stats = &plan["stats"];
         // A page filled twice (evicted and read again) counts once in the plan.
