@@ -6,7 +6,8 @@
 #   1. targets: cold without prefetch, cold with the default plan alongside, cold with it
 #      ahead (replayed first, not timed), warm (`bench --both --prefetch PLAN`);
 #   2. orders and baselines, all cold and alongside, each wrapped in `coldstart run` so the
-#      wrapper is the same for all: no prefetch; first-need, disk and blend order; whole
+#      wrapper is the same for all: no prefetch; first-need order with the default 4 replay
+#      threads alongside and with 16; disk and blend order; whole
 #      files in open order read by vmtouch -t (vmtouch style); whole files in disk order
 #      with WILLNEED from one thread (ureadahead style).
 # Needs root (drop_caches). Installs its Debian packages; builds a release coldstart unless
@@ -76,6 +77,7 @@ for prog in "${programs[@]}"; do
     "$C" bench --evict system --runs "$runs" --no-progress --as-root --export-json "$out/$prog-orders.json" \
         -n "no prefetch" -c "$C run -q -- $line" \
         -n "first-need" -c "$C run -q --prefetch $out/$prog.plan -- $line" \
+        -n "first-need, 16 threads" -c "$C run -q --prefetch $out/$prog.plan --depth 16 -- $line" \
         -n "disk" -c "$C run -q --prefetch $out/$prog-disk.plan -- $line" \
         -n "blend" -c "$C run -q --prefetch $out/$prog-blend.plan -- $line" \
         -n "vmtouch -t, whole files, open order" \

@@ -12,6 +12,8 @@
 # Steps: record a cold start on the rig, make the plans, then ROUNDS interleaved rounds of
 #   none        the cold start alone (through `coldstart run`, like all the others)
 #   alongside   the default plan replayed alongside (`coldstart run --prefetch`)
+#   deep16      the default plan alongside with 16 replay threads instead of the default 4
+#               alongside (the comparison behind the default `--depth`)
 #   disk, blend the same pages in disk order and in the blend order, alongside (the
 #               comparison behind the default `--order`)
 #   ahead       the default plan replayed first, then the start (time of the start only;
@@ -92,7 +94,7 @@ run() { # NAME [coldstart run options...]
     "$C" run -q --as-root --report-json "$out/$prog-rig-$name-$r.json" "$@" -- "${cmd[@]}" >/dev/null 2>&1 || true
 }
 
-read -r -a configs <<< "${CONFIGS:-none alongside disk blend ahead vmtouch ureadahead warm}"
+read -r -a configs <<< "${CONFIGS:-none alongside deep16 disk blend ahead vmtouch ureadahead warm}"
 rm -f "$out/$prog"-rig-*-[0-9]*.json   # runs of an earlier benchmark would enter the summary
 for r in $(seq 1 "$rounds"); do
     for name in "${configs[@]}"; do
@@ -101,6 +103,7 @@ for r in $(seq 1 "$rounds"); do
         case "$name" in
             none) run none "$r" ;;
             alongside) run alongside "$r" --prefetch "$out/$prog-rig.plan" ${REPLAY_OPTS:-} ;;
+            deep16) run deep16 "$r" --prefetch "$out/$prog-rig.plan" --depth 16 ;;
             disk | blend) run "$name" "$r" --prefetch "$out/$prog-rig-$name.plan" ${REPLAY_OPTS:-} ;;
             ahead) run ahead "$r" --prefetch "$out/$prog-rig.plan" --ahead ${REPLAY_OPTS:-} ;;
             vmtouch) "$C" run -q --as-root --report-json "$out/$prog-rig-vmtouch-$r.json" -- sh "$work/vmtouch.sh" \

@@ -198,13 +198,14 @@ impl Executor for RealExecutor {
         }
         if let Some(p) = &self.config.prefetch {
             notes.push(format!(
-                "prefetch: the plan {} is replayed by the benchmark process ({} threads, {}), outside the command's \
-                 tree: its reads are not counted in the command's bytes read; `ahead` runs replay the whole plan \
-                 after eviction and start the command when it is done (the replay is not in the time), \
-                 `alongside` runs start both together and stop the replay when the command is ready",
+                "prefetch: the plan {} is replayed by the benchmark process ({}, {} threads ahead, {} alongside), \
+                 outside the command's tree: its reads are not counted in the command's bytes read; `ahead` runs \
+                 replay the whole plan after eviction and start the command when it is done (the replay is not in \
+                 the time), `alongside` runs start both together and stop the replay when the command is ready",
                 p.plan.display(),
+                p.options.method.name(),
                 p.options.depth,
-                p.options.method.name()
+                p.options.alongside_depth
             ));
         }
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }

@@ -266,7 +266,7 @@ fn a_cancelled_replay_accounts_for_every_range() {
     }
     let running = coldstart_prefetch::Replay::start(
         make_plan(files),
-        &ReplayOptions { depth: 1, ..ReplayOptions::default() },
+        &ReplayOptions { depth: 1, alongside_depth: 1, ..ReplayOptions::default() },
     )
     .unwrap();
     running.cancel();
@@ -274,4 +274,26 @@ fn a_cancelled_replay_accounts_for_every_range() {
     check_accounting(&r);
     assert_eq!(r.planned.ranges, 80);
     assert_eq!(r.cancelled, r.not_reached.ranges > 0);
+}
+
+#[test]
+fn a_replay_alongside_uses_its_own_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    write_file(&path, 8);
+    let options = ReplayOptions { depth: 5, alongside_depth: 2, ..ReplayOptions::default() };
+    let waited = replay(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options).unwrap();
+    assert_eq!(waited.options.as_ref().map(|o| o.depth), Some(5));
+    let alongside = coldstart_prefetch::Replay::start(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options)
+        .unwrap()
+        .join();
+    assert_eq!(alongside.options.as_ref().map(|o| o.depth), Some(2));
+    check_accounting(&alongside);
+    assert_eq!(alongside.planned.ranges, 1);
+}
+
+#[test]
+fn replays_alongside_default_to_fewer_threads() {
+    let d = ReplayOptions::default();
+    assert_eq!((d.depth, d.alongside_depth), (16, 4));
 }

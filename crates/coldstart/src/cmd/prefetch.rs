@@ -121,9 +121,11 @@ pub enum MethodArg {
 /// How to replay a plan (shared by `prefetch run`, `run --prefetch` and `bench --prefetch`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
-    /// Threads replaying at once (requests in flight with --method read).
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=256))]
-    pub depth: u64,
+    /// Threads replaying at once (requests in flight with --method read) [default: 16 for a
+    /// replay waited for (prefetch run, --ahead), 4 alongside a start, where the program's
+    /// own reads queue behind the replay's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub depth: Option<u64>,
     /// How ranges are fetched.
     #[arg(long, value_enum, default_value = "read")]
     pub method: MethodArg,
@@ -143,15 +145,17 @@ pub struct ReplayArgs {
 
 impl ReplayArgs {
     pub fn options(&self) -> anyhow::Result<ReplayOptions> {
+        let defaults = ReplayOptions::default();
         let mut options = ReplayOptions {
-            depth: self.depth as usize,
+            depth: self.depth.map_or(defaults.depth, |d| d as usize),
+            alongside_depth: self.depth.map_or(defaults.alongside_depth, |d| d as usize),
             method: match self.method {
                 MethodArg::Read => Method::Read,
                 MethodArg::Willneed => Method::Willneed,
             },
             metadata: !self.skip_metadata,
             directories: !self.skip_directories,
-            ..ReplayOptions::default()
+            ..defaults
         };
         if let Some(p) = &self.ioprio {
             options.io_priority = Some(p.parse::<IoPriority>().map_err(anyhow::Error::msg)?);
@@ -322,6 +326,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        replay: ReplayArgs,
+    }
+
+    fn options(args: &[&str]) -> ReplayOptions {
+        use clap::Parser;
+        Cli::parse_from(std::iter::once("x").chain(args.iter().copied())).replay.options().unwrap()
+    }
+
+    #[test]
+    fn depth_defaults_by_mode_and_an_explicit_depth_sets_both() {
+        let o = options(&[]);
+        assert_eq!((o.depth, o.alongside_depth), (16, 4));
+        let o = options(&["--depth", "2"]);
+        assert_eq!((o.depth, o.alongside_depth), (2, 2));
+    }
 
     #[test]
     fn memory_sizes_parse() {

@@ -24,8 +24,9 @@ Examples:
   coldstart run -- ./app          # no plan: only the time to ready
 
 Alongside, the replay and the command start together; the replay goes in the plan's
-order (by first need by default), so what the program needs first arrives first, and
-it stops when the command is ready. The replay runs in this process, so it shares the
+order (by first need by default), so what the program needs first arrives first, on 4
+threads unless --depth says otherwise (few requests in flight, so the program's own reads
+do not wait behind a deep replay), and it stops when the command is ready. The replay runs in this process, so it shares the
 command's cgroup (and any I/O limit on it). The command's output is its own; the report
 goes to stderr. Exit status: the command's (128 + signal if killed), 2 on an error of
 coldstart.")]

@@ -1,6 +1,10 @@
 //! Replaying a plan: its steps in plan order by a pool of `depth` threads, each
 //! range read through the page cache (WILLNEED for the whole range, then reads
 //! that return once its pages are in) or only advised (WILLNEED, asynchronous).
+//! A replay alongside a start ([`Replay::start`]) uses fewer threads
+//! (`alongside_depth`): the program's own reads queue behind the replay's requests
+//! in flight, and on a slow disk a deep replay delays every page the program
+//! misses (BENCHMARKS.md, "Prefetch": 16 threads against 2 and 4).
 //!
 //! Every file is opened by path and checked against the identity in the plan
 //! (device, inode, size, mtime; a block device by its device number) before any
@@ -47,11 +51,24 @@ impl Method {
     }
 }
 
+/// Default threads of a replay that is waited for.
+pub const DEPTH: usize = 16;
+/// Default threads of a replay alongside a start.
+pub const ALONGSIDE_DEPTH: usize = 4;
+
+fn default_alongside_depth() -> usize {
+    ALONGSIDE_DEPTH
+}
+
 /// How to replay.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplayOptions {
-    /// Threads working through the steps (and so the requests in flight with `Read`).
+    /// Threads working through the steps (and so the requests in flight with `Read`)
+    /// of a replay that is waited for ([`replay`]: ahead of a start, or on its own).
     pub depth: usize,
+    /// Threads of a replay alongside a start ([`Replay::start`]).
+    #[serde(default = "default_alongside_depth")]
+    pub alongside_depth: usize,
     pub method: Method,
     /// Most bytes to bring into the cache (`None`: only the MemAvailable share applies).
     pub max_memory: Option<u64>,
@@ -70,7 +87,8 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
         ReplayOptions {
-            depth: 16,
+            depth: DEPTH,
+            alongside_depth: ALONGSIDE_DEPTH,
             method: Method::Read,
             max_memory: None,
             memory_share: 0.5,
@@ -188,14 +206,19 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Starts replaying `plan` on threads of its own and returns at once.
+    /// Starts replaying `plan` alongside a start, on `options.alongside_depth`
+    /// threads of its own, and returns at once.
     pub fn start(plan: Arc<Plan>, options: &ReplayOptions) -> Result<Replay> {
+        Replay::spawn(plan, options, options.alongside_depth)
+    }
+
+    fn spawn(plan: Arc<Plan>, options: &ReplayOptions, depth: usize) -> Result<Replay> {
         if let Some(p) = options.io_priority {
             check_priority(p)?;
         }
         let cancel = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&cancel);
-        let options = options.clone();
+        let options = ReplayOptions { depth, ..options.clone() };
         let handle = std::thread::Builder::new()
             .name("prefetch".into())
             .spawn(move || worker::run(&plan, &options, &flag))
@@ -246,7 +269,7 @@ fn check_priority(priority: IoPriority) -> Result<()> {
     }
 }
 
-/// Replays `plan` and waits for the end.
+/// Replays `plan` on `options.depth` threads and waits for the end.
 pub fn replay(plan: Arc<Plan>, options: &ReplayOptions) -> Result<ReplayReport> {
-    Ok(Replay::start(plan, options)?.join())
+    Ok(Replay::spawn(plan, options, options.depth)?.join())
 }
