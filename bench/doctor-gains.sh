@@ -90,6 +90,13 @@ print(f"many_small_files: {f['title']}; {len(paths)} files selected again; estim
 EOF
 grep -A3 'What-if' "$out/doctor.txt" | head -4
 
+# Where the gain of the small files comes from: the same start recorded with them read
+# ahead (not a timed run): its I/O wait on the critical path against the cold one's.
+evict
+xargs -0 cat -- < "$out/small-files.list" > /dev/null
+"$C" record --cold --as-root -o "$out/py-small-ahead.coldstart" -- "${cmd[@]}" >/dev/null 2>"$out/record-small-ahead.txt" || true
+"$C" doctor "$out/py-small-ahead.coldstart" --format json -o "$out/doctor-small-ahead.json" || true
+
 run() { # NAME ROUND [coldstart run options...]
     local name=$1 r=$2
     shift 2
@@ -139,4 +146,20 @@ for c in configs[1:]:
     gain = med["none"] - med[c]
     lo, hi = ci(times["none"], times[c])
     print(f"{what[c]:<78} {estimates[c]:>8.2f}s {gain:>8.2f}s [{lo:5.2f} … {hi:5.2f}] {estimates[c]/gain if gain else float('nan'):>8.2f}")
+def breakdown(path):
+    try:
+        a = json.load(open(path))
+    except (OSError, ValueError):
+        return None
+    segs = a["critical_path"]["segments"] if a.get("critical_path") else []
+    by = {}
+    for s in segs:
+        by[s["kind"]] = by.get(s["kind"], 0) + s["end_ns"] - s["start_ns"]
+    ttr = a["doctor"]["what_if"][0]["time_to_ready_ns"] if a["doctor"]["what_if"] else sum(by.values())
+    return ttr, by
+print("\ncritical path of the recordings (s): to ready, and by kind")
+for name, path in (("cold", f"{out}/doctor.json"), ("small files ahead", f"{out}/doctor-small-ahead.json")):
+    b = breakdown(path)
+    if b:
+        print(f"  {name:<18} {b[0]/1e9:6.2f}  " + ", ".join(f"{k} {v/1e9:.2f}" for k, v in sorted(b[1].items())))
 EOF

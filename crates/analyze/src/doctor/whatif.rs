@@ -158,9 +158,10 @@ fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end:
 
 /// Fits each disk's request cost to the critical path's recorded I/O waits when its
 /// requests' own latency leaves out a hidden queue (see `DiskParams::fit_hidden_queue`).
-/// A wait is taken as served by the disk of the earliest-issued request that completed
-/// during it (a stacked device's request, such as a loop device's, is issued before the
-/// requests on the device under it); the fitted cost is the recorded wait, less the
+/// A wait is taken as served by the disk of the last request that completed before the
+/// thread woke (a stacked device's request, such as a loop device's, completes after the
+/// requests on the device under it; a request held in a hidden queue is issued late, so
+/// the first issued is not the one waited for); the fitted cost is the recorded wait, less the
 /// positioning and transfer of that disk's requests in it, per request (weighted as in
 /// `wait_on`).
 pub(crate) fn fit_hidden_queues(f: &mut Facts) {
@@ -175,7 +176,7 @@ pub(crate) fn fit_hidden_queues(f: &mut Facts) {
             .take_while(|c| c.complete <= s.end_ns + WAKE_SLACK_NS)
             .filter(|c| c.issue <= s.end_ns)
             .collect();
-        let Some(top) = during.iter().min_by_key(|c| (c.issue, c.dev)) else { continue };
+        let Some(top) = during.iter().max_by_key(|c| (c.complete, c.dev)) else { continue };
         let Some((_, model)) = f.disks.iter().find(|(d, _)| *d == top.dev) else { continue };
         let (mut weights, mut other) = (0.0, 0.0);
         for c in during.iter().filter(|c| c.dev == top.dev) {
