@@ -25,8 +25,8 @@ use crate::error::{BenchError, Result};
 pub const FILES_MODE_LIMITS: &str = "--evict files empties only the page cache of the files in the set: files \
 outside it, filesystem metadata (directories and inode tables, which ext4 caches in the block device's page cache, \
 and the dentry and inode caches), dirty pages and pages mapped by other running processes (shared libraries such as \
-libc) stay cached, so its cold starts skip the metadata reads of a real cold start and can be faster (about 7% for a \
-large python import); residual residency is reported where the kernel tells it truthfully";
+libc) stay cached, so its cold starts skip the metadata reads of a real cold start and can be faster (by up to ~10% on \
+a 2-core VM); residual residency is reported where the kernel tells it truthfully";
 
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()

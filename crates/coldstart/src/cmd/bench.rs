@@ -36,8 +36,10 @@ What `files` cannot evict: filesystem metadata. On ext4 directory blocks and ino
 cached by the block device, not by the directories' own files, so no fadvise reaches them (only
 drop_caches or a process that may open the disk); the kernel's dentry and inode caches stay too.
 A cold start under `files` therefore finds every path lookup and stat cached: measured on a 2-core
-VM, the python3 scientific import read about 2100 metadata pages (some 500 extra small reads) and
-used ~60 ms more system CPU under `system`, and was ~7% faster under `files` (see BENCHMARKS.md).
+VM, the python3 scientific import read about 2100 metadata pages (some 500 extra block reads) and
+used 20-60 ms more system CPU under `system`; cold starts under `files` came out 0-10% faster
+(`system` also empties other programs' caches, and on a busy machine their re-reads compete with
+the command). See docs/bench-eviction.md and BENCHMARKS.md.
 Nor does `files` evict pages mapped by running processes (libc, libm: `system` keeps those too),
 files outside the set, or dirty pages. Residual residency of the set is reported after eviction.
 
