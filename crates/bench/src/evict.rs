@@ -1,7 +1,9 @@
 //! Emptying the page cache for cold runs, and checking what stayed.
 //!
 //! `system`: `sync`, then `3` into `/proc/sys/vm/drop_caches` (root): every clean
-//! page, dentry and inode of the machine. `files`: `posix_fadvise(DONTNEED)` on each
+//! page, dentry and inode of the machine; then a wait until the disks are quiet
+//! ([`settle_disks`]), because every other running program re-reads what it was
+//! using, and on a busy machine that burst would land in the measured run. `files`: `posix_fadvise(DONTNEED)` on each
 //! file of the set, twice (pages under readahead in flight can survive one call).
 //! `files` cannot evict: pages of files outside the set, filesystem metadata
 //! (directories, inode tables) and the dentry/inode caches, dirty pages, and pages
@@ -18,7 +20,9 @@
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use crate::counters::disk_read_bytes;
 use crate::error::{BenchError, Result};
 
 /// What `files` mode cannot evict, for the user.
@@ -32,14 +36,44 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// `sync` + `drop_caches=3`.
+/// `sync` + `drop_caches=3`, then [`settle_disks`].
 pub fn drop_caches() -> Result<()> {
     if !is_root() {
         return Err(BenchError::SystemEvictNeedsRoot);
     }
     rustix::fs::sync();
     let path = "/proc/sys/vm/drop_caches";
-    std::fs::write(path, "3\n").map_err(|e| BenchError::file(path, e))
+    std::fs::write(path, "3\n").map_err(|e| BenchError::file(path, e))?;
+    settle_disks();
+    Ok(())
+}
+
+/// How long one look at the disks lasts, what counts as quiet in it, and the
+/// longest wait: the programs of a busy 2-core VM re-read 100 MB to 1 GB after
+/// drop_caches, mostly within the first second or two.
+const SETTLE_WINDOW: Duration = Duration::from_millis(200);
+const SETTLE_QUIET_BYTES: u64 = 1 << 20;
+const SETTLE_MAX: Duration = Duration::from_secs(3);
+
+/// Whether a window in which the disks read `bytes` is quiet.
+pub fn is_quiet(bytes: u64) -> bool {
+    bytes < SETTLE_QUIET_BYTES
+}
+
+/// Waits until the machine's disks read less than 1 MiB in 200 ms, at most 3 s;
+/// returns the time waited (zero without `/proc/diskstats`).
+pub fn settle_disks() -> Duration {
+    let start = Instant::now();
+    let Some(mut before) = disk_read_bytes() else { return Duration::ZERO };
+    while start.elapsed() < SETTLE_MAX {
+        std::thread::sleep(SETTLE_WINDOW);
+        let Some(now) = disk_read_bytes() else { break };
+        if is_quiet(now.saturating_sub(before)) {
+            break;
+        }
+        before = now;
+    }
+    start.elapsed()
 }
 
 /// DONTNEED on every file, twice; returns how many files could not be opened.
@@ -137,4 +171,15 @@ pub fn residual(paths: &[PathBuf]) -> (Option<u64>, usize) {
         }
     }
     (total, unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_means_under_a_mebibyte_per_window() {
+        assert!(is_quiet(0) && is_quiet((1 << 20) - 1));
+        assert!(!is_quiet(1 << 20) && !is_quiet(500_000_000));
+    }
 }

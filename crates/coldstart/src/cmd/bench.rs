@@ -26,7 +26,8 @@ Examples:
   coldstart bench --both --prefetch app.plan -- python3 -c 'import scipy'   # does the plan work?
 
 Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
-(root); `files` calls posix_fadvise(DONTNEED) twice on the files the command uses (any user), taken
+(root), then waits until the disks read under 1 MiB per 200 ms (at most 3 s), so that the other
+programs re-reading what it emptied do not compete with the measured start; `files` calls posix_fadvise(DONTNEED) twice on the files the command uses (any user), taken
 from --trace FILE (a coldstart trace), --files LIST (one path per line), or learned by a first run
 (recorded cold with `coldstart record` as root, else under strace plus /proc sampling); `auto` is
 `system` as root, else `files`. Several methods (e.g. `system,files`) are measured as separate,
