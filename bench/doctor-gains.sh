@@ -94,7 +94,7 @@ grep -A3 'What-if' "$out/doctor.txt" | head -4
 # ahead (not a timed run): its I/O wait on the critical path against the cold one's.
 evict
 xargs -0 cat -- < "$out/small-files.list" > /dev/null
-"$C" record --cold --as-root -o "$out/py-small-ahead.coldstart" -- "${cmd[@]}" >/dev/null 2>"$out/record-small-ahead.txt" || true
+"$C" record --as-root -o "$out/py-small-ahead.coldstart" -- "${cmd[@]}" >/dev/null 2>"$out/record-small-ahead.txt" || true
 "$C" doctor "$out/py-small-ahead.coldstart" --format json -o "$out/doctor-small-ahead.json" || true
 
 run() { # NAME ROUND [coldstart run options...]

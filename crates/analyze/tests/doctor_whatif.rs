@@ -230,3 +230,23 @@ fn the_largest_request_is_measured_when_there_are_enough() {
         .build();
     assert_eq!(DiskParams::measure(&coldstart_analyze::analyze(&few).disks[0]).max_request_bytes, 512 * 1024);
 }
+
+#[test]
+fn the_wait_for_a_cpu_after_an_io_wait_goes_with_the_read() {
+    // Runs 0–10 ms, waits 10–20 ms for a read, is runnable 20–25 ms before it runs again
+    // (a busy machine), runs 25–35 ms: ready at 35 ms.
+    let trace = Start::new()
+        .file(1, "/usr/lib/app/data", 4096)
+        .run(100, 0, 10 * MS)
+        .fill(10 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Read))
+        .request(10 * MS, 20 * MS, 1, 0, 4096, 100, "app")
+        .sched(100, 10 * MS, 20 * MS, IoWait)
+        .sched(100, 20 * MS, 25 * MS, Runnable)
+        .run(100, 25 * MS, 35 * MS)
+        .ready(35 * MS)
+        .build();
+    let w = &diagnose_with(&trace, &config(), &[class(DiskClass::Ssd)]).what_if[0];
+    assert_eq!(w.path_io_wait_ns, 10 * MS);
+    assert_eq!(w.with_prefetch_ahead_ns, 20 * MS, "neither the I/O wait nor the wait to run after it");
+    assert!(w.text.contains("nor the 5.0 ms waiting for a CPU"), "{}", w.text);
+}

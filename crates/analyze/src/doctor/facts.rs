@@ -32,6 +32,11 @@ pub(crate) struct Facts<'a> {
     pub path: Option<&'a CriticalPath>,
     /// I/O wait per file: on the critical path when there is one, else of all threads.
     pub wait: FxHashMap<u32, Nanos>,
+    /// Per file, the waits for a CPU on the critical path right after its I/O waits (the
+    /// woken thread waiting to run again), shared among the files as the I/O wait was;
+    /// and their total. Reads that are not done any more take these waits with them.
+    pub wake: FxHashMap<u32, Nanos>,
+    pub path_wake_ns: Nanos,
     pub files: FxHashMap<u32, FileStats>,
     pub page_size: u64,
     /// Measured model per disk, and the disk with most read bytes.
@@ -51,11 +56,30 @@ impl<'a> Facts<'a> {
         let time_to_ready = (ready - origin).max(0);
         let path = a.critical_path.as_ref();
         let mut wait: FxHashMap<u32, Nanos> = FxHashMap::default();
+        let mut wake: FxHashMap<u32, Nanos> = FxHashMap::default();
+        let mut path_wake_ns = 0;
         match path {
             Some(cp) => {
                 for seg in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
                     for f in &seg.files {
                         *wait.entry(f.file).or_default() += f.ns;
+                    }
+                }
+                for pair in cp.segments.windows(2) {
+                    let (io, next) = (&pair[0], &pair[1]);
+                    if io.kind != SegmentKind::IoWait
+                        || next.kind != SegmentKind::CpuWait
+                        || next.tid != io.tid
+                        || next.start_ns != io.end_ns
+                    {
+                        continue;
+                    }
+                    let ns = next.end_ns - next.start_ns;
+                    path_wake_ns += ns;
+                    let total: Nanos = io.files.iter().map(|f| f.ns).sum();
+                    for f in io.files.iter().filter(|_| total > 0) {
+                        *wake.entry(f.file).or_default() +=
+                            (i128::from(ns) * i128::from(f.ns) / i128::from(total)) as Nanos;
                     }
                 }
             }
@@ -98,6 +122,8 @@ impl<'a> Facts<'a> {
             min_gain: config.min_gain(time_to_ready),
             path,
             wait,
+            wake,
+            path_wake_ns,
             files,
             page_size: u64::from(a.trace.page_size.max(1)),
             disks,
@@ -122,6 +148,10 @@ impl<'a> Facts<'a> {
             .get(&file)
             .and_then(|dev| self.disks.iter().find(|(d, _)| d == dev))
             .map_or(&self.primary, |(_, p)| p)
+    }
+
+    pub fn wake_of(&self, file: u32) -> Nanos {
+        self.wake.get(&file).copied().unwrap_or(0)
     }
 
     pub fn wait_of(&self, file: u32) -> Nanos {

@@ -95,13 +95,14 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     for (dir, files) in small_file_trees(f) {
         let wait: Nanos = files.iter().map(|&id| f.wait_of(id)).sum();
+        let wake: Nanos = files.iter().map(|&id| f.wake_of(id)).sum();
         let total_bytes: u64 =
             files.iter().map(|&id| f.size_of(id).unwrap_or_else(|| f.read_bytes(id))).sum();
         let read_bytes: u64 = files.iter().map(|&id| f.read_bytes(id)).sum();
         let reads: u64 = files.iter().map(|&id| f.files.get(&id).map_or(0, |s| s.reads)).sum();
         let disk = f.disk_for(files[0]);
         let merged = disk.sequential_read_ns(total_bytes);
-        let gain = (wait - merged).max(0);
+        let gain = (wait + wake - merged).max(0);
         if gain < f.min_gain {
             continue;
         }
@@ -149,16 +150,18 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
                     Figure::bytes("total_size_bytes", total_bytes),
                     Figure::bytes("read_bytes", read_bytes),
                     Figure::ns("wait_now_ns", wait),
+                    Figure::ns("wake_after_io_ns", wake),
                 ],
                 intervals: Vec::new(),
             },
             gain: Gain {
                 ns: gain,
-                formula: "wait_now_ns - merged_read_ns".to_owned(),
+                formula: "wait_now_ns + wake_after_io_ns - merged_read_ns".to_owned(),
                 text: format!(
-                    "{} of I/O wait for these files now − {} to read {} once, sequentially ({} per request + {} \
-                     positioning + {} at {}/s, {}) = {}",
+                    "{} of I/O wait for these files now + {} waiting for a CPU when woken after it − {} to read {} \
+                     once, sequentially ({} per request + {} positioning + {} at {}/s, {}) = {}",
                     duration(wait),
+                    duration(wake),
                     duration(merged),
                     bytes(total_bytes),
                     duration(disk.request_ns),
@@ -170,12 +173,13 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
                 ),
                 inputs: vec![
                     Figure::ns("wait_now_ns", wait),
+                    Figure::ns("wake_after_io_ns", wake),
                     Figure::bytes("total_size_bytes", total_bytes),
                     Figure::ns("merged_read_ns", merged),
                     Figure::ns("request_ns", disk.request_ns),
                     Figure::rate("bandwidth", disk.bandwidth_bytes_per_s),
                 ],
-                ahead_ns: Some(wait),
+                ahead_ns: Some(wait + wake),
             },
             suggestion: format!(
                 "Merge the {} files under {dir} into one cache file that the program reads at once (one file per \
@@ -215,9 +219,10 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
             continue;
         }
         let wait = f.wait_of(id);
+        let wake = f.wake_of(id);
         let disk = f.disk_for(id);
         let whole = disk.sequential_read_ns(size);
-        let gain = (wait - whole).max(0);
+        let gain = (wait + wake - whole).max(0);
         if gain < f.min_gain {
             continue;
         }
@@ -273,29 +278,32 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
                     Figure::bytes("size_bytes", size),
                     Figure::bytes("read_bytes", read_bytes),
                     Figure::ns("wait_now_ns", wait),
+                    Figure::ns("wake_after_io_ns", wake),
                 ],
                 intervals,
             },
             gain: Gain {
                 ns: gain,
-                formula: "wait_now_ns - whole_read_ns".to_owned(),
+                formula: "wait_now_ns + wake_after_io_ns - whole_read_ns".to_owned(),
                 text: format!(
-                    "{} of I/O wait for it now − {} to read all {} in one sequential pass ({}) = {}; read before the \
-                     start (a prefetch completed ahead), the whole {} goes",
+                    "{} of I/O wait for it now + {} waiting for a CPU when woken after it − {} to read all {} in one \
+                     sequential pass ({}) = {}; read before the start (a prefetch completed ahead), the whole {} goes",
                     duration(wait),
+                    duration(wake),
                     duration(whole),
                     bytes(size),
                     disk.description,
                     duration(gain),
-                    duration(wait)
+                    duration(wait + wake)
                 ),
                 inputs: vec![
                     Figure::ns("wait_now_ns", wait),
+                    Figure::ns("wake_after_io_ns", wake),
                     Figure::bytes("size_bytes", size),
                     Figure::ns("whole_read_ns", whole),
                     Figure::rate("bandwidth", disk.bandwidth_bytes_per_s),
                 ],
-                ahead_ns: Some(wait),
+                ahead_ns: Some(wait + wake),
             },
             suggestion: format!(
                 "Read {} whole, sequentially and early (readahead(2) or posix_fadvise(WILLNEED) of the whole file, or \

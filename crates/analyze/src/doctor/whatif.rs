@@ -45,7 +45,8 @@ pub struct WhatIf {
     pub predicted_path_io_wait_ns: Nanos,
     /// The time to ready on this disk.
     pub predicted_ns: Nanos,
-    /// With the start's data read into the page cache before the start: no I/O wait left.
+    /// With the start's data read into the page cache before the start: no I/O wait left,
+    /// nor the waits for a CPU of threads woken after one.
     pub with_prefetch_ahead_ns: Nanos,
     /// Time to read the start's data on this disk in disk order (the prefetch replay).
     pub prefetch_replay_ns: Nanos,
@@ -284,15 +285,15 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
     }
     let ttr = f.time_to_ready;
     let predicted = ttr - path_io + predicted_io;
-    let ahead = ttr - path_io;
+    let ahead = ttr - path_io - f.path_wake_ns;
     let shapes = plan_shapes(f, spec, &requests);
     let replay = replay_ns(f, spec, &shapes);
     let plan_bytes = shapes.iter().map(|s| s.1.bytes).sum();
     let alongside = ahead.max(replay);
     let text = format!(
         "{} to ready − {} of I/O wait on the critical path + {} for the same waits on {}{} ({} costed again from {}{}) \
-         = {}; with the start's data ({} in {}) read before the start: {}; replaying it in disk order takes {} there, \
-         so alongside the start at least {}",
+         = {}; with the start's data ({} in {}) read before the start: {} (no I/O wait, nor the {} waiting for a CPU \
+         when woken after it); replaying it in disk order takes {} there, so alongside the start at least {}",
         duration(ttr),
         duration(path_io),
         duration(predicted_io),
@@ -309,6 +310,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         bytes(plan_bytes),
         plural(shapes.len() as u64, "request"),
         duration(ahead),
+        duration(f.path_wake_ns),
         duration(replay),
         duration(alongside)
     );
