@@ -250,3 +250,27 @@ fn the_wait_for_a_cpu_after_an_io_wait_goes_with_the_read() {
     assert_eq!(w.with_prefetch_ahead_ns, 20 * MS, "neither the I/O wait nor the wait to run after it");
     assert!(w.text.contains("nor the 5.0 ms waiting for a CPU"), "{}", w.text);
 }
+
+#[test]
+fn requests_nobody_waited_for_still_take_a_slow_disks_time() {
+    // 20 readahead requests of 4 KiB complete while the program runs 0–10 ms; then it waits
+    // 10–11 ms for one more, and runs to ready at 20 ms.
+    let mut s = Start::new().run(100, 0, 10 * MS);
+    for i in 0..20i64 {
+        s = s.raw_request(DISK, i * 400_000, i * 400_000 + 100_000, 1000 + 8 * i as u64, 4096, 100, "app");
+    }
+    let trace = s
+        .sched(100, 10 * MS, 11 * MS, IoWait)
+        .raw_request(DISK, 10 * MS, 11 * MS, 5000, 4096, 100, "app")
+        .run(100, 11 * MS, 20 * MS)
+        .ready(20 * MS)
+        .build();
+    let slow: DiskParams =
+        "custom:request=10ms,seek=0,near_seek=0,rotation=0,bandwidth=60MB/s".parse().unwrap();
+    let w = &diagnose_with(&trace, &config(), &[slow.into()]).what_if[0];
+    // The wait alone: 20 ms − 1 ms + (10 ms + 68,266 ns). The disk: 21 × 10 ms one at a time
+    // + 21 × 4096 B at 60 MB/s (1,433,600 ns).
+    assert_eq!(w.disk_floor_ns, 21 * 10 * MS + 1_433_600);
+    assert_eq!(w.predicted_ns, w.disk_floor_ns);
+    assert!(w.text.contains("the busiest disk needs for all 21 requests"), "{}", w.text);
+}

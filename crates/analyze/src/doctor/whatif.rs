@@ -61,6 +61,9 @@ pub struct WhatIf {
     /// Bytes and requests of the replayed plan (the start's read requests, merged in disk order).
     pub plan_bytes: u64,
     pub plan_requests: u64,
+    /// The busiest disk's time to serve all the start's read requests (its model's cost of
+    /// them, the disks in parallel): the start cannot be ready sooner, whatever overlapped.
+    pub disk_floor_ns: Nanos,
     /// The arithmetic, for people.
     pub text: String,
 }
@@ -207,6 +210,26 @@ pub(crate) fn fit_hidden_queues(f: &mut Facts) {
     }
 }
 
+/// The busiest disk's cost of all the start's read requests: on a slow disk the requests
+/// the program did not wait for (readahead completing while it ran) still take the disk's
+/// time, and a disk that serves one request at a time delays the later ones by them.
+fn disk_floor_ns(f: &Facts, spec: &WhatIfSpec, requests: &[Costed]) -> Nanos {
+    let mut devs: Vec<coldstart_trace::Dev> = requests.iter().map(|c| c.dev).collect();
+    devs.sort_unstable();
+    devs.dedup();
+    devs.iter()
+        .map(|&dev| {
+            let shapes: Vec<RequestShape> = requests
+                .iter()
+                .filter(|c| c.dev == dev)
+                .map(|c| RequestShape { bytes: c.bytes, distance_bytes: c.distance })
+                .collect();
+            model_for(f, spec, dev).cost_ns(&shapes)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The start's read requests merged in disk order into the requests a replay would make,
 /// by device.
 fn plan_shapes(
@@ -284,7 +307,9 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         predicted_io = path_io;
     }
     let ttr = f.time_to_ready;
-    let predicted = ttr - path_io + predicted_io;
+    let path_based = ttr - path_io + predicted_io;
+    let floor = disk_floor_ns(f, spec, &requests);
+    let predicted = path_based.max(floor);
     let ahead = ttr - path_io - f.path_wake_ns;
     let shapes = plan_shapes(f, spec, &requests);
     let replay = replay_ns(f, spec, &shapes);
@@ -292,7 +317,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
     let alongside = ahead.max(replay);
     let text = format!(
         "{} to ready − {} of I/O wait on the critical path + {} for the same waits on {}{} ({} costed again from {}{}) \
-         = {}; with the start's data ({} in {}) read before the start: {} (no I/O wait, nor the {} waiting for a CPU \
+         = {}{}; with the start's data ({} in {}) read before the start: {} (no I/O wait, nor the {} waiting for a CPU \
          when woken after it); replaying it in disk order takes {} there, so alongside the start at least {}",
         duration(ttr),
         duration(path_io),
@@ -306,7 +331,17 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         } else {
             String::new()
         },
-        duration(predicted),
+        duration(path_based),
+        if floor > path_based {
+            format!(
+                ", less than the {} the busiest disk needs for all {} of the start: {}",
+                duration(floor),
+                plural(requests.len() as u64, "request"),
+                duration(predicted)
+            )
+        } else {
+            String::new()
+        },
         bytes(plan_bytes),
         plural(shapes.len() as u64, "request"),
         duration(ahead),
@@ -330,6 +365,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         requests_left_out: left_out,
         plan_bytes,
         plan_requests: shapes.len() as u64,
+        disk_floor_ns: floor,
         text,
     }
 }
