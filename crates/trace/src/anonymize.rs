@@ -73,16 +73,27 @@ pub fn anonymize(trace: &mut Trace) -> Anonymized {
     Anonymized { users: users.into_iter().collect(), host: host.is_some(), values_changed: changed }
 }
 
+/// Where a path to a home directory may begin: at the start of a text or after a
+/// separator of arguments (`--config=/home/…`, `PATH=/a:/home/…`, quoted words).
+fn starts_a_path(before: Option<char>) -> bool {
+    before.is_none_or(|c| matches!(c, ' ' | '=' | ':' | '\'' | '"' | ','))
+}
+
 fn user_names(trace: &Trace) -> BTreeSet<String> {
     let mut users = BTreeSet::new();
     let mut scan = |text: &str| {
         let mut rest = text;
+        let mut before = None;
         while let Some(at) = rest.find("/home/") {
+            let prefix = rest[..at].chars().next_back().or(if at == 0 { before } else { None });
             let after = &rest[at + "/home/".len()..];
             let name: String = after.chars().take_while(|&c| c != '/' && c != ' ' && c != '\'').collect();
-            if !name.is_empty() && name != ANONYMOUS_USER {
+            // `/tmp/x/home/.config` is not a user's home: only a path that starts with
+            // /home is, and a user name does not start with a dot.
+            if starts_a_path(prefix) && !name.is_empty() && !name.starts_with('.') && name != ANONYMOUS_USER {
                 users.insert(name.clone());
             }
+            before = name.chars().next_back().or(Some('/'));
             rest = &after[name.len()..];
         }
     };
@@ -115,11 +126,19 @@ impl Rewriter<'_> {
         for name in names {
             out = replace_word(&out, name, ANONYMOUS_USER);
         }
-        if let Some(host) = self.host.filter(|h| h.len() > 1) {
+        if let Some(host) = self.host.filter(|h| h.len() > 1 && !in_system_tree(text)) {
             out = replace_word(&out, host, ANONYMOUS_HOST);
         }
         (out != text).then_some(out)
     }
+}
+
+/// Paths of the distribution and the kernel, whose names never carry the host's:
+/// a host called `vm` must not turn `/proc/sys/vm/drop_caches` into `/proc/sys/host/…`.
+fn in_system_tree(text: &str) -> bool {
+    ["/usr/", "/proc/", "/sys/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/dev/", "/opt/"]
+        .iter()
+        .any(|tree| text.starts_with(tree))
 }
 
 /// Replaces `word` where it is not part of a longer name (letters, digits, `_`, `-`
@@ -202,6 +221,36 @@ mod tests {
         let again = anonymize(&mut t);
         assert_eq!(t, once);
         assert_eq!(again.values_changed, 0);
+    }
+
+    #[test]
+    fn only_paths_that_start_at_home_name_users() {
+        let mut t = Trace {
+            meta: Meta { host: "vm".into(), cwd: Some("/tmp/fixture/home".into()), ..Default::default() },
+            files: vec![
+                File { id: 1, path: Some("/tmp/fixture/home/.config/app/rc".into()), ..Default::default() },
+                File { id: 2, path: Some("/proc/sys/vm/drop_caches".into()), ..Default::default() },
+                File { id: 3, path: Some("/var/tmp/vm/cache".into()), ..Default::default() },
+                File { id: 4, path: Some("/home/.hidden/x".into()), ..Default::default() },
+            ],
+            processes: vec![Process {
+                pid: 1,
+                argv: vec!["app".into(), "--rc=/home/carol/rc".into(), "PATH=/bin:/home/dave/bin".into()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let report = anonymize(&mut t);
+        assert_eq!(report.users, vec!["carol".to_owned(), "dave".to_owned()]);
+        assert_eq!(t.files[0].path.as_deref(), Some("/tmp/fixture/home/.config/app/rc"));
+        assert_eq!(
+            t.files[1].path.as_deref(),
+            Some("/proc/sys/vm/drop_caches"),
+            "a system path keeps its names"
+        );
+        assert_eq!(t.files[2].path.as_deref(), Some("/var/tmp/host/cache"));
+        assert_eq!(t.files[3].path.as_deref(), Some("/home/.hidden/x"));
+        assert_eq!(t.processes[0].argv, vec!["app", "--rc=/home/user/rc", "PATH=/bin:/home/user/bin"]);
     }
 
     #[test]
