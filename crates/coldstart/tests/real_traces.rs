@@ -493,12 +493,10 @@ fn chrome_export_has_a_track_per_process() {
                 p.pid
             );
         }
-        // Perfetto drops events with negative timestamps (google/perfetto#107). Today the
-        // export writes some before the recording's t = 0: the fork of the command (forked,
-        // then released when the recorder is ready) and the first machine samples, whose
-        // interval began before t = 0 — a known flaw, reported. Nothing else may, and
-        // nothing earlier than the trace itself recorded.
-        let earliest_us = trace
+        // Perfetto drops events with negative timestamps (google/perfetto#107): the export
+        // shifts the trace's t = 0 to `t0_us` when something happened before it (the
+        // command's fork, samples whose interval began before t = 0), and only then.
+        let earliest_ns = trace
             .processes
             .iter()
             .filter_map(|p| p.start_ns)
@@ -506,12 +504,13 @@ fn chrome_export_has_a_track_per_process() {
             .chain(trace.disk_samples.iter().map(|s| s.t_ns - s.dt_ns))
             .min()
             .unwrap_or(0)
-            .min(0) as f64
-            / 1000.0;
+            .min(0);
+        let t0_us = export["otherData"]["t0_us"].as_f64().expect("t0_us");
+        assert!(t0_us >= 0.0 && t0_us <= -(earliest_ns as f64) / 1000.0 + 0.001, "{name}: t0_us {t0_us}");
+        assert!(t0_us > 0.0 || earliest_ns == 0, "{name}: events before t = 0 are shifted");
         for e in events {
             let ts = e["ts"].as_f64().expect("a numeric ts");
-            let early_ok = (e["ph"] == "i" && e["name"] == "fork") || e["ph"] == "C";
-            assert!(ts >= 0.0 || (early_ok && ts >= earliest_us - 0.001), "{name}: {e}");
+            assert!(ts >= 0.0, "{name}: {e}");
             if e["ph"] == "X" {
                 assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "{name}: {e}");
             }

@@ -17,7 +17,8 @@
 //! - marks and the readiness point: global `i` instant events.
 //!
 //! Times (`ts`, `dur`) are microseconds since the trace's t = 0, with nanosecond
-//! decimals. The pseudo-processes for the machine, the analysis and the disks have
+//! decimals, shifted by `otherData.t0_us` when the trace has events before its t = 0
+//! (viewers drop negative timestamps), so `ts - t0_us` is the trace's time. The pseudo-processes for the machine, the analysis and the disks have
 //! pids above Linux's largest (2^22), so they never collide with a traced process.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -203,6 +204,16 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
 
     name_everything(&mut ev, trace, analysis);
     let mut events = ev.events;
+    // Viewers drop events before 0 (Perfetto does), and a recording has some: the command's
+    // fork before the recorder released it, samples whose interval began before t = 0. Shift
+    // everything by the same amount so none is lost; otherData says where t = 0 went.
+    let earliest = events.iter().filter(|e| e.ph != "M").map(|e| e.ts).fold(0.0_f64, f64::min);
+    let t0_us = -earliest;
+    if t0_us > 0.0 {
+        for e in events.iter_mut().filter(|e| e.ph != "M") {
+            e.ts += t0_us;
+        }
+    }
     // Metadata first, then by time; ties keep the order of construction.
     events.sort_by(|a, b| (a.ph != "M").cmp(&(b.ph != "M")).then(a.ts.total_cmp(&b.ts)));
 
@@ -211,11 +222,12 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
         "tool": format!("coldstart {}", env!("CARGO_PKG_VERSION")),
         "trace_tool": trace.meta.tool,
         "source": trace.meta.source.as_str(),
-        "command": trace.meta.command.join(" "),
+        "command": crate::command_line(&trace.meta.command),
         "host": trace.meta.host,
         "kernel": trace.meta.kernel,
         "cache": trace.meta.cache.as_str(),
         "start_unix_ns": trace.meta.start_unix_ns.to_string(),
+        "t0_us": t0_us,
     });
     write!(out, "{{\"displayTimeUnit\":\"ms\",\"otherData\":")?;
     serde_json::to_writer(&mut out, &other)?;
