@@ -115,21 +115,67 @@ impl Drop for BlkioCgroup {
 }
 
 const DELAYACCT: &str = "/proc/sys/kernel/task_delayacct";
+const DELAYACCT_USERS: &str = "/run/coldstart-delayacct.lock";
+const RESTORE_MARK: &str = "restore";
 
-/// Turns `kernel.task_delayacct` on for our lifetime if it was off (root only),
-/// and back off when dropped.
+/// Turns `kernel.task_delayacct` on for our lifetime if it was off (root only), and
+/// back off after the last user. The switch is one for the whole machine: every
+/// benchmark (and test) that uses it holds `/run/coldstart-delayacct.lock` shared, and
+/// only the one that finds itself alone (gets the lock exclusively) restores it, so
+/// a short run can no longer switch accounting off in the middle of a long one
+/// (whose I/O wait then read zero). The lock file says whether accounting must be
+/// turned off again. Users that start together both turn it on and mark the file,
+/// which is harmless.
 pub struct DelayAccounting {
     restore: bool,
+    switch: PathBuf,
+    users: Option<std::fs::File>,
 }
 
 impl DelayAccounting {
     /// `None` when accounting is off and we cannot turn it on.
     pub fn enable() -> Option<DelayAccounting> {
-        if coldstart_launch::delay_accounting_enabled() {
-            return Some(DelayAccounting { restore: false });
+        DelayAccounting::enable_with(Path::new(DELAYACCT), Path::new(DELAYACCT_USERS))
+    }
+
+    /// [`DelayAccounting::enable`] with the switch and the users' lock file given.
+    pub fn enable_with(switch: &Path, users: &Path) -> Option<DelayAccounting> {
+        use rustix::fs::{FlockOperation, flock};
+        use std::io::{Read, Seek, Write};
+        use std::os::unix::fs::OpenOptionsExt;
+
+        let mut lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(users)
+            .ok();
+        if let Some(file) = &lock
+            && flock(file, FlockOperation::LockShared).is_err()
+        {
+            lock = None;
         }
-        std::fs::write(DELAYACCT, "1").ok()?;
-        Some(DelayAccounting { restore: true })
+        let was_on = std::fs::read_to_string(switch).is_ok_and(|v| v.trim() == "1");
+        let mut marked = String::new();
+        if let Some(file) = &mut lock {
+            let _ = file.read_to_string(&mut marked);
+        }
+        if !was_on {
+            std::fs::write(switch, "1").ok()?;
+            if let Some(file) = &mut lock {
+                let _ = file
+                    .set_len(0)
+                    .and_then(|()| file.rewind())
+                    .and_then(|()| file.write_all(RESTORE_MARK.as_bytes()));
+            }
+        }
+        Some(DelayAccounting {
+            restore: !was_on || marked.trim() == RESTORE_MARK,
+            switch: switch.to_owned(),
+            users: lock,
+        })
     }
 
     pub fn enabled_by_us(&self) -> bool {
@@ -139,8 +185,24 @@ impl DelayAccounting {
 
 impl Drop for DelayAccounting {
     fn drop(&mut self) {
-        if self.restore {
-            let _ = std::fs::write(DELAYACCT, "0");
+        use rustix::fs::{FlockOperation, flock};
+        use std::io::{Read, Seek};
+
+        match &mut self.users {
+            Some(file) => {
+                if flock(&*file, FlockOperation::NonBlockingLockExclusive).is_err() {
+                    return;
+                }
+                let mut marked = String::new();
+                let _ = file.rewind().and_then(|()| file.read_to_string(&mut marked));
+                if marked.trim() == RESTORE_MARK && std::fs::write(&self.switch, "0").is_ok() {
+                    let _ = file.set_len(0);
+                }
+            }
+            None if self.restore => {
+                let _ = std::fs::write(&self.switch, "0");
+            }
+            None => {}
         }
     }
 }
@@ -155,6 +217,29 @@ mod tests {
             "254:0 Read 4096\n254:0 Write 100\n254:0 Sync 7\n7:0 Read 8192\n7:0 Total 9000\nTotal 12388\n";
         assert_eq!(parse_service_bytes(text), 12288);
         assert_eq!(parse_service_bytes("Total 0\n"), 0);
+    }
+
+    #[test]
+    fn delay_accounting_is_restored_by_its_last_user_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (switch, users) = (dir.path().join("task_delayacct"), dir.path().join("users.lock"));
+        std::fs::write(&switch, "0\n").unwrap();
+        let read = || std::fs::read_to_string(&switch).unwrap().trim().to_owned();
+        let long = DelayAccounting::enable_with(&switch, &users).unwrap();
+        assert_eq!(read(), "1");
+        assert!(long.enabled_by_us());
+        let short = DelayAccounting::enable_with(&switch, &users).unwrap();
+        assert!(short.enabled_by_us(), "the second user must restore too if it ends last");
+        drop(short);
+        assert_eq!(read(), "1", "a user that is not alone leaves accounting on");
+        drop(long);
+        assert_eq!(read(), "0", "the last user restores the original state");
+
+        std::fs::write(&switch, "1").unwrap();
+        let on_already = DelayAccounting::enable_with(&switch, &users).unwrap();
+        assert!(!on_already.enabled_by_us());
+        drop(on_already);
+        assert_eq!(read(), "1", "accounting that was on before is left on");
     }
 
     #[test]
