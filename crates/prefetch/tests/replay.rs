@@ -16,6 +16,7 @@ use std::sync::Arc;
 use coldstart_prefetch::plan::{
     FORMAT, PlanFile, PlanFileKind, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
 };
+use coldstart_prefetch::replay::Fill;
 use coldstart_prefetch::{Method, Plan, ReplayOptions, ReplayReport, order, replay};
 use coldstart_trace::Dev;
 
@@ -134,7 +135,7 @@ fn replay_makes_exactly_the_planned_ranges_resident() {
     write_file(&path, 64);
     let ranges = [(2, 3), (20, 1), (40, 8), (63, 1)];
     for method in [Method::Read, Method::Willneed] {
-        let options = ReplayOptions { method, depth: 3, ..ReplayOptions::default() };
+        let options = ReplayOptions { method, depth: 3, fill: Fill::Exact, ..ReplayOptions::default() };
         let r = replay_until_exact(&path, 64, &ranges, &options);
         assert_eq!((r.planned.ranges, r.planned.bytes), (4, 13 * PAGE));
         assert_eq!((r.fetched.ranges, r.fetched.bytes), (4, 13 * PAGE), "{method:?}");
@@ -148,8 +149,9 @@ fn ranges_already_resident_are_not_fetched_again() {
     let path = dir.path().join("data");
     write_file(&path, 32);
     let ranges = [(0, 4), (10, 4)];
-    replay_until_exact(&path, 32, &ranges, &ReplayOptions::default());
-    let again = replay(make_plan(vec![plan_file(&path, &ranges)]), &ReplayOptions::default()).unwrap();
+    let exact = ReplayOptions { fill: Fill::Exact, ..ReplayOptions::default() };
+    replay_until_exact(&path, 32, &ranges, &exact);
+    let again = replay(make_plan(vec![plan_file(&path, &ranges)]), &exact).unwrap();
     check_accounting(&again);
     if again.resident.ranges == 2 {
         assert_eq!((again.resident.bytes, again.fetched.bytes), (8 * PAGE, 0));
@@ -171,6 +173,7 @@ fn the_memory_budget_holds() {
     assert_eq!(r.budget_bytes, 150 * PAGE);
     assert_eq!((r.fetched.ranges, r.fetched.bytes), (2, 128 * PAGE), "{r:#?}");
     assert_eq!((r.over_budget.ranges, r.over_budget.bytes), (2, 128 * PAGE));
+    assert_eq!(r.sequential.ranges, 0, "read sequentially though its readahead could overrun the budget");
     let now = resident(&path);
     assert!(now.iter().filter(|&&x| x).count() as u64 <= 150, "more than the budget became resident");
     assert!(now[128..].iter().all(|r| !r), "a range over the budget was read");
@@ -283,11 +286,11 @@ fn a_replay_alongside_uses_its_own_thread_count() {
     write_file(&path, 8);
     let options = ReplayOptions { depth: 5, alongside_depth: 2, ..ReplayOptions::default() };
     let waited = replay(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options).unwrap();
-    assert_eq!(waited.options.as_ref().map(|o| o.depth), Some(5));
+    assert_eq!(waited.options.as_ref().map(|o| (o.depth, o.fill)), Some((5, Fill::Sequential)));
     let alongside = coldstart_prefetch::Replay::start(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options)
         .unwrap()
         .join();
-    assert_eq!(alongside.options.as_ref().map(|o| o.depth), Some(2));
+    assert_eq!(alongside.options.as_ref().map(|o| (o.depth, o.fill)), Some((2, Fill::Exact)));
     check_accounting(&alongside);
     assert_eq!(alongside.planned.ranges, 1);
 }
@@ -296,4 +299,105 @@ fn a_replay_alongside_uses_its_own_thread_count() {
 fn replays_alongside_default_to_fewer_threads() {
     let d = ReplayOptions::default();
     assert_eq!((d.depth, d.alongside_depth), (16, 4));
+}
+
+#[test]
+fn a_replay_waited_for_reads_sequentially_and_makes_the_planned_ranges_resident() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    write_file(&path, 1024);
+    let ranges = [(0, 16), (300, 40), (700, 200)];
+    let want = expected(1024, &ranges);
+    for _ in 0..3 {
+        evict(&path);
+        let r = replay(make_plan(vec![plan_file(&path, &ranges)]), &ReplayOptions::default()).unwrap();
+        check_accounting(&r);
+        if r.fetched.ranges < 3 {
+            eprintln!("retrying: something else brought pages in ({r:?})");
+            continue;
+        }
+        assert_eq!((r.fetched.ranges, r.fetched.bytes), (3, 256 * PAGE), "{r:#?}");
+        assert_eq!(r.sequential, r.fetched, "ranges not read sequentially: {r:#?}");
+        assert!(r.read_ahead_beyond < 1024 * PAGE, "{r:#?}");
+        let now = resident(&path);
+        let missing = (0..1024).filter(|&i| want[i] && !now[i]).count();
+        if missing == 0 {
+            return;
+        }
+        eprintln!("retrying: {missing} planned pages not resident (evicted by someone else?)");
+    }
+    panic!("the planned ranges did not become resident in 3 tries");
+}
+
+/// Pages of `path` (all resident) that belong to folios larger than a page
+/// (/proc/self/pagemap for the frames, /proc/kpageflags COMPOUND_HEAD/TAIL); `None`
+/// when the kernel will not say (not root).
+fn pages_in_large_folios(path: &Path) -> Option<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    let f = File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let pages = len / PAGE as usize;
+    let mut pagemap = File::open("/proc/self/pagemap").ok()?;
+    let mut flags = File::open("/proc/kpageflags").ok()?;
+    // SAFETY: a shared read-only mapping of an open file, read page by page, unmapped before returning.
+    unsafe {
+        let addr = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0);
+        assert_ne!(addr, libc::MAP_FAILED);
+        for i in 0..pages {
+            std::ptr::read_volatile((addr as *const u8).add(i * PAGE as usize));
+        }
+        let mut entries = vec![0u8; pages * 8];
+        let read = pagemap
+            .seek(SeekFrom::Start(addr as u64 / PAGE * 8))
+            .and_then(|_| pagemap.read_exact(&mut entries));
+        libc::munmap(addr, len);
+        read.ok()?;
+        let mut large = 0;
+        for e in entries.chunks_exact(8) {
+            let e = u64::from_le_bytes(e.try_into().unwrap());
+            let pfn = e & ((1 << 55) - 1);
+            if e >> 63 == 0 || pfn == 0 {
+                return None;
+            }
+            let mut word = [0u8; 8];
+            flags.seek(SeekFrom::Start(pfn * 8)).ok()?;
+            flags.read_exact(&mut word).ok()?;
+            let bits = u64::from_le_bytes(word);
+            if bits & (1 << 15 | 1 << 16) != 0 {
+                large += 1;
+            }
+        }
+        Some(large)
+    }
+}
+
+#[test]
+fn a_sequential_fill_makes_large_folios_where_an_exact_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    write_file(&path, 2048);
+    let whole = [(0, 2048)];
+    let mut seen = Vec::new();
+    for fill in [Fill::Exact, Fill::Sequential] {
+        evict(&path);
+        let r = replay(
+            make_plan(vec![plan_file(&path, &whole)]),
+            &ReplayOptions { fill, ..ReplayOptions::default() },
+        )
+        .unwrap();
+        check_accounting(&r);
+        let Some(large) = pages_in_large_folios(&path) else {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "/proc/kpageflags unreadable (needs root)"
+            );
+            eprintln!("skipping: page frames not readable here (needs root)");
+            return;
+        };
+        seen.push((fill, large, r.sequential.ranges));
+    }
+    assert_eq!(seen[0].1, 0, "FADV_RANDOM reads made large folios: {seen:?}");
+    assert_eq!(seen[1].2, 1, "{seen:?}");
+    assert!(seen[1].1 >= 1024, "sequential reads left most of 2048 pages in small folios: {seen:?}");
 }

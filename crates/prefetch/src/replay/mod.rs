@@ -1,7 +1,11 @@
 //! Replaying a plan: its steps in plan order by a pool of `depth` threads, each
-//! range read through the page cache (WILLNEED for the whole range, then reads
-//! that return once its pages are in) or only advised (WILLNEED, asynchronous).
-//! A replay alongside a start ([`Replay::start`]) uses fewer threads
+//! range read through the page cache or only advised (WILLNEED, asynchronous).
+//! A replay that is waited for reads like a program does ([`Fill::Sequential`]:
+//! plain reads, the kernel's readahead allocates large folios, which make the
+//! program's page faults cheaper); a replay alongside a start reads exactly its
+//! ranges ([`Fill::Exact`]: WILLNEED, then reads with `FADV_RANDOM`, small folios
+//! but no readahead beyond the range competing with the program).
+//! A replay alongside a start ([`Replay::start`]) also uses fewer threads
 //! (`alongside_depth`): the program's own reads queue behind the replay's requests
 //! in flight, and on a slow disk a deep replay delays every page the program
 //! misses (BENCHMARKS.md, "Prefetch": 16 threads against 2 and 4).
@@ -51,6 +55,36 @@ impl Method {
     }
 }
 
+/// How `Method::Read` fills the page cache. BENCHMARKS.md, "Prefetch": with
+/// `Exact`, a replay ahead left the program 1.04–1.06× slower than warm.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fill {
+    /// Plain `pread`s through the range in 256 KiB pieces, no advice: the kernel's
+    /// own readahead brings the pages in as large folios, as for the program's own
+    /// reads (a warm cache). It also reads ahead past the end of the range; those
+    /// bytes are measured (cachestat) and counted against the budget, and a range
+    /// whose readahead might not fit the budget is read the `Exact` way.
+    #[default]
+    Sequential,
+    /// `FADV_RANDOM`, then WILLNEED and reads of exactly the range: nothing beyond
+    /// it is read, but the pages are 4 KiB folios.
+    Exact,
+}
+
+impl Fill {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fill::Sequential => "sequential",
+            Fill::Exact => "exact",
+        }
+    }
+}
+
+fn default_alongside_fill() -> Fill {
+    Fill::Exact
+}
+
 /// Default threads of a replay that is waited for.
 pub const DEPTH: usize = 16;
 /// Default threads of a replay alongside a start.
@@ -70,6 +104,12 @@ pub struct ReplayOptions {
     #[serde(default = "default_alongside_depth")]
     pub alongside_depth: usize,
     pub method: Method,
+    /// How `Method::Read` fills the cache in a replay that is waited for.
+    #[serde(default)]
+    pub fill: Fill,
+    /// How `Method::Read` fills the cache alongside a start.
+    #[serde(default = "default_alongside_fill")]
+    pub alongside_fill: Fill,
     /// Most bytes to bring into the cache (`None`: only the MemAvailable share applies).
     pub max_memory: Option<u64>,
     /// Largest share of MemAvailable (at the start) the replay may fill.
@@ -90,6 +130,8 @@ impl Default for ReplayOptions {
             depth: DEPTH,
             alongside_depth: ALONGSIDE_DEPTH,
             method: Method::Read,
+            fill: Fill::Sequential,
+            alongside_fill: Fill::Exact,
             max_memory: None,
             memory_share: 0.5,
             io_priority: None,
@@ -151,6 +193,15 @@ pub struct ReplayReport {
     /// Filesystem metadata (block-device ranges) among the above: planned, and fetched.
     pub metadata_planned: Tally,
     pub metadata_fetched: Tally,
+    /// Among `fetched`: read with [`Fill::Sequential`] (the others were read or
+    /// advised exactly: `Fill::Exact`, `Method::Willneed`, or a range whose
+    /// readahead past its end might not fit the budget).
+    #[serde(default)]
+    pub sequential: Tally,
+    /// Bytes the kernel's readahead brought in past the ends of sequentially read
+    /// ranges (counted against the budget; not part of `planned`).
+    #[serde(default)]
+    pub read_ahead_beyond: u64,
     pub directories: usize,
     pub directories_failed: usize,
     /// Files opened and found unchanged.
@@ -209,9 +260,12 @@ impl Replay {
     /// Starts replaying `plan` alongside a start, on `options.alongside_depth`
     /// threads of its own, and returns at once.
     pub fn start(plan: Arc<Plan>, options: &ReplayOptions) -> Result<Replay> {
-        Replay::spawn(plan, options, options.alongside_depth)
+        let options = ReplayOptions { fill: options.alongside_fill, ..options.clone() };
+        Replay::spawn(plan, &options, options.alongside_depth)
     }
 
+    /// Starts a replay on `depth` threads filling the cache the `options.fill` way
+    /// (the report's options say which were used).
     fn spawn(plan: Arc<Plan>, options: &ReplayOptions, depth: usize) -> Result<Replay> {
         if let Some(p) = options.io_priority {
             check_priority(p)?;
