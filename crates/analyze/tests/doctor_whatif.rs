@@ -3,10 +3,11 @@
 
 mod doctor_common;
 
-use coldstart_analyze::doctor::{DiskClass, DiskParams, WhatIfSpec};
+use coldstart_analyze::SegmentKind;
+use coldstart_analyze::doctor::{DiskClass, DiskParams, FindingKind, WhatIfSpec};
 use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
-use doctor_common::{DISK, MS, Start, config, diagnose_with};
+use doctor_common::{DISK, MS, Start, config, diagnose_with, one};
 
 fn class(c: DiskClass) -> WhatIfSpec {
     DiskParams::class_defaults(c).into()
@@ -273,4 +274,59 @@ fn requests_nobody_waited_for_still_take_a_slow_disks_time() {
     assert_eq!(w.disk_floor_ns, 21 * 10 * MS + 1_433_600);
     assert_eq!(w.predicted_ns, w.disk_floor_ns);
     assert!(w.text.contains("the busiest disk needs for all 21 requests"), "{}", w.text);
+}
+
+#[test]
+fn a_wait_is_shared_among_files_by_the_cost_of_their_requests_not_by_pages() {
+    // The 40 throttled waits fit the disk's request cost to ~10 ms; then one wait of 20 ms
+    // (t0 + 1 ms .. t0 + 21 ms) is shared by a small file's one 4 KiB request and a large
+    // file's one 512 KiB readahead request: 1 page against 128.
+    let mut s = Start::new();
+    let mut t = 0;
+    for i in 0..40i64 {
+        s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
+            DISK,
+            t + 11 * MS - 200_000,
+            t + 11 * MS,
+            1000 + 8 * i as u64,
+            4096,
+            100,
+            "app",
+        );
+        t += 11 * MS;
+    }
+    let (small, large) = (1, 2);
+    let trace = s
+        .file(small, "/usr/share/locale/fr/LC_MESSAGES/app.mo", 4096)
+        .file(large, "/usr/lib/app/libbig.so", 512 * 1024)
+        .run(100, t, t + MS)
+        .fill(t + MS, 100, 100, small, 0, 1, Some(PageOrigin::Read))
+        .fill(t + MS, 100, 100, large, 0, 128, Some(PageOrigin::Readahead))
+        .sched(100, t + MS, t + 21 * MS, IoWait)
+        .request(t + 11 * MS - 200_000, t + 11 * MS, small, 0, 4096, 100, "app")
+        .request(t + 21 * MS - 200_000, t + 21 * MS, large, 0, 512 * 1024, 100, "app")
+        .run(100, t + 21 * MS, t + 22 * MS)
+        .ready(t + 22 * MS)
+        .build();
+    // The analysis's own attribution splits the wait by pages: 1/129 of it to the small file.
+    let analysis = coldstart_analyze::analyze(&trace);
+    let last =
+        analysis.critical_path.as_ref().unwrap().segments.iter().rfind(|s| s.kind == SegmentKind::IoWait);
+    let by_pages = last.unwrap().files.iter().find(|f| f.file == small).unwrap().ns;
+    assert_eq!(by_pages, 20 * MS / 129);
+
+    let mut quiet = config();
+    quiet.min_gain_ns = 0;
+    let d = diagnose_with(&trace, &quiet, &[]);
+    let model = &d.disks[0].model;
+    assert_eq!(model.queue_depth, 1, "the hidden queue was fitted: {}", model.source_of("request_ns"));
+    // Each request costs request_ns + its transfer at the ssd default of 500 MB/s (8,192 ns
+    // for 4 KiB, 1,048,576 ns for 512 KiB): the small file takes nearly half of the wait.
+    let (small_cost, large_cost) = (model.request_ns + 8_192, model.request_ns + 1_048_576);
+    let expected = 20 * MS - 20 * MS * large_cost / (small_cost + large_cost);
+    let lang = one(&d, FindingKind::OtherLanguages);
+    assert_eq!(lang.evidence.files[0].file, small);
+    assert_eq!(lang.evidence.files[0].wait_ns, expected);
+    assert_eq!(lang.gain.ns, expected);
+    assert!((9_500_000..10 * MS).contains(&expected), "{expected}: about half of 20 ms");
 }

@@ -9,6 +9,7 @@ use crate::analysis::{Analysis, CriticalPath, SegmentKind};
 use crate::doctor::config::DoctorConfig;
 use crate::doctor::disk_model::DiskParams;
 use crate::doctor::finding::EvidenceFile;
+use crate::time::split;
 
 /// Reads of one file by all processes.
 #[derive(Clone, Debug, Default)]
@@ -30,7 +31,8 @@ pub(crate) struct Facts<'a> {
     pub time_to_ready: Nanos,
     pub min_gain: Nanos,
     pub path: Option<&'a CriticalPath>,
-    /// I/O wait per file: on the critical path when there is one, else of all threads.
+    /// I/O wait per file: on the critical path when there is one (each wait shared by the
+    /// cost of the files' requests in it, see `share_path_waits`), else of all threads.
     pub wait: FxHashMap<u32, Nanos>,
     /// Per file, the waits for a CPU on the critical path right after its I/O waits (the
     /// woken thread waiting to run again), shared among the files as the I/O wait was;
@@ -56,37 +58,9 @@ impl<'a> Facts<'a> {
         let time_to_ready = (ready - origin).max(0);
         let path = a.critical_path.as_ref();
         let mut wait: FxHashMap<u32, Nanos> = FxHashMap::default();
-        let mut wake: FxHashMap<u32, Nanos> = FxHashMap::default();
-        let mut path_wake_ns = 0;
-        match path {
-            Some(cp) => {
-                for seg in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
-                    for f in &seg.files {
-                        *wait.entry(f.file).or_default() += f.ns;
-                    }
-                }
-                for pair in cp.segments.windows(2) {
-                    let (io, next) = (&pair[0], &pair[1]);
-                    if io.kind != SegmentKind::IoWait
-                        || next.kind != SegmentKind::CpuWait
-                        || next.tid != io.tid
-                        || next.start_ns != io.end_ns
-                    {
-                        continue;
-                    }
-                    let ns = next.end_ns - next.start_ns;
-                    path_wake_ns += ns;
-                    let total: Nanos = io.files.iter().map(|f| f.ns).sum();
-                    for f in io.files.iter().filter(|_| total > 0) {
-                        *wake.entry(f.file).or_default() +=
-                            (i128::from(ns) * i128::from(f.ns) / i128::from(total)) as Nanos;
-                    }
-                }
-            }
-            None => {
-                for u in &a.file_uses {
-                    *wait.entry(u.file).or_default() += u.io_wait_ns;
-                }
+        if path.is_none() {
+            for u in &a.file_uses {
+                *wait.entry(u.file).or_default() += u.io_wait_ns;
             }
         }
         let mut files: FxHashMap<u32, FileStats> = FxHashMap::default();
@@ -122,8 +96,8 @@ impl<'a> Facts<'a> {
             min_gain: config.min_gain(time_to_ready),
             path,
             wait,
-            wake,
-            path_wake_ns,
+            wake: FxHashMap::default(),
+            path_wake_ns: 0,
             files,
             page_size: u64::from(a.trace.page_size.max(1)),
             disks,
@@ -139,7 +113,55 @@ impl<'a> Facts<'a> {
             .zip(&facts.disks)
             .max_by_key(|(d, _)| (d.traced_read_bytes, std::cmp::Reverse(d.dev)))
             .map_or_else(|| DiskParams::class_defaults(super::DiskClass::Measured), |(_, (_, p))| p.clone());
+        facts.share_path_waits();
         facts
+    }
+
+    /// Shares each I/O wait on the critical path, and the wait for a CPU right after it,
+    /// among files: by the cost in their disk's model of each file's requests that
+    /// completed in it (the what-if's window), else — no request of a known file there —
+    /// by the pages the waiting thread added (the analysis's own split, kept as it is).
+    /// Needs the fitted disk models: on a disk whose every request costs the same, a small
+    /// file's one request takes as much of a wait as a large file's readahead.
+    fn share_path_waits(&mut self) {
+        let Some(cp) = self.path else { return };
+        let (requests, _) = super::whatif::start_requests(self);
+        let shares: Vec<Vec<(u32, Nanos)>> = cp
+            .segments
+            .iter()
+            .map(|seg| {
+                if seg.kind != SegmentKind::IoWait {
+                    return Vec::new();
+                }
+                let costs = super::whatif::file_costs_in_wait(self, &requests, seg.start_ns, seg.end_ns);
+                if costs.is_empty() {
+                    seg.files.iter().map(|t| (t.file, t.ns)).collect()
+                } else {
+                    let ns = seg.end_ns - seg.start_ns;
+                    costs.iter().map(|c| c.0).zip(split(ns, costs.iter().map(|c| c.1))).collect()
+                }
+            })
+            .collect();
+        for share in shares.iter().flatten() {
+            *self.wait.entry(share.0).or_default() += share.1;
+        }
+        for (i, pair) in cp.segments.windows(2).enumerate() {
+            let (io, next) = (&pair[0], &pair[1]);
+            if io.kind != SegmentKind::IoWait
+                || next.kind != SegmentKind::CpuWait
+                || next.tid != io.tid
+                || next.start_ns != io.end_ns
+            {
+                continue;
+            }
+            let ns = next.end_ns - next.start_ns;
+            self.path_wake_ns += ns;
+            let total: Nanos = shares[i].iter().map(|s| s.1).sum();
+            for (file, share) in shares[i].iter().filter(|_| total > 0) {
+                *self.wake.entry(*file).or_default() +=
+                    (i128::from(ns) * i128::from(*share) / i128::from(total)) as Nanos;
+            }
+        }
     }
 
     /// The measured model of the disk holding `file`.

@@ -68,18 +68,20 @@ pub struct WhatIf {
     pub text: String,
 }
 
-struct Costed {
+pub(crate) struct Costed {
     issue: Nanos,
     complete: Nanos,
     dev: coldstart_trace::Dev,
     sector: u64,
     bytes: u64,
     distance: Option<i64>,
+    /// The file holding the request's start sector, when known.
+    file: Option<u32>,
 }
 
 /// The start's read requests (of in-scope processes, their files, or filesystem metadata)
 /// between the command's start and ready, by completion; and how many were left out.
-fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
+pub(crate) fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
     let mut kept = Vec::new();
     let mut left_out = 0;
     for disk in &f.a.disks {
@@ -106,6 +108,7 @@ fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
                 sector: r.sector,
                 bytes: u64::from(r.bytes),
                 distance: r.distance_sectors.map(|d| d * 512),
+                file: r.file,
             });
         }
     }
@@ -126,17 +129,10 @@ fn model_for<'m>(f: &'m Facts, spec: &'m WhatIfSpec, dev: coldstart_trace::Dev) 
 /// The predicted length of a wait `start..end`, from the requests completing in it;
 /// requests costed with the same model overlap by its queue depth.
 fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end: Nanos) -> Option<Nanos> {
-    let first = requests.partition_point(|c| c.complete <= start);
     // Per model (by address): serial cost, transfer, requests.
     let mut groups: Vec<(&DiskParams, f64, f64, usize)> = Vec::new();
-    for c in requests[first..].iter().take_while(|c| c.complete <= end + WAKE_SLACK_NS) {
-        if c.issue > end {
-            continue;
-        }
+    for (c, weight) in in_wait(requests, start, end) {
         let disk = model_for(f, spec, c.dev);
-        let latency = (c.complete - c.issue).max(1) as f64;
-        let inside = (c.complete.min(end) - c.issue.max(start)).max(0) as f64;
-        let weight = (inside / latency).min(1.0);
         let serial = weight * (disk.request_ns + disk.positioning_ns(c.distance)) as f64;
         let transfer = weight * disk.transfer_ns(c.bytes) as f64;
         match groups.iter_mut().find(|g| std::ptr::eq(g.0, disk)) {
@@ -160,6 +156,60 @@ fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end:
     Some(total as Nanos)
 }
 
+/// The requests of `requests` (sorted by completion) that count for a wait `start..end`:
+/// completed in it (or just after it) and issued before it ended, each with the part of
+/// its time in flight that fell inside the wait.
+fn in_wait(requests: &[Costed], start: Nanos, end: Nanos) -> impl Iterator<Item = (&Costed, f64)> {
+    let first = requests.partition_point(|c| c.complete <= start);
+    requests[first..]
+        .iter()
+        .take_while(move |c| c.complete <= end + WAKE_SLACK_NS)
+        .filter(move |c| c.issue <= end)
+        .map(move |c| {
+            let latency = (c.complete - c.issue).max(1) as f64;
+            let inside = (c.complete.min(end) - c.issue.max(start)).max(0) as f64;
+            (c, (inside / latency).min(1.0))
+        })
+}
+
+/// Per known file, the cost in its disk's recorded model of its requests that count for
+/// the wait `start..end` (as in `wait_on`: weighted by their part inside the wait, a disk's
+/// fixed and positioning costs overlapped by its queue depth); empty when no request of a
+/// known file counts for it. Under a per-request cost (a throttle, a seeking disk) a small
+/// file's one request weighs as much as a large file's readahead, whatever their pages.
+pub(crate) fn file_costs_in_wait(
+    f: &Facts,
+    requests: &[Costed],
+    start: Nanos,
+    end: Nanos,
+) -> Vec<(u32, u64)> {
+    let during: Vec<(&Costed, f64)> = in_wait(requests, start, end).collect();
+    let mut per_dev: Vec<(coldstart_trace::Dev, usize)> = Vec::new();
+    for (c, _) in &during {
+        match per_dev.iter_mut().find(|d| d.0 == c.dev) {
+            Some(d) => d.1 += 1,
+            None => per_dev.push((c.dev, 1)),
+        }
+    }
+    let mut costs: Vec<(u32, u64)> = Vec::new();
+    for (c, weight) in &during {
+        let Some(file) = c.file else { continue };
+        let disk = f.disks.iter().find(|(d, _)| *d == c.dev).map_or(&f.primary, |(_, p)| p);
+        let sharing = per_dev.iter().find(|d| d.0 == c.dev).map_or(1, |d| d.1);
+        let serial = (disk.request_ns + disk.positioning_ns(c.distance)) as f64
+            / (disk.queue_depth.max(1) as usize).min(sharing) as f64;
+        let cost = (weight * (serial + disk.transfer_ns(c.bytes) as f64)).round() as u64;
+        match costs.iter_mut().find(|e| e.0 == file) {
+            Some(e) => e.1 += cost,
+            None => costs.push((file, cost)),
+        }
+    }
+    if costs.iter().all(|e| e.1 == 0) {
+        costs.clear();
+    }
+    costs
+}
+
 /// Fits each disk's request cost to the critical path's recorded I/O waits when its
 /// requests' own latency leaves out a hidden queue (see `DiskParams::fit_hidden_queue`).
 /// A wait is taken as served by the disk of the last request that completed before the
@@ -174,19 +224,11 @@ pub(crate) fn fit_hidden_queues(f: &mut Facts) {
     // Per disk: recorded wait, weighted requests, weighted positioning and transfer.
     let mut served: Vec<(coldstart_trace::Dev, Nanos, f64, f64)> = Vec::new();
     for s in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
-        let first = requests.partition_point(|c| c.complete <= s.start_ns);
-        let during: Vec<&Costed> = requests[first..]
-            .iter()
-            .take_while(|c| c.complete <= s.end_ns + WAKE_SLACK_NS)
-            .filter(|c| c.issue <= s.end_ns)
-            .collect();
-        let Some(top) = during.iter().max_by_key(|c| (c.complete, c.dev)) else { continue };
+        let during: Vec<(&Costed, f64)> = in_wait(&requests, s.start_ns, s.end_ns).collect();
+        let Some((top, _)) = during.iter().max_by_key(|(c, _)| (c.complete, c.dev)) else { continue };
         let Some((_, model)) = f.disks.iter().find(|(d, _)| *d == top.dev) else { continue };
         let (mut weights, mut other) = (0.0, 0.0);
-        for c in during.iter().filter(|c| c.dev == top.dev) {
-            let latency = (c.complete - c.issue).max(1) as f64;
-            let inside = (c.complete.min(s.end_ns) - c.issue.max(s.start_ns)).max(0) as f64;
-            let weight = (inside / latency).min(1.0);
+        for (c, weight) in during.iter().filter(|(c, _)| c.dev == top.dev) {
             weights += weight;
             other += weight * (model.positioning_ns(c.distance) + model.transfer_ns(c.bytes)) as f64;
         }
