@@ -284,7 +284,8 @@ fn a_replay_alongside_uses_its_own_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f");
     write_file(&path, 8);
-    let options = ReplayOptions { depth: 5, alongside_depth: 2, ..ReplayOptions::default() };
+    let options =
+        ReplayOptions { depth: 5, alongside_depth: 2, fill: Fill::Sequential, ..ReplayOptions::default() };
     let waited = replay(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options).unwrap();
     assert_eq!(waited.options.as_ref().map(|o| (o.depth, o.fill)), Some((5, Fill::Sequential)));
     let alongside = coldstart_prefetch::Replay::start(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options)
@@ -296,13 +297,14 @@ fn a_replay_alongside_uses_its_own_thread_count() {
 }
 
 #[test]
-fn replays_alongside_default_to_fewer_threads() {
+fn replays_default_to_fewer_threads_alongside_and_exact_fills() {
     let d = ReplayOptions::default();
     assert_eq!((d.depth, d.alongside_depth), (16, 4));
+    assert_eq!((d.fill, d.alongside_fill), (Fill::Exact, Fill::Exact));
 }
 
 #[test]
-fn a_replay_waited_for_reads_sequentially_and_makes_the_planned_ranges_resident() {
+fn a_sequential_fill_reads_sequentially_and_makes_the_planned_ranges_resident() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     write_file(&path, 1024);
@@ -310,7 +312,8 @@ fn a_replay_waited_for_reads_sequentially_and_makes_the_planned_ranges_resident(
     let want = expected(1024, &ranges);
     for _ in 0..3 {
         evict(&path);
-        let r = replay(make_plan(vec![plan_file(&path, &ranges)]), &ReplayOptions::default()).unwrap();
+        let options = ReplayOptions { fill: Fill::Sequential, ..ReplayOptions::default() };
+        let r = replay(make_plan(vec![plan_file(&path, &ranges)]), &options).unwrap();
         check_accounting(&r);
         if r.fetched.ranges < 3 {
             eprintln!("retrying: something else brought pages in ({r:?})");

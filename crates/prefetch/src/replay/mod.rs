@@ -1,10 +1,11 @@
 //! Replaying a plan: its steps in plan order by a pool of `depth` threads, each
 //! range read through the page cache or only advised (WILLNEED, asynchronous).
-//! A replay that is waited for reads like a program does ([`Fill::Sequential`]:
-//! plain reads, the kernel's readahead allocates large folios, which make the
-//! program's page faults cheaper); a replay alongside a start reads exactly its
-//! ranges ([`Fill::Exact`]: WILLNEED, then reads with `FADV_RANDOM`, small folios
-//! but no readahead beyond the range competing with the program).
+//! By default a range is read exactly ([`Fill::Exact`]: WILLNEED, then reads with
+//! `FADV_RANDOM`: 4 KiB folios, nothing past the range); a replay that is waited for
+//! may instead read like `read(2)` of the whole range does ([`Fill::Sequential`]: the
+//! kernel's readahead allocates large folios), which measured no faster for the
+//! program after it (BENCHMARKS.md, "Prefetch", 2026-11-22 evening: its own mmap
+//! faults leave mostly 4 KiB folios in a warm cache too).
 //! A replay alongside a start ([`Replay::start`]) also uses fewer threads
 //! (`alongside_depth`): the program's own reads queue behind the replay's requests
 //! in flight, and on a slow disk a deep replay delays every page the program
@@ -55,8 +56,7 @@ impl Method {
     }
 }
 
-/// How `Method::Read` fills the page cache. BENCHMARKS.md, "Prefetch": with
-/// `Exact`, a replay ahead left the program 1.04–1.06× slower than warm.
+/// How `Method::Read` fills the page cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fill {
@@ -65,10 +65,10 @@ pub enum Fill {
     /// reads (a warm cache). It also reads ahead past the end of the range; those
     /// bytes are measured (cachestat) and counted against the budget, and a range
     /// whose readahead might not fit the budget is read the `Exact` way.
-    #[default]
     Sequential,
     /// `FADV_RANDOM`, then WILLNEED and reads of exactly the range: nothing beyond
     /// it is read, but the pages are 4 KiB folios.
+    #[default]
     Exact,
 }
 
@@ -79,10 +79,6 @@ impl Fill {
             Fill::Exact => "exact",
         }
     }
-}
-
-fn default_alongside_fill() -> Fill {
-    Fill::Exact
 }
 
 /// Default threads of a replay that is waited for.
@@ -108,7 +104,7 @@ pub struct ReplayOptions {
     #[serde(default)]
     pub fill: Fill,
     /// How `Method::Read` fills the cache alongside a start.
-    #[serde(default = "default_alongside_fill")]
+    #[serde(default)]
     pub alongside_fill: Fill,
     /// Most bytes to bring into the cache (`None`: only the MemAvailable share applies).
     pub max_memory: Option<u64>,
@@ -130,7 +126,7 @@ impl Default for ReplayOptions {
             depth: DEPTH,
             alongside_depth: ALONGSIDE_DEPTH,
             method: Method::Read,
-            fill: Fill::Sequential,
+            fill: Fill::Exact,
             alongside_fill: Fill::Exact,
             max_memory: None,
             memory_share: 0.5,

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Prefetch ahead: how the replay fills the page cache, two builds interleaved, against warm.
+#   /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas'
+# Records one cold start and plans it (with $COLDSTART), then RUNS rounds of:
+#   ahead with $OLD_COLDSTART and ahead with $COLDSTART (order alternating by round; each after
+#   system eviction: sync, drop_caches 3, 1 s pause; the replay before the start is not timed),
+#   then warm (no prefetch, right after).
+# Every run is `coldstart run --report-json` of the build under test (time to exit). Prints medians,
+# ratios of medians and paired ratios (geometric mean of per-round ratios, bootstrap 95% interval).
+# Needs root. Installs its Debian packages. Results go to $OUT (default /tmp/coldstart-ahead-fill).
+# Usage: COLDSTART=new OLD_COLDSTART=old bash bench/prefetch-ahead-fill.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-10}
+out=${OUT:-/tmp/coldstart-ahead-fill}
+mkdir -p "$out"
+packages=()
+for p in python3-scipy python3-matplotlib python3-pandas; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
+done
+if [ "${#packages[@]}" -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
+fi
+NEW=${COLDSTART:?set COLDSTART to the build under test}
+OLD=${OLD_COLDSTART:?set OLD_COLDSTART to the build to compare with}
+cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
+evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
+
+echo "load average at the start: $(cat /proc/loadavg)"
+"$NEW" record --cold --as-root -o "$out/python.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/record.txt"
+mv "$out/python.coldstart.tmp" "$out/python.coldstart"
+"$NEW" prefetch plan "$out/python.coldstart" -o "$out/python.plan" --force 2>&1 | tail -3
+rm -f "$out"/round-*.json
+for i in $(seq 1 "$runs"); do
+    if [ $((i % 2)) -eq 1 ]; then order=(old new); else order=(new old); fi
+    for which in "${order[@]}"; do
+        if [ "$which" = old ]; then b=$OLD; else b=$NEW; fi
+        evict
+        "$b" run -q --as-root --prefetch "$out/python.plan" --ahead --report-json "$out/round-$i-$which.json" \
+            -- "${cmd[@]}" >/dev/null 2>&1
+    done
+    "$NEW" run -q --as-root --report-json "$out/round-$i-warm.json" -- "${cmd[@]}" >/dev/null 2>&1
+    echo "round $i done"
+done
+echo "load average at the end: $(cat /proc/loadavg)"
+python3 - "$out" "$runs" <<'PY'
+import json, math, random, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+t = {k: [] for k in ("old", "new", "warm")}
+rep = {k: [] for k in ("old", "new")}
+for i in range(1, runs + 1):
+    for k in t:
+        j = json.load(open(f"{out}/round-{i}-{k}.json"))
+        t[k].append(j["time_s"])
+        if k in rep:
+            rep[k].append(j)
+med = {k: statistics.median(v) for k, v in t.items()}
+for k, v in t.items():
+    print(f"{k:5s} median {med[k]:.3f} s  runs {' '.join(f'{x:.3f}' for x in v)}")
+for k in ("old", "new"):
+    r = [j["replay"] for j in rep[k]]
+    print(f"{k}: replay before the start median {statistics.median(j['ahead_s'] for j in rep[k]):.3f} s, "
+          f"fetched {statistics.median(x['fetched']['bytes'] for x in r) / 2**20:.1f} MiB, "
+          f"sequential {statistics.median(x.get('sequential', {}).get('bytes', 0) for x in r) / 2**20:.1f} MiB, "
+          f"read ahead beyond {statistics.median(x.get('read_ahead_beyond', 0) for x in r) / 2**20:.1f} MiB, "
+          f"fill {r[0]['options'].get('fill', 'exact (old build)')}")
+random.seed(1)
+def boot(f, n=2000):
+    xs = sorted(f() for _ in range(n))
+    return xs[int(0.025 * n)], xs[int(0.975 * n)]
+def paired(a, b):
+    g = lambda idx: math.exp(statistics.mean(math.log(a[i] / b[i]) for i in idx))
+    idx = list(range(len(a)))
+    return g(idx), boot(lambda: g([random.choice(idx) for _ in idx]))
+def of_medians(a, b):
+    r = lambda xs, ys: statistics.median(xs) / statistics.median(ys)
+    return r(a, b), boot(lambda: r([random.choice(a) for _ in a], [random.choice(b) for _ in b]))
+for name, a, b in (("old ahead / warm", t["old"], t["warm"]), ("new ahead / warm", t["new"], t["warm"]),
+                   ("new ahead / old ahead", t["new"], t["old"])):
+    m, (ml, mh) = of_medians(a, b)
+    p, (pl, ph) = paired(a, b)
+    print(f"{name}: {m:.3f}x [{ml:.2f} … {mh:.2f}] by medians; paired {p:.3f}x [{pl:.2f} … {ph:.2f}]")
+PY
