@@ -53,11 +53,14 @@ fn the_demo_records_the_example_and_writes_every_report() {
     let trace = Trace::read(&out_dir.join("demo.coldstart")).unwrap();
     assert_eq!(trace.meta.command[0], "/bin/sh");
     assert_eq!(trace.meta.cache, CacheState::Cold, "the demo records a cold start");
-    let shell = trace.processes.iter().find(|p| Some(p.pid) == trace.meta.root_pid).unwrap();
-    // The shell runs `ls` and `cat`: both are children of the example's process.
-    let children: Vec<&str> =
-        trace.processes.iter().filter(|p| p.ppid == Some(shell.pid)).map(|p| p.comm.as_str()).collect();
-    assert!(children.contains(&"ls") && children.contains(&"cat"), "children {children:?}");
+    // The shell runs `ls` and `cat`: both are execs in the example's tree.
+    let execs: Vec<&str> =
+        trace.execs.iter().map(|e| e.path.rsplit('/').next().unwrap_or_default()).collect();
+    assert!(
+        execs.contains(&"ls") && execs.contains(&"cat"),
+        "execs {execs:?}, processes {:?}",
+        trace.processes
+    );
     assert!(!trace.page_fills.is_empty(), "a cold start reads pages");
 
     // The printed report is the text report's top-3 version of the same analysis.
