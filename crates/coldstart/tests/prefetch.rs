@@ -143,6 +143,35 @@ fn plan_show_and_run_a_plan() {
 }
 
 #[test]
+fn fill_sequential_reads_the_planned_ranges_with_plain_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    evict(&paths);
+    let report = dir.path().join("report.json");
+    coldstart()
+        .args(["prefetch", "run", "--fill", "sequential", "--json"])
+        .arg(&report)
+        .arg(&plan)
+        .assert()
+        .success();
+    let r = json(&report);
+    assert_eq!(r["options"]["fill"], "sequential", "{r:#}");
+    let fetched = r["fetched"]["bytes"].as_u64().unwrap();
+    assert_eq!(fetched + r["resident"]["bytes"].as_u64().unwrap(), 12 * PAGE, "{r:#}");
+    assert_eq!(
+        r["sequential"]["bytes"].as_u64().unwrap(),
+        fetched,
+        "every fetched range read plainly: {r:#}"
+    );
+    coldstart()
+        .args(["prefetch", "run", "--fill", "bogus"])
+        .arg(&plan)
+        .assert()
+        .code(2)
+        .stderr(contains("invalid value 'bogus' for '--fill"));
+}
+
+#[test]
 fn a_plan_from_a_newer_format_is_refused_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, _) = make_plan(dir.path());

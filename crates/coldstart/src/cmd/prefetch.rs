@@ -118,6 +118,21 @@ pub enum MethodArg {
     Willneed,
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FillArg {
+    Exact,
+    Sequential,
+}
+
+impl From<FillArg> for coldstart_prefetch::replay::Fill {
+    fn from(fill: FillArg) -> Self {
+        match fill {
+            FillArg::Exact => coldstart_prefetch::replay::Fill::Exact,
+            FillArg::Sequential => coldstart_prefetch::replay::Fill::Sequential,
+        }
+    }
+}
+
 /// How to replay a plan (shared by `prefetch run`, `run --prefetch` and `bench --prefetch`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
@@ -135,6 +150,11 @@ pub struct ReplayArgs {
     /// I/O priority of the replay: be:0-7, idle, rt:0-7 (root) [default: inherited].
     #[arg(long, value_name = "PRIO")]
     pub ioprio: Option<String>,
+    /// How --method read fills the page cache: `exact` (only the planned ranges, as 4 KiB
+    /// pages) or `sequential` (plain reads that let the kernel read ahead into large folios,
+    /// bounded by the memory budget; measured no faster for python3, see BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "exact")]
+    pub fill: FillArg,
     /// Do not replay filesystem metadata (block-device ranges).
     #[arg(long)]
     pub skip_metadata: bool,
@@ -153,6 +173,8 @@ impl ReplayArgs {
                 MethodArg::Read => Method::Read,
                 MethodArg::Willneed => Method::Willneed,
             },
+            fill: self.fill.into(),
+            alongside_fill: self.fill.into(),
             metadata: !self.skip_metadata,
             directories: !self.skip_directories,
             ..defaults
