@@ -18,7 +18,7 @@
 //! root, or on files we may write (for others, cachestat fails with EPERM and
 //! mincore claims every page resident).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -91,25 +91,6 @@ pub fn fadvise_dontneed(paths: &[PathBuf]) -> usize {
     failed
 }
 
-#[repr(C)]
-#[derive(Default)]
-struct CachestatRange {
-    off: u64,
-    len: u64,
-}
-
-#[repr(C)]
-#[derive(Default)]
-struct Cachestat {
-    nr_cache: u64,
-    nr_dirty: u64,
-    nr_writeback: u64,
-    nr_evicted: u64,
-    nr_recently_evicted: u64,
-}
-
-const SYS_CACHESTAT: libc::c_long = 451;
-
 fn truthful(path: &Path) -> bool {
     is_root() || rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
 }
@@ -121,17 +102,12 @@ pub fn cached_bytes(path: &Path) -> Option<u64> {
     }
     let file = std::fs::File::open(path).ok()?;
     let page = rustix::param::page_size() as u64;
-    let range = CachestatRange::default();
-    let mut stat = Cachestat::default();
-    // SAFETY: cachestat(fd, &range, &stat, 0) with valid pointers to repr(C) structs.
-    let r = unsafe { libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range, &mut stat, 0u32) };
-    if r == 0 {
-        return Some(stat.nr_cache * page);
+    // A length of 0 asks cachestat about the whole file.
+    match coldstart_prefetch::replay::cached_pages(file.as_fd(), 0, 0) {
+        Ok(pages) => Some(pages * page),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => mincore_bytes(&file, page),
+        Err(_) => None,
     }
-    if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
-        return None;
-    }
-    mincore_bytes(&file, page)
 }
 
 fn mincore_bytes(file: &std::fs::File, page: u64) -> Option<u64> {
