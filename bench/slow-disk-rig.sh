@@ -5,7 +5,9 @@
 #   - a 3 GB ext4 image in $RIG_DIR (default /var/tmp/coldstart-rig), attached with
 #     `losetup --direct-io=on` (so the image's own pages never sit in the page cache);
 #   - a copy of /usr/lib/python3/dist-packages on it (byte-compiled, so every run
-#     reads the same .pyc files), and a copy of /usr/lib/libreoffice when installed;
+#     reads the same .pyc files), a copy of the standard library under pyhome/ (for
+#     PYTHONHOME, which then finds dist-packages on the image too), and a copy of
+#     /usr/lib/libreoffice when installed;
 #   - a v1 blkio cgroup, coldstart-rig, limiting reads of the loop device to
 #     $RIG_IOPS (100) requests and $RIG_BPS (60 MB) per second. The throttle counts every
 #     bio, so each request costs 10 ms whatever its size.
@@ -15,7 +17,9 @@
 #       sets the rig up, runs CMD inside the throttled cgroup (everything CMD starts is
 #       in it: the program and any prefetcher alike), and tears the rig down afterwards,
 #       whatever happens (failure, Ctrl-C, SIGTERM). CMD sees RIG_MNT (the mount point),
-#       RIG_LOOP (/dev/loopN), RIG_DEV (major:minor), RIG_CGROUP, RIG_PYTHONPATH.
+#       RIG_LOOP (/dev/loopN), RIG_DEV (major:minor), RIG_CGROUP, RIG_PYTHONPATH,
+#       RIG_PYTHONHOME (python then reads nothing of its own from the VM's disk but
+#       the interpreter and its shared libraries).
 #   bash bench/slow-disk-rig.sh down      # tear down (also what a killed run left behind)
 #   bash bench/slow-disk-rig.sh purge     # down, and delete the image
 # `run` first cleans up whatever a killed earlier run left (processes in the cgroup it
@@ -68,9 +72,9 @@ down() {
 
 # What the image holds, so it is rebuilt when the copied packages change.
 stamp() {
-    echo "image recipe 2"
+    echo "image recipe 3"
     dpkg-query -W -f='${Package} ${Version}\n' python3-scipy python3-matplotlib python3-pandas python3-numpy \
-        libreoffice-core libreoffice-core-nogui 2>/dev/null || true
+        libreoffice-core libreoffice-core-nogui 'libpython3.*-stdlib' 2>/dev/null || true
 }
 
 build_image() {
@@ -86,6 +90,12 @@ build_image() {
     cp -a /usr/lib/python3/dist-packages "$mnt/dist-packages"
     # Byte-compile the copy: its .pyc files are what every run reads.
     python3 -m compileall -q -j 2 "$mnt/dist-packages" >/dev/null 2>&1 || true
+    local stdlib
+    stdlib=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+    mkdir -p "$mnt/pyhome/lib/python3"
+    cp -a "$stdlib" "$mnt/pyhome/lib/"
+    ln -s ../../../dist-packages "$mnt/pyhome/lib/python3/dist-packages"
+    /usr/bin/python3 -m compileall -q -j 2 "$mnt/pyhome/lib" >/dev/null 2>&1 || true
     if [ -d /usr/lib/libreoffice ]; then
         cp -a /usr/lib/libreoffice "$mnt/libreoffice"
         # Make the copy self-contained: Debian's fundamentalrc names /usr/lib/libreoffice
@@ -128,7 +138,7 @@ case "$action" in
         up
         echo $$ > "$cgroup/cgroup.procs"
         status=0
-        RIG_MNT=$mnt RIG_LOOP=$loop RIG_DEV=$dev RIG_CGROUP=$cgroup RIG_PYTHONPATH=$mnt/dist-packages "$@" || status=$?
+        RIG_MNT=$mnt RIG_LOOP=$loop RIG_DEV=$dev RIG_CGROUP=$cgroup RIG_PYTHONPATH=$mnt/dist-packages RIG_PYTHONHOME=$mnt/pyhome "$@" || status=$?
         exit $status
         ;;
     *)

@@ -5,20 +5,25 @@
 //! ([`settle_disks`]), because every other running program re-reads what it was
 //! using, and on a busy machine that burst would land in the measured run. `files`: `posix_fadvise(DONTNEED)` on each
 //! file of the set, twice (pages under readahead in flight can survive one call).
-//! `files` cannot evict: pages of files outside the set, filesystem metadata
-//! (directories, inode tables) and the dentry/inode caches, dirty pages, and pages
-//! mapped by running processes (shared libraries in use elsewhere, e.g. libc).
-//! Metadata is out of reach because ext4 reads directory blocks and inode tables
+//! Filesystem metadata: ext4 reads directory blocks, inode tables and extent blocks
 //! through the block device's page cache (a directory's own mapping stays empty, so
-//! fadvise on it does nothing), and opening the disk is refused even to root on the
-//! machines measured; only drop_caches empties it.
+//! fadvise on it does nothing), so `files` also advises DONTNEED on the block devices
+//! holding the set ([`metadata_devices`]) when it may open them (root, or the disk
+//! group): every clean cached block of those filesystems goes, other programs'
+//! metadata on them included, but no file's data. Where the device cannot be opened
+//! (some VMs refuse it even to root) its metadata stays cached, and the notes say so.
+//! `files` cannot evict: pages of files outside the set, the dentry and inode caches
+//! (no per-file way exists), dirty pages, and pages mapped by running processes
+//! (shared libraries in use elsewhere, e.g. libc).
 //!
 //! Residency is asked with `cachestat(2)` (Linux 6.5+), or `mincore(2)` on a
 //! mapping where cachestat is missing; both only when the answer is truthful: as
 //! root, or on files we may write (for others, cachestat fails with EPERM and
 //! mincore claims every page resident).
 
+use std::collections::BTreeSet;
 use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -26,11 +31,12 @@ use crate::counters::disk_read_bytes;
 use crate::error::{BenchError, Result};
 
 /// What `files` mode cannot evict, for the user.
-pub const FILES_MODE_LIMITS: &str = "--evict files empties only the page cache of the files in the set: files \
-outside it, filesystem metadata (directories and inode tables, which ext4 caches in the block device's page cache, \
-and the dentry and inode caches), dirty pages and pages mapped by other running processes (shared libraries such as \
-libc) stay cached, so its cold starts skip the metadata reads of a real cold start and can be faster (by up to ~10% on \
-a 2-core VM); residual residency is reported where the kernel tells it truthfully";
+pub const FILES_MODE_LIMITS: &str = "--evict files empties the page cache of the files in the set and, where it may \
+open them, the cached metadata blocks (directories, inode tables) of the block devices holding them; files outside the \
+set, the dentry and inode caches, metadata on a device it may not open, dirty pages and pages mapped by other running \
+processes (shared libraries such as libc) stay cached, so its cold starts can skip some metadata reads of a real cold \
+start and be faster (by up to ~10% on a 2-core VM whose disk could not be opened); residual residency is reported where \
+the kernel tells it truthfully";
 
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
@@ -91,6 +97,50 @@ pub fn fadvise_dontneed(paths: &[PathBuf]) -> usize {
     failed
 }
 
+/// The block devices (by path) whose page cache holds the metadata of the filesystems
+/// that hold `paths`, for those this process may open; and a note for each it may not
+/// (or that has no block device: tmpfs, overlayfs, btrfs subvolumes).
+pub fn metadata_devices(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let devices: BTreeSet<u64> =
+        paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.dev()).collect();
+    let mut openable = Vec::new();
+    let mut notes = Vec::new();
+    for dev in devices {
+        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        let Some(path) = block_device_path(major, minor) else {
+            notes.push(format!(
+                "files on device {major}:{minor} (no block device: tmpfs, overlayfs, btrfs or similar): \
+                 their filesystem's metadata is not evicted"
+            ));
+            continue;
+        };
+        match std::fs::File::open(&path) {
+            Ok(_) => openable.push(path),
+            Err(e) => notes.push(format!(
+                "filesystem metadata on {} ({major}:{minor}) stays cached: opening the device failed ({e}); \
+                 only --evict system empties it",
+                path.display()
+            )),
+        }
+    }
+    (openable, notes)
+}
+
+/// `/dev/NAME` of block device `major:minor`, from sysfs.
+fn block_device_path(major: u32, minor: u32) -> Option<PathBuf> {
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")).ok()?;
+    let name = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))?;
+    let path = Path::new("/dev").join(name);
+    std::fs::metadata(&path)
+        .ok()
+        .filter(|m| m.file_type().is_block_device() && m.rdev() == makedev(major, minor))?;
+    Some(path)
+}
+
+fn makedev(major: u32, minor: u32) -> u64 {
+    rustix::fs::makedev(major, minor)
+}
+
 fn truthful(path: &Path) -> bool {
     is_root() || rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
 }
@@ -105,9 +155,16 @@ pub fn cached_bytes(path: &Path) -> Option<u64> {
     // A length of 0 asks cachestat about the whole file.
     match coldstart_prefetch::replay::cached_pages(file.as_fd(), 0, 0) {
         Ok(pages) => Some(pages * page),
-        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => mincore_bytes(&file, page),
+        // mincore needs the length, which a block device's metadata does not give.
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) && !is_block_device(&file) => {
+            mincore_bytes(&file, page)
+        }
         Err(_) => None,
     }
+}
+
+fn is_block_device(file: &std::fs::File) -> bool {
+    file.metadata().is_ok_and(|m| m.file_type().is_block_device())
 }
 
 fn mincore_bytes(file: &std::fs::File, page: u64) -> Option<u64> {
@@ -157,5 +214,14 @@ mod tests {
     fn quiet_means_under_a_mebibyte_per_window() {
         assert!(is_quiet(0) && is_quiet((1 << 20) - 1));
         assert!(!is_quiet(1 << 20) && !is_quiet(500_000_000));
+    }
+
+    #[test]
+    fn files_without_a_block_device_are_noted_not_evicted() {
+        let (devices, notes) = metadata_devices(&[PathBuf::from("/proc/self/status")]);
+        assert!(devices.is_empty());
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("no block device"), "{}", notes[0]);
+        assert_eq!(metadata_devices(&[PathBuf::from("/nonexistent")]), (vec![], vec![]));
     }
 }

@@ -25,13 +25,34 @@ use crate::error::{BenchError, Result};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileSet {
     pub paths: Vec<PathBuf>,
+    /// Block devices holding the files, whose cached metadata `files` eviction drops
+    /// too (only those this process may open; see [`crate::evict::metadata_devices`]).
+    pub devices: Vec<PathBuf>,
     pub bytes: u64,
     pub source: String,
     pub notes: Vec<String>,
 }
 
-/// Keeps the regular files that exist, sorted, and totals their sizes.
-fn finish(candidates: impl IntoIterator<Item = PathBuf>, source: String, notes: Vec<String>) -> FileSet {
+impl FileSet {
+    /// `files` eviction: DONTNEED, twice, on every file and then on the devices
+    /// holding them (their metadata); returns how many files could not be opened.
+    pub fn evict(&self) -> usize {
+        let failed = crate::evict::fadvise_dontneed(&self.paths);
+        crate::evict::fadvise_dontneed(&self.devices);
+        failed
+    }
+
+    /// Bytes still cached of the files and the devices' metadata, where the kernel
+    /// answers truthfully for the files.
+    pub fn residual_bytes(&self) -> Option<u64> {
+        let files = crate::evict::residual(&self.paths).0?;
+        Some(files + crate::evict::residual(&self.devices).0.unwrap_or(0))
+    }
+}
+
+/// Keeps the regular files that exist, sorted, totals their sizes, and finds the
+/// block devices holding them.
+fn finish(candidates: impl IntoIterator<Item = PathBuf>, source: String, mut notes: Vec<String>) -> FileSet {
     let mut bytes = 0;
     let mut paths = Vec::new();
     for path in candidates.into_iter().collect::<BTreeSet<_>>() {
@@ -42,7 +63,9 @@ fn finish(candidates: impl IntoIterator<Item = PathBuf>, source: String, notes: 
             paths.push(path);
         }
     }
-    FileSet { paths, bytes, source, notes }
+    let (devices, device_notes) = crate::evict::metadata_devices(&paths);
+    notes.extend(device_notes);
+    FileSet { paths, devices, bytes, source, notes }
 }
 
 pub fn from_trace(path: &Path) -> Result<FileSet> {

@@ -102,12 +102,14 @@ impl Executor for RealExecutor {
             match method {
                 Evict::System => evict::drop_caches()?,
                 Evict::Files => {
-                    evict::fadvise_dontneed(set.map(|s| s.paths.as_slice()).unwrap_or_default());
+                    if let Some(set) = set {
+                        set.evict();
+                    }
                 }
             }
         }
         let residual_bytes = match (cache.evict(), set) {
-            (Some(_), Some(s)) => evict::residual(&s.paths).0,
+            (Some(_), Some(s)) => s.residual_bytes(),
             _ => None,
         };
         let ahead: Option<ReplayReport> = match cache {

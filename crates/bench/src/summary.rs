@@ -68,7 +68,11 @@ pub fn render(results: &BenchResults) -> String {
         let _ = writeln!(out, "{counters} (medians)");
         let residual: Vec<u64> = r.residual_bytes.iter().flatten().copied().collect();
         if let Some(max) = residual.iter().max().filter(|&&m| m > 0) {
-            let _ = writeln!(out, "  Left cached after eviction: up to {} of the file set", mb(*max as f64));
+            let _ = writeln!(
+                out,
+                "  Left cached after eviction: up to {} of the file set and its filesystems' metadata",
+                mb(*max as f64)
+            );
         }
         if r.prefetch.is_some() {
             let times: Vec<f64> = r.prefetch_times.iter().flatten().copied().collect();

@@ -57,3 +57,103 @@ fn system_eviction_empties_the_page_cache() {
     evict::drop_caches().unwrap();
     assert_eq!(evict::cached_bytes(&path), Some(0));
 }
+
+/// A 32 MiB ext4 image attached to a loop device and mounted, removed again on drop
+/// (also when the test fails).
+struct LoopFilesystem {
+    dir: tempfile::TempDir,
+    device: PathBuf,
+    mounted: bool,
+}
+
+impl LoopFilesystem {
+    fn new() -> LoopFilesystem {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let image = dir.path().join("fs.img");
+        std::fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
+        run("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
+        let device = run("losetup", &["-f", "--show", image.to_str().unwrap()]);
+        let mut fs = LoopFilesystem { dir, device: PathBuf::from(device.trim()), mounted: false };
+        std::fs::create_dir(fs.mount_point()).unwrap();
+        fs.mount();
+        fs
+    }
+
+    /// noatime: reading must not dirty inodes, whose journalled blocks could not be evicted.
+    fn mount(&mut self) {
+        run("mount", &["-o", "noatime", self.device.to_str().unwrap(), self.mount_point().to_str().unwrap()]);
+        self.mounted = true;
+    }
+
+    /// Unmounting writes back and checkpoints the journal, so every cached metadata
+    /// block is clean again, as on a filesystem only read from.
+    fn remount(&mut self) {
+        run("umount", &[self.mount_point().to_str().unwrap()]);
+        self.mounted = false;
+        self.mount();
+    }
+
+    fn mount_point(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for LoopFilesystem {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg(self.mount_point()).status();
+        }
+        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+fn run(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} could not start: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn files_eviction_also_empties_the_metadata_of_the_files_filesystem() {
+    if needs_root() {
+        return;
+    }
+    let mut fs = LoopFilesystem::new();
+    let mut files = Vec::new();
+    for d in 0..40 {
+        let dir = fs.mount_point().join(format!("dir{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..20 {
+            let path = dir.join(format!("file{f}"));
+            std::fs::write(&path, vec![d as u8; 8192]).unwrap();
+            files.push(path);
+        }
+    }
+    fs.remount();
+    // Looking every file up and reading it brings its directory blocks and inode
+    // tables into the loop device's page cache, its data into its own.
+    for path in &files {
+        std::fs::read(path).unwrap();
+    }
+    let metadata = evict::cached_bytes(&fs.device).expect("root reads the device's residency");
+    assert!(metadata >= 40 * 4096, "40 directories and their inodes were read: {metadata} bytes cached");
+    assert!(evict::cached_bytes(&files[0]).unwrap() > 0);
+
+    let list = fs.dir.path().join("list");
+    std::fs::write(&list, files.iter().map(|p| format!("{}\n", p.display())).collect::<String>()).unwrap();
+    let set = coldstart_bench::fileset::from_list(&list).unwrap();
+    assert_eq!(set.paths.len(), 800);
+    assert_eq!(set.devices, [fs.device.clone()], "the loop device holds every file: {:?}", set.notes);
+
+    set.evict();
+    let metadata_after = evict::cached_bytes(&fs.device).unwrap();
+    assert!(
+        metadata_after <= 16 * 4096,
+        "at most a few blocks the filesystem pins (superblock, group descriptors) stay: {metadata_after} of {metadata}"
+    );
+    assert!(files.iter().all(|p| evict::cached_bytes(p) == Some(0)));
+    assert_eq!(set.residual_bytes(), Some(metadata_after));
+}

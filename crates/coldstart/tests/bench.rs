@@ -144,7 +144,7 @@ fn files_eviction_learns_the_file_set_and_reports_what_it_cannot_evict() {
         "cat and /etc/hostname at least: {}",
         v["preparations"]
     );
-    assert!(v["notes"][0].as_str().unwrap().contains("filesystem metadata"));
+    assert!(v["notes"][0].as_str().unwrap().contains("the dentry and inode caches"));
 }
 
 #[test]

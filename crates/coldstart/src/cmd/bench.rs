@@ -33,16 +33,17 @@ from --trace FILE (a coldstart trace), --files LIST (one path per line), or lear
 `system` as root, else `files`. Several methods (e.g. `system,files`) are measured as separate,
 interleaved configurations, compared by round (the `paired by round` ratio and its 95% CI).
 
-What `files` cannot evict: filesystem metadata. On ext4 directory blocks and inode tables are
-cached by the block device, not by the directories' own files, so no fadvise reaches them (only
-drop_caches or a process that may open the disk); the kernel's dentry and inode caches stay too.
-A cold start under `files` therefore finds every path lookup and stat cached: measured on a 2-core
-VM, the python3 scientific import read about 2100 metadata pages (some 500 extra block reads) and
-used 20-60 ms more system CPU under `system`; cold starts under `files` came out 0-10% faster
-(`system` also empties other programs' caches, and on a busy machine their re-reads compete with
-the command). See docs/bench-eviction.md and BENCHMARKS.md.
-Nor does `files` evict pages mapped by running processes (libc, libm: `system` keeps those too),
-files outside the set, or dirty pages. Residual residency of the set is reported after eviction.
+Filesystem metadata under `files`: ext4 caches directory blocks and inode tables in the block
+device's page cache, not in the directories' own files, so `files` also advises DONTNEED on the
+block devices holding the set, where it may open them (root, or the disk group; every clean
+cached block of that filesystem goes, other programs' metadata too, no file data). Some VMs refuse
+to open their disk even to root: there the metadata stays cached (a note says so), cold starts
+under `files` find every path lookup cached, and came out 0-10% faster than under `system` (the
+python3 scientific import read about 2100 metadata pages more under `system`). The dentry and
+inode caches have no per-file eviction: `files` keeps them (20-40 ms of system CPU for that
+import). Nor does `files` evict pages mapped by running processes (libc, libm: `system` keeps
+those too), files outside the set, or dirty pages. What stayed cached of the set and its
+filesystems' metadata is reported after eviction. See docs/bench-eviction.md and BENCHMARKS.md.
 
 Readiness (--until): exit (default), mark:NAME (the program runs `coldstart mark NAME`), output:REGEX
 (a line of stdout/stderr), idle[:MS] (no disk reads and CPUs under 10% busy for MS, default 500),
