@@ -10,18 +10,23 @@ use crate::index::Ctx;
 pub(crate) type WaitFiles = Vec<(i32, u32, u64)>;
 
 /// Fills `out` with the files behind the I/O wait `sched[rows[k]]` of one thread: the
-/// pages that thread added to the cache from the start of the running interval that
-/// led into the wait (a page enters the cache before its reader blocks on it) to the
-/// end of the wait. Sorted by pages, most first, then file.
+/// pages that thread added to the cache since it last stopped waiting or sleeping (the
+/// running and runnable intervals that led into the wait: a page enters the cache before
+/// its reader blocks on it, and a preemption can fall in between) to the end of the
+/// wait. Sorted by pages, most first, then file.
 pub(crate) fn wait_files(ctx: &Ctx, sched_rows: &[u32], k: usize, fill_rows: &[u32], out: &mut WaitFiles) {
     out.clear();
     let sched = &ctx.trace.sched;
     let fills = &ctx.trace.page_fills;
     let wait = &sched[sched_rows[k] as usize];
-    let from = match k.checked_sub(1).map(|j| &sched[sched_rows[j] as usize]) {
-        Some(prev) if prev.state == ThreadState::Running && prev.end_ns <= wait.start_ns => prev.start_ns,
-        _ => wait.start_ns,
-    };
+    let mut from = wait.start_ns;
+    for j in (0..k).rev() {
+        let prev = &sched[sched_rows[j] as usize];
+        if !matches!(prev.state, ThreadState::Running | ThreadState::Runnable) || prev.end_ns > from {
+            break;
+        }
+        from = prev.start_ns;
+    }
     let first = fill_rows.partition_point(|&r| fills[r as usize].t_ns < from);
     for &r in &fill_rows[first..] {
         let fill = &fills[r as usize];

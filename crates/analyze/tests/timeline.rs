@@ -73,6 +73,33 @@ fn the_critical_path_of_one_thread_names_the_files_of_its_io_waits() {
 }
 
 #[test]
+fn a_wait_after_a_preemption_is_named_by_the_pages_filled_before_it() {
+    // The fill at 8 ms, then a preemption (runnable 10-12 ms) and 1 ms more of running
+    // before the thread blocks on the page: the wait is still for that file.
+    let trace = Builder::new()
+        .file(1, "/usr/lib/libfoo.so")
+        .sched(100, 0, 10 * MS, Running)
+        .fill(8 * MS, 100, 100, 1, 0, 4)
+        .sched(100, 10 * MS, 12 * MS, Runnable)
+        .sched(100, 12 * MS, 13 * MS, Running)
+        .sched(100, 13 * MS, 33 * MS, IoWait)
+        .wakeup(33 * MS, 100, None)
+        .sched(100, 33 * MS, 40 * MS, Running)
+        .exits(100, 40 * MS)
+        .build();
+    check(
+        &trace,
+        Facet::CriticalPath,
+        "0-10 100 cpu
+         10-12 100 cpu_wait
+         12-13 100 cpu
+         13-33 100 io [/usr/lib/libfoo.so=20]
+         33-40 100 cpu
+         total=40 cpu=18 cpu_wait=2 io=20 [/usr/lib/libfoo.so=20] sleep=0 untraced=0 helpers=[]",
+    );
+}
+
+#[test]
 fn a_wait_on_a_thread_without_data_and_time_before_the_first_interval_are_named() {
     let trace = Builder::new()
         .sched(100, 2 * MS, 10 * MS, Running)

@@ -253,19 +253,23 @@ struct Competitor {
 pub(crate) fn work_that_can_wait(f: &Facts) -> Vec<Finding> {
     let Some(cp) = f.path else { return Vec::new() };
     let comm_of: FxHashMap<i32, &str> = f.trace.block_ios.iter().map(|b| (b.pid, b.comm.as_str())).collect();
+    // A request names the task that issued it, often a thread: count it for its process
+    // where the trace knows the thread (threads outside the recording stay by task id).
+    let pid_of: FxHashMap<i32, i32> = f.trace.threads.iter().map(|t| (t.tid, t.pid)).collect();
     let mut by_pid: FxHashMap<i32, Competitor> = FxHashMap::default();
     let mut disk_busy: Nanos = 0;
     for disk in &f.a.disks {
         for (i, share) in busy_shares(disk, f.origin, f.ready) {
             disk_busy += share;
             let r = &disk.requests[i];
-            if f.path_pids.contains(&r.pid) {
+            let pid = pid_of.get(&r.pid).copied().unwrap_or(r.pid);
+            if f.path_pids.contains(&pid) {
                 continue;
             }
-            let process = f.a.process(r.pid);
+            let process = f.a.process(pid);
             let comm =
                 process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.comm.as_str());
-            if r.pid <= 0 || is_system_worker(comm) {
+            if pid <= 0 || is_system_worker(comm) {
                 continue;
             }
             // Files a process on the critical path also read were read for it (or shared): not competition.
@@ -274,8 +278,8 @@ pub(crate) fn work_that_can_wait(f: &Facts) -> Vec<Finding> {
             }) {
                 continue;
             }
-            let c = by_pid.entry(r.pid).or_insert_with(|| Competitor {
-                pid: r.pid,
+            let c = by_pid.entry(pid).or_insert_with(|| Competitor {
+                pid,
                 comm: comm.to_owned(),
                 in_scope: process.is_some_and(|p| p.in_scope),
                 requests: 0,

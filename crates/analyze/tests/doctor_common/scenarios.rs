@@ -65,12 +65,14 @@ pub fn shell_helpers() -> Trace {
     s.run(100, t, 100 * MS).ready(100 * MS).build()
 }
 
-/// `app` maps two files (20 ms of wait each); `indexer` (in scope, not on the path) and
-/// `updatedb` (pid 999, outside the trace) read from the disk meanwhile: 16 ms and 12 ms
-/// of disk time, none overlapping another request. Ready at 100 ms.
+/// `app` maps two files (20 ms of wait each); `indexer` (in scope, not on the path; its
+/// second read from its thread 301) and `updatedb` (pid 999, outside the trace) read from
+/// the disk meanwhile: 16 ms and 12 ms of disk time, none overlapping another request.
+/// Ready at 100 ms.
 pub fn work_that_can_wait() -> Trace {
     Start::new()
         .process(300, 100, "indexer", MS, None)
+        .thread(301, 300, "indexer-io")
         .file(1, "/usr/lib/app/data1", 40960)
         .file(2, "/usr/lib/app/data2", 40960)
         .file(3, "/var/lib/indexer/db", 1 << 20)
@@ -85,8 +87,8 @@ pub fn work_that_can_wait() -> Trace {
         .run(100, 60 * MS, 100 * MS)
         .fill(2 * MS, 300, 300, 3, 0, 16, Some(PageOrigin::Read))
         .request(MS, 9 * MS, 3, 0, 65536, 300, "indexer")
-        .fill(62 * MS, 300, 300, 3, 16, 16, Some(PageOrigin::Read))
-        .request(61 * MS, 69 * MS, 3, 16, 65536, 300, "indexer")
+        .fill(62 * MS, 300, 301, 3, 16, 16, Some(PageOrigin::Read))
+        .request(61 * MS, 69 * MS, 3, 16, 65536, 301, "indexer-io")
         .raw_request(super::DISK, 70 * MS, 82 * MS, 90_000_000, 131_072, 999, "updatedb")
         .ready(100 * MS)
         .build()
