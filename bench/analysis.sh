@@ -13,10 +13,11 @@
 #      the median analysis times and the median of the per-pair ratios B/A.
 # Usage: bench/analysis.sh [RUNS]   (default 5; set SKIP_CRITERION=1 to skip step 1)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 events=5000000
-[ -x /usr/bin/time ] || { apt-get update -qq; apt-get install -y -qq time; }
+install_packages time
 
 if [ -z "${SKIP_CRITERION:-}" ]; then
     cargo bench -q -p coldstart-analyze --bench analysis 2>&1 | grep -E "^analyze|time:|thrpt:"

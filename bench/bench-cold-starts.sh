@@ -9,19 +9,13 @@
 # bench/bench-evict-diff.sh shows what `system` makes the start read that `files` does not.
 # Usage: bash bench/bench-cold-starts.sh [RUNS]   (COLDSTART=path uses that binary instead of building)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 runs=${1:-10}
 out=${OUT:-/tmp/coldstart-bench}
 mkdir -p "$out"
 
-packages=()
-for p in python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui strace; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-done
-if [ "${#packages[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-fi
+install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui strace
 if [ -z "${COLDSTART:-}" ]; then
     cargo build --release -q -p coldstart
 fi

@@ -12,17 +12,13 @@
 # (COLDSTART=path uses that binary instead of building; traces are kept in $OUT,
 # default /tmp/coldstart-evict-diff).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 program=${1:-python}
 rounds=${2:-3}
 out=${OUT:-/tmp/coldstart-evict-diff}
 mkdir -p "$out"
-for p in sqlite3 python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"
-    }
-done
+install_packages sqlite3 python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui
 if [ -z "${COLDSTART:-}" ]; then
     cargo build --release -q -p coldstart
 fi

@@ -13,18 +13,12 @@
 # Usage (as root): bash bench/bench-evict-rig.sh [RUNS] [python|soffice|both]
 #   (COLDSTART=path uses that binary instead of building one)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 runs=${1:-10}
 which=${2:-both}
 if [ -z "${RIG_MNT:-}" ]; then
-    packages=()
-    for p in python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-    done
-    if [ "${#packages[@]}" -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-    fi
+    install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui
     if [ -z "${COLDSTART:-}" ]; then
         cargo build --release -q -p coldstart
         export COLDSTART=$PWD/target/release/coldstart

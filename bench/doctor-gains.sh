@@ -28,17 +28,11 @@
 #   uses that binary (a release build) instead of building one. Output in $OUT
 #   (default /tmp/coldstart-doctor-gains).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 if [ -z "${RIG_MNT:-}" ]; then
-    packages=()
-    for p in python3-scipy python3-matplotlib python3-pandas; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-    done
-    if [ "${#packages[@]}" -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-    fi
+    install_packages python3-scipy python3-matplotlib python3-pandas
     if [ -z "${COLDSTART:-}" ]; then
         cargo build --release -q -p coldstart
         export COLDSTART=$PWD/target/release/coldstart

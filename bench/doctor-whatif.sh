@@ -21,6 +21,7 @@
 #   uses that binary (a release build) instead of building one. Output in $OUT
 #   (default /tmp/coldstart-doctor-whatif).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 phase=${1:-}
 DISK=${DISK:-custom:request=10ms,seek=0,near_seek=0,rotation=0,bandwidth=60MB/s,queue_depth=1}
@@ -64,14 +65,7 @@ case "$phase" in
         ;;
     *)
         rounds=${1:-5}
-        packages=()
-        for p in python3-scipy python3-matplotlib python3-pandas; do
-            dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-        done
-        if [ "${#packages[@]}" -gt 0 ]; then
-            apt-get update -qq
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-        fi
+        install_packages python3-scipy python3-matplotlib python3-pandas
         if [ -z "${COLDSTART:-}" ]; then
             cargo build --release -q -p coldstart
             COLDSTART=$PWD/target/release/coldstart

@@ -9,24 +9,21 @@
 # ratios of medians and paired ratios (geometric mean of per-round ratios, bootstrap 95% interval).
 # Needs root. Installs its Debian packages. Results go to $OUT (default /tmp/coldstart-ahead-fill).
 # Usage: COLDSTART=new OLD_COLDSTART=old bash bench/prefetch-ahead-fill.sh [RUNS]
+#   OLD_OPTS and NEW_OPTS add replay options to each arm, so one build can be compared with
+#   itself: COLDSTART=b OLD_COLDSTART=b NEW_OPTS=--stat-entries bash bench/prefetch-ahead-fill.sh 12
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 runs=${1:-10}
 out=${OUT:-/tmp/coldstart-ahead-fill}
 mkdir -p "$out"
-packages=()
-for p in python3-scipy python3-matplotlib python3-pandas; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-done
-if [ "${#packages[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-fi
+install_packages python3-scipy python3-matplotlib python3-pandas
 NEW=${COLDSTART:?set COLDSTART to the build under test}
 OLD=${OLD_COLDSTART:?set OLD_COLDSTART to the build to compare with}
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
 evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
+echo "old: $OLD ${OLD_OPTS:-}; new: $NEW ${NEW_OPTS:-}"
 echo "load average at the start: $(cat /proc/loadavg)"
 "$NEW" record --cold --as-root -o "$out/python.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/record.txt"
 mv "$out/python.coldstart.tmp" "$out/python.coldstart"
@@ -35,9 +32,10 @@ rm -f "$out"/round-*.json
 for i in $(seq 1 "$runs"); do
     if [ $((i % 2)) -eq 1 ]; then order=(old new); else order=(new old); fi
     for which in "${order[@]}"; do
-        if [ "$which" = old ]; then b=$OLD; else b=$NEW; fi
+        if [ "$which" = old ]; then b=$OLD; opts=${OLD_OPTS:-}; else b=$NEW; opts=${NEW_OPTS:-}; fi
         evict
-        "$b" run -q --as-root --prefetch "$out/python.plan" --ahead --report-json "$out/round-$i-$which.json" \
+        # shellcheck disable=SC2086
+        "$b" run -q --as-root --prefetch "$out/python.plan" $opts --ahead --report-json "$out/round-$i-$which.json" \
             -- "${cmd[@]}" >/dev/null 2>&1
     done
     "$NEW" run -q --as-root --report-json "$out/round-$i-warm.json" -- "${cmd[@]}" >/dev/null 2>&1

@@ -13,7 +13,9 @@
 # Needs root (drop_caches). Installs its Debian packages; builds a release coldstart unless
 # COLDSTART=path is given. Results (JSON, text, plans) go to $OUT (default /tmp/coldstart-prefetch).
 # Usage: bash bench/prefetch-fast-disk.sh [RUNS] [python|soffice ...]
+#   (TARGETS_ONLY=1 runs session 1 only)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 runs=${1:-10}
 shift || true
@@ -22,14 +24,7 @@ programs=("$@")
 out=${OUT:-/tmp/coldstart-prefetch}
 mkdir -p "$out"
 
-packages=()
-for p in python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-done
-if [ "${#packages[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-fi
+install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch
 if [ -z "${COLDSTART:-}" ]; then
     cargo build --release -q -p coldstart
 fi
@@ -73,6 +68,10 @@ for prog in "${programs[@]}"; do
         --prefetch "$out/$prog.plan" --export-json "$out/$prog-targets.json" -- "${cmd[@]}" \
         | tee "$out/$prog-targets.txt"
 
+    if [ -n "${TARGETS_ONLY:-}" ]; then
+        echo "load average at the end of $prog: $(cat /proc/loadavg)"
+        continue
+    fi
     echo "== $prog: orders and baselines, all alongside through coldstart run; $runs runs each, interleaved"
     "$C" bench --evict system --runs "$runs" --no-progress --as-root --export-json "$out/$prog-orders.json" \
         -n "no prefetch" -c "$C run -q -- $line" \

@@ -29,18 +29,12 @@
 #    default plan in PLAN_OPTS, replay options in REPLAY_OPTS, e.g. REPLAY_OPTS='--depth 4';
 #    CONFIGS='none alongside warm' runs only those)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 prog=${2:-python}
 if [ -z "${RIG_MNT:-}" ]; then
-    packages=()
-    for p in python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || packages+=("$p")
-    done
-    if [ "${#packages[@]}" -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-    fi
+    install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch
     if [ -z "${COLDSTART:-}" ]; then
         cargo build --release -q -p coldstart
         export COLDSTART=$PWD/target/release/coldstart

@@ -7,12 +7,10 @@
 # the trace; system-wide, so other processes' opens count too).
 # Run as root from the repository root.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 N=${N:-6}
-for p in python3 sqlite3 bc; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        { apt-get update -qq && apt-get install -y -qq "$p"; }
-done
+install_packages python3 sqlite3 bc
 B=${COLDSTART:-target/release/coldstart}
 [ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
 A=${COLDSTART_A:?set COLDSTART_A to the coldstart binary to compare with}

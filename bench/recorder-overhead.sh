@@ -6,14 +6,11 @@
 # running the start and just after it exits.
 # Prints every pair and the medians; run as root from the repository root.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 N=${N:-10}
 CMD=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
-need=()
-for p in python3-scipy python3-matplotlib python3-pandas sqlite3; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ "${#need[@]}" -gt 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}"; fi
+install_packages python3-scipy python3-matplotlib python3-pandas sqlite3
 BIN=${COLDSTART:-target/release/coldstart}
 [ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
 work=$(mktemp -d /var/tmp/cs-overhead.XXXXXX)

@@ -4,10 +4,9 @@
 # Prints the event volume and every loss the trace stores (overruns, dropped
 # events), which must be zero or reported exactly. Run as root from the repository root.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
-for p in fio sqlite3; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || { apt-get update -qq; apt-get install -y -qq "$p"; }
-done
+install_packages fio sqlite3
 BIN=${COLDSTART:-target/release/coldstart}
 [ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
 work=$(mktemp -d /var/tmp/cs-stress.XXXXXX)

@@ -2,30 +2,16 @@
 //! synthetic trace of private temporary files; the systemd unit templates checked
 //! with `systemd-analyze verify`.
 
+mod support;
+use support::{ci, coldstart, is_root, json};
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use coldstart_trace::{Dev, Extent, File, FileKind, FileOpen, Meta, PageFill, Process, Trace, TraceWriter};
 use predicates::str::contains;
 
 const PAGE: u64 = 4096;
-
-fn coldstart() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn is_root() -> bool {
-    nix::unistd::Uid::effective().is_root()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Three files of 16 pages in `dir`, and a trace of a start that read pages 0..4 of
 /// each and opened an empty fourth file.
@@ -169,6 +155,38 @@ fn fill_sequential_reads_the_planned_ranges_with_plain_reads() {
         .assert()
         .code(2)
         .stderr(contains("invalid value 'bogus' for '--fill"));
+}
+
+#[test]
+fn stat_entries_looks_up_every_entry_of_the_listed_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, paths) = make_plan(dir.path());
+    let report = dir.path().join("report.json");
+    let run = |extra: &[&str]| {
+        coldstart()
+            .args(["prefetch", "run", "--json"])
+            .arg(&report)
+            .args(extra)
+            .arg(&plan)
+            .assert()
+            .success();
+        json(&report)
+    };
+    let r = run(&[]);
+    assert_eq!(
+        (r["options"]["stat_entries"].as_bool(), r["entries_looked_up"].as_u64()),
+        (Some(false), Some(0))
+    );
+    let r = run(&["--stat-entries"]);
+    assert_eq!(r["options"]["stat_entries"], true);
+    let looked_up = r["entries_looked_up"].as_u64().unwrap();
+    assert!(looked_up >= paths.len() as u64, "the planned files are entries of listed directories: {r:#}");
+    coldstart()
+        .args(["prefetch", "run", "--stat-entries", "--skip-directories"])
+        .arg(&plan)
+        .assert()
+        .code(2)
+        .stderr(contains("cannot be used with"));
 }
 
 #[test]

@@ -51,10 +51,15 @@ pub fn render(r: &ReplayReport) -> String {
     line(&mut out, "not reached", r.not_reached, " (stopped before)");
     let _ = writeln!(
         out,
-        "  files opened {}, directories warmed {}{}",
+        "  files opened {}, directories warmed {}{}{}",
         r.files_opened,
         r.directories,
-        if r.directories_failed > 0 { format!(" ({} failed)", r.directories_failed) } else { String::new() }
+        if r.directories_failed > 0 { format!(" ({} failed)", r.directories_failed) } else { String::new() },
+        if r.entries_looked_up > 0 {
+            format!(", their entries looked up {}", r.entries_looked_up)
+        } else {
+            String::new()
+        }
     );
     for p in &r.problems {
         let _ = writeln!(out, "  {p}");

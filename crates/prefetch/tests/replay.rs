@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use coldstart_prefetch::plan::{
-    FORMAT, PlanFile, PlanFileKind, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
+    FORMAT, PlanDirectory, PlanFile, PlanFileKind, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
 };
 use coldstart_prefetch::replay::Fill;
 use coldstart_prefetch::{Method, Plan, ReplayOptions, ReplayReport, order, replay};
@@ -403,4 +403,39 @@ fn a_sequential_fill_makes_large_folios_where_an_exact_one_does_not() {
     assert_eq!(seen[0].1, 0, "FADV_RANDOM reads made large folios: {seen:?}");
     assert_eq!(seen[1].2, 1, "{seen:?}");
     assert!(seen[1].1 >= 1024, "sequential reads left most of 2048 pages in small folios: {seen:?}");
+}
+
+#[test]
+fn listed_directories_are_warmed_and_with_stat_entries_every_entry_is_looked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = dir.path().join("listed");
+    std::fs::create_dir(&listed).unwrap();
+    for name in ["a.py", "a.pyc", "b.py", "sub"] {
+        if name == "sub" {
+            std::fs::create_dir(listed.join(name)).unwrap();
+        } else {
+            std::fs::write(listed.join(name), b"x").unwrap();
+        }
+    }
+    let directories = vec![
+        PlanDirectory { path: dir.path().to_string_lossy().into(), list: false, first_need_ns: 0 },
+        PlanDirectory { path: listed.to_string_lossy().into(), list: true, first_need_ns: 0 },
+        PlanDirectory {
+            path: dir.path().join("gone").to_string_lossy().into(),
+            list: true,
+            first_need_ns: 0,
+        },
+    ];
+    let settings = PlanSettings::default();
+    let steps = order::steps(&[], &directories, settings.order, settings.blend_window_ns);
+    let plan = Arc::new(Plan { directories, steps, ..(*make_plan(Vec::new())).clone() });
+
+    let r = replay(Arc::clone(&plan), &ReplayOptions::default()).unwrap();
+    assert_eq!((r.directories, r.directories_failed, r.entries_looked_up), (2, 1, 0));
+    let options = ReplayOptions { stat_entries: true, ..ReplayOptions::default() };
+    let r = replay(Arc::clone(&plan), &options).unwrap();
+    assert_eq!((r.directories, r.directories_failed, r.entries_looked_up), (2, 1, 4), "{r:#?}");
+    let options = ReplayOptions { stat_entries: true, directories: false, ..ReplayOptions::default() };
+    let r = replay(plan, &options).unwrap();
+    assert_eq!((r.directories, r.entries_looked_up), (0, 0));
 }

@@ -161,6 +161,10 @@ pub struct ReplayArgs {
     /// Do not warm directories.
     #[arg(long)]
     pub skip_directories: bool,
+    /// Also look up (stat) every entry of the directories the plan lists: warms the inode
+    /// tables and inodes of names the program looks up without reading them.
+    #[arg(long, conflicts_with = "skip_directories")]
+    pub stat_entries: bool,
 }
 
 impl ReplayArgs {
@@ -177,6 +181,7 @@ impl ReplayArgs {
             alongside_fill: self.fill.into(),
             metadata: !self.skip_metadata,
             directories: !self.skip_directories,
+            stat_entries: self.stat_entries,
             ..defaults
         };
         if let Some(p) = &self.ioprio {

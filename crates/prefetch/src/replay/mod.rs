@@ -118,6 +118,11 @@ pub struct ReplayOptions {
     pub metadata: bool,
     /// Warm the plan's directories.
     pub directories: bool,
+    /// Also look up every entry of a listed directory (fstatat), which reads the inode
+    /// tables of names the program stats without reading them (python's `.py` beside
+    /// the `.pyc` it loads) and builds their dentries and inodes.
+    #[serde(default)]
+    pub stat_entries: bool,
 }
 
 impl Default for ReplayOptions {
@@ -134,6 +139,7 @@ impl Default for ReplayOptions {
             chunk_bytes: 8 << 20,
             metadata: true,
             directories: true,
+            stat_entries: false,
         }
     }
 }
@@ -200,6 +206,9 @@ pub struct ReplayReport {
     pub read_ahead_beyond: u64,
     pub directories: usize,
     pub directories_failed: usize,
+    /// Entries of listed directories looked up (with `stat_entries`).
+    #[serde(default)]
+    pub entries_looked_up: u64,
     /// Files opened and found unchanged.
     pub files_opened: usize,
     /// The memory budget in bytes, and how it was set.

@@ -73,6 +73,7 @@ struct Local {
     files_opened: usize,
     directories: usize,
     directories_failed: usize,
+    entries_looked_up: u64,
 }
 
 impl Shared<'_> {
@@ -282,7 +283,11 @@ fn directory_step(shared: &Shared<'_>, d: usize, local: &mut Local) {
     let warmed = std::fs::metadata(&dir.path).and_then(|_| {
         if dir.list {
             for entry in std::fs::read_dir(&dir.path)? {
-                entry?;
+                let entry = entry?;
+                // fstatat relative to the open directory, without following links.
+                if shared.options.stat_entries && entry.metadata().is_ok() {
+                    local.entries_looked_up += 1;
+                }
             }
         }
         Ok(())
@@ -361,6 +366,7 @@ fn merge(report: &mut ReplayReport, l: Local) {
     report.files_opened += l.files_opened;
     report.directories += l.directories;
     report.directories_failed += l.directories_failed;
+    report.entries_looked_up += l.entries_looked_up;
 }
 
 fn range_of(plan: &Plan, step: Step) -> Option<(&PlanFile, u64)> {
