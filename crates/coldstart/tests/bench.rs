@@ -1,18 +1,10 @@
 //! `coldstart bench` end to end on small shell commands: exports, readiness, exit
 //! statuses, the baseline check and running as the sudo invoker.
 
-use std::path::Path;
+mod support;
+use support::{coldstart, is_root, json};
 
-use assert_cmd::Command;
 use predicates::str::contains;
-
-fn coldstart() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 #[test]
 fn warm_runs_export_hyperfine_compatible_json() {
@@ -149,7 +141,7 @@ fn files_eviction_learns_the_file_set_and_reports_what_it_cannot_evict() {
 
 #[test]
 fn as_root_under_sudo_the_command_runs_as_the_invoker() {
-    if !nix_is_root() {
+    if !is_root() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but not root");
         eprintln!("skipped: not root");
         return;
@@ -171,11 +163,4 @@ fn as_root_under_sudo_the_command_runs_as_the_invoker() {
     };
     run(&[]).success();
     run(&["--as-root", "--timeout", "2"]).code(3);
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }

@@ -2,33 +2,14 @@
 //! the built-in example and writes the trace and every report; without root it
 //! refuses with a message that says how to run it, and writes nothing.
 
+mod support;
+use support::{can_record, ci, private_dir};
+
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use coldstart_trace::{CacheState, Trace};
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-fn can_record(test: &str) -> bool {
-    let root = nix::unistd::Uid::effective().is_root();
-    let tracefs = Path::new("/sys/kernel/tracing/instances").is_dir();
-    if root && tracefs {
-        return true;
-    }
-    let why = if root { "no tracefs" } else { "not root" };
-    assert!(!ci(), "{test}: cannot record ({why}) and CI=true");
-    eprintln!("skip {test}: cannot record here ({why})");
-    false
-}
-
-fn private_dir() -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
-}
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777

@@ -1,9 +1,11 @@
 //! `coldstart doctor` and the findings in `coldstart report`, on a small trace written
 //! here: 30 small files read one by one, each with a 5 ms wait.
 
+mod support;
+use support::coldstart;
+
 use std::path::Path;
 
-use assert_cmd::Command;
 use coldstart_trace::*;
 use predicates::prelude::*;
 
@@ -86,10 +88,6 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("app.coldstart");
     trace.write(&path).expect("write trace");
     path
-}
-
-fn coldstart() -> Command {
-    Command::cargo_bin("coldstart").expect("binary")
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! `coldstart export` and `coldstart report --format svg` through the command line:
 //! the files they write, and clear errors (exit status 2) for options that do not fit.
 
-use assert_cmd::Command;
+mod support;
+use support::coldstart;
+
 use coldstart_trace::Trace;
 use predicates::str::contains;
 
@@ -10,10 +12,6 @@ fn trace_file(dir: &std::path::Path) -> std::path::PathBuf {
     let trace: Trace = coldstart_analyze::synthetic::start_trace(2_000, 7);
     trace.write(&path).unwrap();
     path
-}
-
-fn coldstart() -> Command {
-    Command::cargo_bin("coldstart").unwrap()
 }
 
 #[test]

@@ -1,16 +1,14 @@
 //! `coldstart import bootchart2` end to end, on the example logs of coldstart-import.
 
+mod support;
+use support::coldstart;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/data").join(name)
-}
-
-fn coldstart() -> Command {
-    Command::cargo_bin("coldstart").unwrap()
 }
 
 #[test]

@@ -1,14 +1,12 @@
 //! `coldstart mark NAME`: the line it appends, its pid, and its quiet no-op outside coldstart.
 
+mod support;
+use support::coldstart;
+
 use std::time::Duration;
 
-use assert_cmd::Command;
 use coldstart_launch::{Ending, PausedChild, Until, WaitOptions, marks};
 use predicates::str::contains;
-
-fn coldstart() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
-}
 
 #[test]
 fn outside_coldstart_it_notes_and_exits_zero() {

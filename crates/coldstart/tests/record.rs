@@ -4,31 +4,14 @@
 //! `--until output:REGEX` or `--until mark:NAME` it stops at that moment, stores it
 //! as the ready time and ends the command's whole tree.
 
-use std::path::{Path, PathBuf};
+mod support;
+use support::{can_record, private_dir};
+
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use coldstart_trace::{MarkSource, Trace};
-
-fn can_record(test: &str) -> bool {
-    let root = nix::unistd::Uid::effective().is_root();
-    let tracefs = Path::new("/sys/kernel/tracing/instances").is_dir();
-    if root && tracefs {
-        return true;
-    }
-    let why = if root { "no tracefs" } else { "not root" };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test}: cannot record ({why}) and CI=true");
-    }
-    eprintln!("skip {test}: cannot record here ({why})");
-    false
-}
-
-fn private_dir() -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
-}
 
 fn instances_of(pid: u32) -> Vec<String> {
     let prefix = format!("coldstart-{pid}-");

@@ -1,8 +1,10 @@
 //! `coldstart report` and `coldstart reads` on a small trace file written here.
 
+mod support;
+use support::coldstart;
+
 use std::path::Path;
 
-use assert_cmd::Command;
 use coldstart_trace::*;
 use predicates::prelude::*;
 
@@ -48,10 +50,6 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("app.coldstart");
     trace.write(&path).expect("write trace");
     path
-}
-
-fn coldstart() -> Command {
-    Command::cargo_bin("coldstart").expect("binary")
 }
 
 #[test]

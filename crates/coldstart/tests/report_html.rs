@@ -16,6 +16,9 @@
 //! with CI=true they fail instead. A screenshot of each page is written under
 //! the target directory's tmp/ to look at.
 
+mod support;
+use support::{can_record, private_dir, unavailable};
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,19 +35,6 @@ const XSS_PROCESS: &str = "<img src=x onerror=alert(1)>";
 const XSS_FILE: &str = "/tmp/<img src=x onerror=alert(2)>/lib.so";
 const XSS_MARK: &str = "</script><script>alert(3)</script><!--";
 
-fn in_ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// Skips (or, under CI=true, fails) a test that cannot run here.
-fn unavailable(test: &str, why: &str) -> bool {
-    if in_ci() {
-        panic!("{test}: {why} and CI=true");
-    }
-    eprintln!("skip {test}: {why}");
-    true
-}
-
 fn chromium(test: &str) -> Option<PathBuf> {
     let path = std::env::var_os("COLDSTART_CHROMIUM")
         .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
@@ -54,12 +44,6 @@ fn chromium(test: &str) -> Option<PathBuf> {
         unavailable(test, &format!("no Chromium at {} (Debian package chromium)", path.display()));
         None
     }
-}
-
-fn private_dir() -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
 }
 
 fn coldstart(args: &[&OsStr]) {
@@ -392,16 +376,6 @@ fn the_report_of_a_hostile_synthetic_trace_is_clean_filters_sorts_zooms_and_show
     page.click("#tl-fit");
     page.screenshot("report_html_synthetic.png");
     page.assert_clean();
-}
-
-fn can_record(test: &str) -> bool {
-    let root = nix::unistd::Uid::effective().is_root();
-    let tracefs = Path::new("/sys/kernel/tracing/instances").is_dir();
-    match (root, tracefs) {
-        (true, true) => true,
-        (false, _) => !unavailable(test, "cannot record here (not root)"),
-        (true, false) => !unavailable(test, "cannot record here (no tracefs)"),
-    }
 }
 
 /// Writes `bytes` to a new file and drops its pages from the page cache, so
