@@ -36,7 +36,9 @@ interleaved configurations, compared by round (the `paired by round` ratio and i
 Filesystem metadata under `files`: ext4 caches directory blocks and inode tables in the block
 device's page cache, not in the directories' own files, so `files` also advises DONTNEED on the
 block devices holding the set, where it may open them (root, or the disk group; every clean
-cached block of that filesystem goes, other programs' metadata too, no file data). Some VMs refuse
+cached block of that filesystem goes, other programs' metadata too, no file data); measured so on
+an ext4 image on a loop device, `files` came within 1.4% (python3) and 3.2% (LibreOffice) of
+`system`, reading the same bytes. Some VMs refuse
 to open their disk even to root: there the metadata stays cached (a note says so), cold starts
 under `files` find every path lookup cached, and came out 0-10% faster than under `system` (the
 python3 scientific import read about 2100 metadata pages more under `system`). The dentry and

@@ -162,7 +162,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub skip_directories: bool,
     /// Also look up (stat) every entry of the directories the plan lists: warms the inode
-    /// tables and inodes of names the program looks up without reading them.
+    /// tables and inodes of names the program looks up without reading them (measured no
+    /// faster for python3 after a replay ahead, see BENCHMARKS.md).
     #[arg(long, conflicts_with = "skip_directories")]
     pub stat_entries: bool,
 }
