@@ -107,12 +107,23 @@ pub fn metadata_devices(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     let mut notes = Vec::new();
     for dev in devices {
         let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
-        let Some(path) = block_device_path(major, minor) else {
-            notes.push(format!(
-                "files on device {major}:{minor} (no block device: tmpfs, overlayfs, btrfs or similar): \
-                 their filesystem's metadata is not evicted"
-            ));
-            continue;
+        let path = match block_device_path(major, minor) {
+            DevicePath::Found(path) => path,
+            DevicePath::NotBlock => {
+                notes.push(format!(
+                    "files on device {major}:{minor} (no block device: tmpfs, overlayfs, btrfs or similar): \
+                     their filesystem's metadata is not evicted"
+                ));
+                continue;
+            }
+            DevicePath::NoNode(path) => {
+                notes.push(format!(
+                    "filesystem metadata on block device {major}:{minor} stays cached: there is no device node \
+                     {} for it here (a container?); only --evict system empties it",
+                    path.display()
+                ));
+                continue;
+            }
         };
         match std::fs::File::open(&path) {
             Ok(_) => openable.push(path),
@@ -126,15 +137,26 @@ pub fn metadata_devices(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     (openable, notes)
 }
 
+enum DevicePath {
+    Found(PathBuf),
+    /// Not a block device known to sysfs.
+    NotBlock,
+    /// A block device whose node `/dev/NAME` is missing, or is not that device.
+    NoNode(PathBuf),
+}
+
 /// `/dev/NAME` of block device `major:minor`, from sysfs.
-fn block_device_path(major: u32, minor: u32) -> Option<PathBuf> {
-    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")).ok()?;
-    let name = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))?;
+fn block_device_path(major: u32, minor: u32) -> DevicePath {
+    let Ok(uevent) = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")) else {
+        return DevicePath::NotBlock;
+    };
+    let Some(name) = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME=")) else {
+        return DevicePath::NotBlock;
+    };
     let path = Path::new("/dev").join(name);
-    std::fs::metadata(&path)
-        .ok()
-        .filter(|m| m.file_type().is_block_device() && m.rdev() == makedev(major, minor))?;
-    Some(path)
+    let is_it = std::fs::metadata(&path)
+        .is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == makedev(major, minor));
+    if is_it { DevicePath::Found(path) } else { DevicePath::NoNode(path) }
 }
 
 fn makedev(major: u32, minor: u32) -> u64 {

@@ -8,6 +8,14 @@ use std::path::PathBuf;
 
 use coldstart_bench::evict;
 
+/// `system_eviction_empties_the_page_cache` drops every cache of the machine: the
+/// tests here run one at a time, so it cannot empty another test's file mid-check.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn needs_root() -> bool {
     if evict::is_root() {
         return false;
@@ -34,6 +42,7 @@ fn cached_file(name: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn files_eviction_makes_a_file_non_resident() {
+    let _serial = one_at_a_time();
     if needs_root() {
         return;
     }
@@ -49,6 +58,7 @@ fn files_eviction_makes_a_file_non_resident() {
 
 #[test]
 fn system_eviction_empties_the_page_cache() {
+    let _serial = one_at_a_time();
     if needs_root() {
         return;
     }
@@ -118,6 +128,7 @@ fn run(program: &str, args: &[&str]) -> String {
 
 #[test]
 fn files_eviction_also_empties_the_metadata_of_the_files_filesystem() {
+    let _serial = one_at_a_time();
     if needs_root() {
         return;
     }
