@@ -2,6 +2,14 @@
 //! on a CPU; after switching out, runnable (preempted), io-wait (D), sleeping
 //! (S, I, parked) or stopped (T, t) until woken; runnable from a wakeup until
 //! switched in. Intervals of one thread never overlap.
+//!
+//! A switch from the idle task to a traced thread is missing from a pid-filtered
+//! instance on the kernels measured (the wakeup and the switch out are there, the
+//! switch in never is), so on an idle machine a woken thread would look runnable
+//! until it next switched out. A switch in from a busy CPU is recorded, so a thread
+//! seen doing something (an event of its own, or its switch out) while it looks
+//! runnable was switched in from idle, right after it became runnable: that interval
+//! is running.
 
 use std::collections::HashMap;
 
@@ -71,6 +79,12 @@ pub fn intervals(
     };
     for e in events {
         let t = to_trace(e.ts);
+        if let Some(tid) = actor(&e.event)
+            && let Some(entry) = open.get_mut(&tid)
+            && entry.1 == ThreadState::Runnable
+        {
+            entry.1 = ThreadState::Running;
+        }
         match &e.event {
             Event::Switch { prev_tid, prev_state, next_tid, .. } => {
                 if *prev_tid != 0 && keep(*prev_tid) {
@@ -111,6 +125,24 @@ pub fn intervals(
     }
     out.sort_by_key(|s| (s.tid, s.start_ns));
     (out, wakeups)
+}
+
+/// The thread an event shows running (the task current when it was recorded), if any.
+fn actor(event: &Event) -> Option<i32> {
+    let tid = match event {
+        Event::PageCacheAdd { tid, .. }
+        | Event::PageAccess { tid, .. }
+        | Event::Readahead { tid, .. }
+        | Event::BlockIssue { tid, .. }
+        | Event::Exec { tid, .. }
+        | Event::Exit { tid, .. }
+        | Event::Print { tid, .. } => *tid,
+        Event::Fork { parent_tid, .. } => *parent_tid,
+        Event::Switch { prev_tid, .. } => *prev_tid,
+        Event::Wakeup { waker: Some(waker), .. } => *waker,
+        _ => return None,
+    };
+    (tid != 0).then_some(tid)
 }
 
 #[cfg(test)]
@@ -157,5 +189,44 @@ mod tests {
             ]
         );
         assert_eq!(wk, vec![Wakeup { t_ns: 50, tid: 5, waker_tid: None }]);
+    }
+
+    #[test]
+    fn a_thread_seen_running_without_its_switch_in_ran_from_its_wakeup() {
+        let page = |ts: u64, tid: i32| Timed {
+            ts,
+            cpu: 0,
+            event: Event::PageCacheAdd { tid, dev: 1, ino: 2, index: 0, order: 0 },
+        };
+        let events = vec![
+            switch(10, 0, 0, 5),
+            switch(20, 5, 0x2, 0),
+            // Woken from idle: no switch in is recorded, but it adds a page, then sleeps.
+            Timed { ts: 50, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            page(55, 5),
+            switch(70, 5, 0x1, 0),
+            // Woken again, seen only by its switch out.
+            Timed { ts: 80, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            switch(90, 5, 0x1, 0),
+            // A recorded switch in keeps the wait for a CPU before it.
+            Timed { ts: 100, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            switch(104, 9, 0, 5),
+            page(106, 5),
+        ];
+        let (iv, _) = intervals(&events, &StateMap::new(&[]), |t| t == 5, |ts| ts as i64, 110);
+        let got: Vec<_> = iv.iter().map(|s| (s.start_ns, s.end_ns, s.state)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (10, 20, ThreadState::Running),
+                (20, 50, ThreadState::IoWait),
+                (50, 70, ThreadState::Running),
+                (70, 80, ThreadState::Sleeping),
+                (80, 90, ThreadState::Running),
+                (90, 100, ThreadState::Sleeping),
+                (100, 104, ThreadState::Runnable),
+                (104, 110, ThreadState::Running),
+            ]
+        );
     }
 }
