@@ -146,7 +146,10 @@ impl Spool {
         let mut f =
             OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).at(&tmp)?;
         f.write_all(&text).at(&tmp)?;
-        f.sync_all().at(&tmp)?;
+        // No fsync: `start.json` is written as the command starts, where a journal commit
+        // and a cache flush would be the recorder's own cost in the start (and its writes in
+        // the trace); the rename keeps the file whole for `recover` after a killed recorder,
+        // and a machine that crashes loses the tracing instances' data anyway.
         fs::rename(&tmp, self.path(name)).at(self.path(name))
     }
 

@@ -253,8 +253,8 @@ struct Competitor {
 pub(crate) fn work_that_can_wait(f: &Facts) -> Vec<Finding> {
     let Some(cp) = f.path else { return Vec::new() };
     let comm_of: FxHashMap<i32, &str> = f.trace.block_ios.iter().map(|b| (b.pid, b.comm.as_str())).collect();
-    // A request names the task that issued it, often a thread: count it for its process
-    // where the trace knows the thread (threads outside the recording stay by task id).
+    // Count a request for its issuer's process: older traces name the issuing thread (the
+    // recorder now names the process, of tasks outside its tree too, where /proc knew it).
     let pid_of: FxHashMap<i32, i32> = f.trace.threads.iter().map(|t| (t.tid, t.pid)).collect();
     let mut by_pid: FxHashMap<i32, Competitor> = FxHashMap::default();
     let mut disk_busy: Nanos = 0;

@@ -11,7 +11,7 @@ mod procs;
 mod samples;
 mod sched;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use coldstart_trace::*;
 
@@ -130,8 +130,24 @@ pub fn build(spool: &Spool) -> Result<Built> {
 
     let extent_index = block::ExtentIndex::new(&extents);
     let block_events: Vec<_> = blocks.events.iter().filter(|e| boot(e.ts) >= 0).cloned().collect();
-    let block::Requests { rows: block_ios, requeues } =
-        block::requests(&block_events, boot, |tid| tree.tgid(tid), &extent_index);
+    // Issuers outside the recorded tree (other programs' threads) are named by their
+    // process where /proc still knows them, once per task.
+    let outside: HashMap<i32, i32> = block_events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::BlockIssue { tid, .. } if tid > 0 && !tree.pid_of.contains_key(&tid) => Some(tid),
+            _ => None,
+        })
+        .collect::<HashSet<i32>>()
+        .into_iter()
+        .filter_map(|tid| procs::tgid_from_proc(tid).map(|pid| (tid, pid)))
+        .collect();
+    let block::Requests { rows: block_ios, requeues } = block::requests(
+        &block_events,
+        boot,
+        |tid| outside.get(&tid).copied().unwrap_or_else(|| tree.tgid(tid)),
+        &extent_index,
+    );
 
     let in_scope_tid = |tid: i32| start.system || tree.in_scope.contains(&tree.tgid(tid));
     let states = sched::StateMap::new(&formats.decoder.state_bits);

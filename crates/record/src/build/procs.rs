@@ -177,7 +177,8 @@ impl ProcTree {
     }
 }
 
-fn tgid_from_proc(tid: i32) -> Option<i32> {
+/// The thread group of a live task, from `/proc/TID/status`.
+pub fn tgid_from_proc(tid: i32) -> Option<i32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }

@@ -10,6 +10,12 @@
 //! seen doing something (an event of its own, or its switch out) while it looks
 //! runnable was switched in from idle, right after it became runnable: that interval
 //! is running.
+//!
+//! A wakeup's waker comes from `sched_waking` (traced in the waker's context) when
+//! `sched_wakeup` names none: a wakeup of a task on an idle CPU is traced on that CPU
+//! from the interrupt that delivers it. Such a wakeup is then timed at the `sched_waking`,
+//! when the waker was surely running: by the time the interrupt arrives the waker may
+//! have gone to sleep itself (a thread that signals another, then waits for it).
 
 use std::collections::HashMap;
 
@@ -69,6 +75,7 @@ pub fn intervals(
     end: Nanos,
 ) -> (Vec<SchedInterval>, Vec<Wakeup>) {
     let mut open: HashMap<i32, (Nanos, ThreadState)> = HashMap::new();
+    let mut waking: HashMap<i32, (Nanos, i32)> = HashMap::new();
     let mut out = Vec::new();
     let mut wakeups = Vec::new();
     let close = |out: &mut Vec<SchedInterval>, tid: i32, start: Nanos, state: ThreadState, t: Nanos| {
@@ -102,9 +109,22 @@ pub fn intervals(
                     open.insert(*next_tid, (t, ThreadState::Running));
                 }
             }
+            Event::Waking { tid, waker } if keep(*tid) => match waker {
+                Some(w) => {
+                    waking.insert(*tid, (t, *w));
+                }
+                None => {
+                    waking.remove(tid);
+                }
+            },
             Event::Wakeup { tid, waker, .. } if keep(*tid) => {
-                if (0..=end).contains(&t) {
-                    wakeups.push(Wakeup { t_ns: t, tid: *tid, waker_tid: *waker });
+                let by = waking.remove(tid);
+                let (woken_t, waker) = match (*waker, by) {
+                    (None, Some((at, w))) => (at, Some(w)),
+                    _ => (t, *waker),
+                };
+                if (0..=end).contains(&woken_t) {
+                    wakeups.push(Wakeup { t_ns: woken_t, tid: *tid, waker_tid: waker });
                 }
                 match open.get(tid) {
                     Some((_, ThreadState::Running | ThreadState::Runnable)) => {}
@@ -139,7 +159,7 @@ fn actor(event: &Event) -> Option<i32> {
         | Event::Print { tid, .. } => *tid,
         Event::Fork { parent_tid, .. } => *parent_tid,
         Event::Switch { prev_tid, .. } => *prev_tid,
-        Event::Wakeup { waker: Some(waker), .. } => *waker,
+        Event::Wakeup { waker: Some(waker), .. } | Event::Waking { waker: Some(waker), .. } => *waker,
         _ => return None,
     };
     (tid != 0).then_some(tid)
@@ -228,5 +248,42 @@ mod tests {
                 (104, 110, ThreadState::Running),
             ]
         );
+    }
+
+    #[test]
+    fn the_waker_comes_from_sched_waking_when_the_wakeup_names_none() {
+        let waking =
+            |ts: u64, tid: i32, waker: Option<i32>| Timed { ts, cpu: 0, event: Event::Waking { tid, waker } };
+        let wakeup = |ts: u64, tid: i32, waker: Option<i32>| Timed {
+            ts,
+            cpu: 1,
+            event: Event::Wakeup { tid, waker, new: false },
+        };
+        let events = vec![
+            switch(10, 5, 0x1, 7),
+            // 7 wakes 5 onto an idle CPU, where the wakeup is traced from the interrupt, by
+            // which time 7 has gone to sleep itself (waiting for 5).
+            waking(20, 5, Some(7)),
+            switch(22, 7, 0x1, 0),
+            wakeup(25, 5, None),
+            switch(30, 5, 0x1, 0),
+            // Woken from an interrupt (an I/O completion): no waker either way.
+            waking(40, 5, None),
+            wakeup(41, 5, None),
+            switch(50, 5, 0x1, 0),
+            // A waker named by the wakeup itself stays, at the wakeup's time.
+            waking(60, 5, Some(7)),
+            wakeup(61, 5, Some(8)),
+        ];
+        let (iv, wk) = intervals(&events, &StateMap::new(&[]), |t| t == 5 || t == 7, |ts| ts as i64, 100);
+        let got: Vec<_> = wk.iter().map(|w| (w.t_ns, w.waker_tid)).collect();
+        assert_eq!(got, vec![(20, Some(7)), (41, None), (61, Some(8))]);
+        // The waker was running when the wakeup is timed; the woken thread slept until its
+        // wakeup reached it.
+        let of = |tid: i32| -> Vec<_> {
+            iv.iter().filter(|s| s.tid == tid).map(|s| (s.start_ns, s.end_ns, s.state)).collect()
+        };
+        assert_eq!(of(7)[0], (10, 22, ThreadState::Running));
+        assert_eq!(of(5)[0], (10, 25, ThreadState::Sleeping));
     }
 }

@@ -17,6 +17,10 @@ pub const SCOPE_EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
     ("sched", "sched_wakeup"),
     ("sched", "sched_wakeup_new"),
+    // For the waker: a wakeup of a task on an idle CPU is queued to that CPU and traced
+    // there (sched_wakeup) from the interrupt, naming no waker, while sched_waking is
+    // traced in the waker's context.
+    ("sched", "sched_waking"),
 ];
 /// Page accesses and readahead decisions, recorded in the scope instance when the
 /// kernel has them (the filemap access events appeared in Linux 6.11, the readahead
@@ -168,6 +172,11 @@ pub enum Event {
         waker: Option<i32>,
         new: bool,
     },
+    /// `sched_waking`: `waker` starts waking `tid` (recorded in the waker's context).
+    Waking {
+        tid: i32,
+        waker: Option<i32>,
+    },
     Print {
         tid: i32,
         text: String,
@@ -195,6 +204,7 @@ enum Kind {
     Exit,
     Switch,
     Wakeup { new: bool },
+    Waking,
     Print,
 }
 
@@ -299,6 +309,7 @@ impl Decoder {
                 }
                 ("sched", "sched_wakeup") => (Kind::Wakeup { new: false }, &["pid"]),
                 ("sched", "sched_wakeup_new") => (Kind::Wakeup { new: true }, &["pid"]),
+                ("sched", "sched_waking") => (Kind::Waking, &["pid"]),
                 ("ftrace", "print") => (Kind::Print, &["buf"]),
                 _ => continue,
             };
@@ -381,6 +392,11 @@ impl Decoder {
                 let flags = self.common_flags.as_ref().map_or(0, |cf| int(data, cf) as u8);
                 let waker = (flags & INTERRUPT_FLAGS == 0 && tid != 0).then_some(tid);
                 Event::Wakeup { tid: int(data, &f[0]) as i32, waker, new: *new }
+            }
+            Kind::Waking => {
+                let flags = self.common_flags.as_ref().map_or(0, |cf| int(data, cf) as u8);
+                let waker = (flags & INTERRUPT_FLAGS == 0 && tid != 0).then_some(tid);
+                Event::Waking { tid: int(data, &f[0]) as i32, waker }
             }
             Kind::Print => {
                 let buf = &f[0];
