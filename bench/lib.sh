@@ -1,4 +1,5 @@
-# Shared by the benchmark scripts: `source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"`.
+# Shared by the benchmark scripts (`source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"`) and
+# tests/fixtures/record.sh.
 
 # install_packages PKG...: installs the Debian packages that are missing (apt-get update once).
 install_packages() {

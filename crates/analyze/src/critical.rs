@@ -2,6 +2,11 @@
 //! thread that reached it (its running time, its I/O waits and the files behind
 //! them), jumping to the thread that woke it whenever it slept, and to the thread
 //! that created it when its own history begins, until the command's start.
+//!
+//! The waker's history stands in for the sleeper's only while the sleeper slept: back
+//! at the start of that sleep the walk returns to the sleeper. A thread that waited a
+//! millisecond for a helper that had slept a second on a timer lost a millisecond, not
+//! a second, while its own work before the wait is what the start was doing.
 
 use coldstart_trace::{Nanos, SchedInterval, ThreadState};
 use rustc_hash::FxHashMap;
@@ -15,7 +20,9 @@ use crate::time::{WaitFiles, split, wait_files};
 
 /// Jumps to a waker at an unchanged time before a sleep counts as a dead end (wakeup cycles).
 const MAX_JUMPS_AT_ONE_TIME: u32 = 16;
-/// How long after a sleep's recorded end its wakeup may be timed (event order within a CPU).
+/// How long after a sleep's recorded end its wakeup may be timed (event order within a CPU),
+/// and before its recorded start (a wakeup timed at `sched_waking` may begin while the
+/// woken thread is still switching out).
 const WAKEUP_SLACK_NS: Nanos = 50_000;
 
 struct Walk<'c, 't> {
@@ -88,7 +95,20 @@ pub(crate) fn critical_path(
     let mut jumps_at_t = 0;
     let mut steps: usize = 0;
     let step_limit = 4 * ctx.trace.sched.len() + 1000;
-    while t > origin {
+    // Sleepers to return to, with the time each began to sleep: the walk follows a waker
+    // no further back than that.
+    let mut sleepers: Vec<(i32, Nanos)> = Vec::new();
+    loop {
+        let floor = sleepers.last().map_or(origin, |&(_, since)| since);
+        if t <= floor {
+            match sleepers.pop() {
+                Some((sleeper, since)) => {
+                    (tid, t) = (sleeper, since);
+                    continue;
+                }
+                None => break,
+            }
+        }
         steps += 1;
         if steps > step_limit {
             warnings.push(Warning {
@@ -108,21 +128,21 @@ pub(crate) fn critical_path(
                     jumps_at_t += 1;
                 }
                 _ => {
-                    walk.push(tid, origin, t, SegmentKind::Untraced);
-                    break;
+                    walk.push(tid, floor, t, SegmentKind::Untraced);
+                    t = floor;
                 }
             }
             continue;
         }
         let iv = walk.interval(rows[k - 1]).clone();
         if iv.end_ns < t {
-            let from = iv.end_ns.max(origin);
+            let from = iv.end_ns.max(floor);
             walk.push(tid, from, t, SegmentKind::Untraced);
             t = from;
             jumps_at_t = 0;
             continue;
         }
-        let start = iv.start_ns.max(origin);
+        let start = iv.start_ns.max(floor);
         match iv.state {
             ThreadState::Running => walk.push(tid, start, t, SegmentKind::Cpu),
             ThreadState::Runnable => walk.push(tid, start, t, SegmentKind::CpuWait),
@@ -148,7 +168,7 @@ pub(crate) fn critical_path(
                 let wakeup = w
                     .checked_sub(1)
                     .map(|i| &ctx.trace.wakeups[wakeups[i] as usize])
-                    .filter(|w| w.t_ns >= iv.start_ns);
+                    .filter(|w| w.t_ns + WAKEUP_SLACK_NS >= iv.start_ns);
                 let waker = wakeup
                     .and_then(|w| w.waker_tid.map(|waker| (w.t_ns, waker)))
                     .filter(|&(_, wt)| wt != tid);
@@ -158,6 +178,7 @@ pub(crate) fn critical_path(
                         if jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
                             walk.push(tid, jump_t, t, SegmentKind::Sleep);
                             jumps_at_t = if jump_t < t { 0 } else { jumps_at_t + 1 };
+                            sleepers.push((tid, start));
                             tid = waker;
                             t = jump_t;
                             continue;

@@ -5,8 +5,9 @@ mod common;
 use coldstart_trace::ThreadState::*;
 use common::{Builder, Facet, MS, check};
 
-/// `app` (100) forks `helper` (200) at 5 ms and sleeps until the helper wakes it at
-/// 60 ms; the helper runs, waits 20 ms for libhelper.so, runs again. `app` exits at 70 ms.
+/// `app` (100) forks `helper` (200) at 5 ms, runs until 10 ms and sleeps until the helper
+/// wakes it at 60 ms; the helper runs, waits 20 ms for libhelper.so, runs again. `app`
+/// exits at 70 ms.
 fn two_processes_joined_by_a_wakeup() -> coldstart_trace::Trace {
     Builder::new()
         .process(200, 100, "helper", Some(5 * MS))
@@ -32,14 +33,42 @@ fn the_critical_path_crosses_to_the_process_whose_wakeup_ended_the_wait() {
     check(
         &two_processes_joined_by_a_wakeup(),
         Facet::CriticalPath,
-        "0-5 100 cpu
-         5-6 200 cpu_wait
-         6-20 200 cpu
+        "0-10 100 cpu
+         10-20 200 cpu
          20-40 200 io [/usr/lib/libhelper.so=20]
          40-60 200 cpu
          60-62 100 cpu_wait
          62-70 100 cpu
-         total=70 cpu=13 cpu_wait=2 io=0 [] sleep=0 untraced=0 helpers=[helper/200=55]",
+         total=70 cpu=18 cpu_wait=2 io=0 [] sleep=0 untraced=0 helpers=[helper/200=50]",
+    );
+}
+
+/// The waker's history stands in for the sleeper's only while the sleeper slept: `app`
+/// works until 50 ms and waits 2 ms for `helper`, which had slept on a timer since 6 ms.
+/// The start lost those 2 ms to the helper, not the helper's 45 ms of sleep.
+#[test]
+fn the_critical_path_follows_a_waker_only_back_to_where_the_wait_began() {
+    let trace = Builder::new()
+        .process(200, 100, "helper", Some(5 * MS))
+        .sched(100, 0, 50 * MS, Running)
+        .sched(100, 50 * MS, 52 * MS, Sleeping)
+        .wakeup(52 * MS, 100, Some(200))
+        .sched(100, 52 * MS, 60 * MS, Running)
+        .sched(200, 5 * MS, 6 * MS, Running)
+        .sched(200, 6 * MS, 51 * MS, Sleeping)
+        .wakeup(51 * MS, 200, None)
+        .sched(200, 51 * MS, 53 * MS, Running)
+        .exits(100, 60 * MS)
+        .exits(200, 53 * MS)
+        .build();
+    check(
+        &trace,
+        Facet::CriticalPath,
+        "0-50 100 cpu
+         50-51 200 sleep
+         51-52 200 cpu
+         52-60 100 cpu
+         total=60 cpu=58 cpu_wait=0 io=0 [] sleep=0 untraced=0 helpers=[helper/200=2]",
     );
 }
 
