@@ -144,6 +144,8 @@ pub fn intervals(
         close(&mut out, tid, start, state, end);
     }
     out.sort_by_key(|s| (s.tid, s.start_ns));
+    // A wakeup timed at its sched_waking can precede events recorded before its sched_wakeup.
+    wakeups.sort_by_key(|w| w.t_ns);
     (out, wakeups)
 }
 
