@@ -2,7 +2,8 @@
 //! and leaves no tracing instance; killed with SIGKILL its guardian removes the
 //! instances and `coldstart recover` turns the spool into a partial trace; with
 //! `--until output:REGEX` or `--until mark:NAME` it stops at that moment, stores it
-//! as the ready time and ends the command's whole tree.
+//! as the ready time and ends the command's whole tree. A read by another process's thread
+//! is counted for that process.
 
 mod support;
 use support::{can_record, private_dir};
@@ -192,4 +193,46 @@ fn until_mark_stops_at_the_mark_and_ends_the_command() {
         "`coldstart mark` ran before the ready time"
     );
     assert_eq!(processes_with_arg(&token), Vec::<String>::new(), "the command's sleep is still running");
+}
+
+/// A read issued by a thread of a process outside the recorded command is counted for that
+/// process, even when the thread started before the recording and exited before its end
+/// (the proc connector reports its process at its exit).
+#[test]
+fn a_read_by_an_outside_thread_that_exits_is_counted_for_its_process() {
+    if !can_record("outside_thread") {
+        return;
+    }
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    let dir = private_dir();
+    let path = dir.path().join("outside.bin");
+    std::fs::write(&path, vec![7u8; 8 << 20]).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    nix::fcntl::posix_fadvise(file.as_fd(), 0, 0, nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED)
+        .unwrap();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let reader = std::thread::Builder::new()
+        .name("outside-reader".into())
+        .spawn(move || {
+            wait.recv().unwrap();
+            let mut bytes = Vec::new();
+            std::fs::File::open(&path).unwrap().read_to_end(&mut bytes).unwrap();
+            nix::unistd::gettid().as_raw()
+        })
+        .unwrap();
+    let out = dir.path().join("outside.coldstart");
+    let mut recorder = start_recorder(dir.path(), &out, &["sleep", "2"]);
+    go.send(()).unwrap();
+    let tid = reader.join().unwrap();
+    assert!(recorder.wait().unwrap().success());
+    let trace = Trace::read(&out).expect("the trace is written");
+    let pid = std::process::id() as i32;
+    assert_ne!(tid, pid, "the reader is a thread of its own");
+    let reads: Vec<_> = trace.block_ios.iter().filter(|b| b.comm == "outside-reader").collect();
+    assert!(!reads.is_empty(), "the thread's reads are in the trace");
+    for r in reads {
+        assert_eq!(r.pid, pid, "a request of thread {tid} is counted for process {pid}: {r:?}");
+    }
 }

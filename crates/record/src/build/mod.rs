@@ -131,7 +131,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let extent_index = block::ExtentIndex::new(&extents);
     let block_events: Vec<_> = blocks.events.iter().filter(|e| boot(e.ts) >= 0).cloned().collect();
     // Issuers outside the recorded tree (other programs' threads) are named by their
-    // process where /proc still knows them, once per task.
+    // process where /proc still knows them (and they had started by the end), once per task.
     let outside: HashMap<i32, i32> = block_events
         .iter()
         .filter_map(|e| match e.event {
@@ -140,7 +140,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
         })
         .collect::<HashSet<i32>>()
         .into_iter()
-        .filter_map(|tid| procs::tgid_from_proc(tid).map(|pid| (tid, pid)))
+        .filter_map(|tid| procs::tgid_of_task_started_by(tid, t_end_boot).map(|pid| (tid, pid)))
         .collect();
     let block::Requests { rows: block_ios, requeues } = block::requests(
         &block_events,

@@ -130,6 +130,9 @@ impl ProcTree {
                     thread_comm.entry(*tid).or_insert_with(|| comm.clone());
                 }
                 ProcRecord::Exit { t, tid, pid, code, .. } => {
+                    // The connector reports every task's exit with its process: the only way
+                    // to name the process of an outside thread that is gone by the end.
+                    tree.pid_of.entry(*tid).or_insert(*pid);
                     let t = to_trace(*t);
                     if let Some(&i) = thread_idx.get(tid) {
                         tree.threads[i].end_ns = Some(t);
@@ -177,8 +180,19 @@ impl ProcTree {
     }
 }
 
+/// The thread group of a task that still runs and had started by `end_boot_ns` (a task
+/// started later reuses the id of one that has gone: `coldstart recover` builds long after).
+pub fn tgid_of_task_started_by(tid: i32, end_boot_ns: i64) -> Option<i32> {
+    let ticks = crate::tracefs::process_starttime(tid)?;
+    let tick_ns = 1e9 / super::samples::ticks_per_second();
+    if ticks as f64 * tick_ns > end_boot_ns as f64 + tick_ns {
+        return None;
+    }
+    tgid_from_proc(tid)
+}
+
 /// The thread group of a live task, from `/proc/TID/status`.
-pub fn tgid_from_proc(tid: i32) -> Option<i32> {
+fn tgid_from_proc(tid: i32) -> Option<i32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
@@ -186,6 +200,24 @@ pub fn tgid_from_proc(tid: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_outside_the_tree_that_exits_is_named_by_its_process() {
+        let recs = vec![ProcRecord::Exit { t: 5, tid: 501, pid: 500, code: 0, signal: 0 }];
+        let tree = ProcTree::build(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        assert_eq!(tree.tgid(501), 500);
+        assert!(!tree.in_scope.contains(&500), "an outside process stays outside");
+    }
+
+    #[test]
+    fn a_task_is_named_by_its_process_unless_it_started_after_the_recording() {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let pid = std::process::id() as i32;
+        assert_eq!(tgid_of_task_started_by(tid, i64::MAX / 2), Some(pid));
+        // Ended at boot: this thread, started since, would reuse the id of a task gone by now.
+        assert_eq!(tgid_of_task_started_by(tid, 0), None);
+        assert_eq!(tgid_of_task_started_by(i32::MAX, i64::MAX / 2), None, "no such task");
+    }
 
     #[test]
     fn exit_status_of_codes_and_signals() {

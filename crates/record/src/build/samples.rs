@@ -13,7 +13,7 @@ pub struct Rates {
     pub procs: Vec<ProcessSample>,
 }
 
-fn ticks_per_second() -> f64 {
+pub(crate) fn ticks_per_second() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 { t as f64 } else { 100.0 }
