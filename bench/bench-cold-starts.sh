@@ -16,10 +16,8 @@ out=${OUT:-/tmp/coldstart-bench}
 mkdir -p "$out"
 
 install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui strace
-if [ -z "${COLDSTART:-}" ]; then
-    cargo build --release -q -p coldstart
-fi
-coldstart=${COLDSTART:-$PWD/target/release/coldstart}
+use_coldstart
+coldstart=$COLDSTART
 
 loadavg() { echo "load average ($1): $(cat /proc/loadavg)" | tee -a "$out/loadavg.txt"; }
 : > "$out/loadavg.txt"

@@ -19,10 +19,8 @@ rounds=${2:-3}
 out=${OUT:-/tmp/coldstart-evict-diff}
 mkdir -p "$out"
 install_packages sqlite3 python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui
-if [ -z "${COLDSTART:-}" ]; then
-    cargo build --release -q -p coldstart
-fi
-coldstart=${COLDSTART:-$PWD/target/release/coldstart}
+use_coldstart
+coldstart=$COLDSTART
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -19,10 +19,7 @@ runs=${1:-10}
 which=${2:-both}
 if [ -z "${RIG_MNT:-}" ]; then
     install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui
-    if [ -z "${COLDSTART:-}" ]; then
-        cargo build --release -q -p coldstart
-        export COLDSTART=$PWD/target/release/coldstart
-    fi
+    use_coldstart
     export RIG_IOPS=${RIG_IOPS:-1000000} RIG_BPS=${RIG_BPS:-100000000000}
     exec bash bench/slow-disk-rig.sh run -- bash "$0" "$runs" "$which"
 fi

@@ -33,10 +33,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 if [ -z "${RIG_MNT:-}" ]; then
     install_packages python3-scipy python3-matplotlib python3-pandas
-    if [ -z "${COLDSTART:-}" ]; then
-        cargo build --release -q -p coldstart
-        export COLDSTART=$PWD/target/release/coldstart
-    fi
+    use_coldstart
     exec flock /var/lock/coldstart-bench.lock bash bench/slow-disk-rig.sh run -- bash "$0" "$rounds"
 fi
 
@@ -47,7 +44,6 @@ rm -rf "$out"
 mkdir -p "$out"
 echo "== $(date -u +%FT%TZ) load average at start: $(cat /proc/loadavg)" | tee "$out/load.txt"
 cmd=(env "PYTHONPATH=$RIG_PYTHONPATH" /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
 echo "== recording a cold start on the rig ($RIG_LOOP, $RIG_DEV)"
 evict

@@ -27,7 +27,6 @@ phase=${1:-}
 DISK=${DISK:-custom:request=10ms,seek=0,near_seek=0,rotation=0,bandwidth=60MB/s,queue_depth=1}
 out=${OUT:-/tmp/coldstart-doctor-whatif}
 export DISK OUT=$out
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 record() { # NAME
     evict
     "$COLDSTART" record --cold --as-root -o "$out/$1.coldstart" -- env "PYTHONPATH=$RIG_PYTHONPATH" \
@@ -66,11 +65,7 @@ case "$phase" in
     *)
         rounds=${1:-5}
         install_packages python3-scipy python3-matplotlib python3-pandas
-        if [ -z "${COLDSTART:-}" ]; then
-            cargo build --release -q -p coldstart
-            COLDSTART=$PWD/target/release/coldstart
-        fi
-        export COLDSTART
+        use_coldstart
         flock /var/lock/coldstart-bench.lock bash "$0" --locked "$rounds"
         ;;
 esac

@@ -12,3 +12,17 @@ install_packages() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     fi
 }
+
+# use_coldstart: sets and exports COLDSTART, the coldstart the benchmark runs: as given, or a
+# release build of this tree (built here; the caller is at the repository's root).
+use_coldstart() {
+    if [ -z "${COLDSTART:-}" ]; then
+        cargo build --release -q -p coldstart
+        COLDSTART=$PWD/target/release/coldstart
+    fi
+    export COLDSTART
+}
+
+# evict: the benchmarks' system eviction: write dirty pages back, drop the page cache,
+# dentries and inodes, and give the aftermath a second to settle.
+evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }

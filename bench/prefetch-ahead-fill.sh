@@ -21,7 +21,6 @@ install_packages python3-scipy python3-matplotlib python3-pandas
 NEW=${COLDSTART:?set COLDSTART to the build under test}
 OLD=${OLD_COLDSTART:?set OLD_COLDSTART to the build to compare with}
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
 echo "old: $OLD ${OLD_OPTS:-}; new: $NEW ${NEW_OPTS:-}"
 echo "load average at the start: $(cat /proc/loadavg)"

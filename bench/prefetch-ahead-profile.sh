@@ -16,12 +16,9 @@ rounds=${1:-6}
 out=${OUT:-/tmp/coldstart-ahead-profile}
 mkdir -p "$out"
 install_packages python3-scipy python3-matplotlib python3-pandas linux-perf
-if [ -z "${COLDSTART:-}" ]; then
-    cargo build --release -q -p coldstart
-fi
-C=${COLDSTART:-$PWD/target/release/coldstart}
+use_coldstart
+C=$COLDSTART
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
 echo "load average at the start: $(cat /proc/loadavg)"
 rm -f "$out/cold.coldstart" "$out"/*.data

@@ -19,13 +19,10 @@ rounds=${1:-12}
 out=${OUT:-/tmp/coldstart-alongside-variants}
 mkdir -p "$out"
 install_packages python3-scipy python3-matplotlib python3-pandas time
-if [ -z "${COLDSTART:-}" ]; then
-    cargo build --release -q -p coldstart
-fi
-C=${COLDSTART:-$PWD/target/release/coldstart}
+use_coldstart
+C=$COLDSTART
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
 line=$(printf '%q ' "${cmd[@]}")
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
 echo "load average at the start: $(cat /proc/loadavg)"
 rm -f "$out/cold.coldstart"

@@ -25,10 +25,8 @@ out=${OUT:-/tmp/coldstart-prefetch}
 mkdir -p "$out"
 
 install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch
-if [ -z "${COLDSTART:-}" ]; then
-    cargo build --release -q -p coldstart
-fi
-C=${COLDSTART:-$PWD/target/release/coldstart}
+use_coldstart
+C=$COLDSTART
 
 work=$(mktemp -d /tmp/coldstart-prefetch-work.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -35,10 +35,7 @@ rounds=${1:-5}
 prog=${2:-python}
 if [ -z "${RIG_MNT:-}" ]; then
     install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch
-    if [ -z "${COLDSTART:-}" ]; then
-        cargo build --release -q -p coldstart
-        export COLDSTART=$PWD/target/release/coldstart
-    fi
+    use_coldstart
     exec bash bench/slow-disk-rig.sh run -- bash "$0" "$rounds" "$prog"
 fi
 
@@ -60,7 +57,6 @@ case "$prog" in
     *) echo "unknown program $prog" >&2; exit 2 ;;
 esac
 
-evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 
 echo "load average at the start: $(cat /proc/loadavg)"
 echo "== recording a cold start of $prog on the rig ($RIG_LOOP, $RIG_DEV)"

@@ -15,8 +15,8 @@ N=${N:-6}
 WARM=${WARM:-3}
 CMD=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
 install_packages python3-scipy python3-matplotlib python3-pandas sqlite3 bc
-BIN=${COLDSTART:-target/release/coldstart}
-[ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
+use_coldstart
+BIN=$COLDSTART
 OLD=${COLDSTART_OLD:-}
 work=$(mktemp -d /var/tmp/cs-accesses.XXXXXX)
 trap 'rm -rf "$work"' EXIT

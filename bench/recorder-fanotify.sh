@@ -11,8 +11,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 N=${N:-6}
 install_packages python3 sqlite3 bc
-B=${COLDSTART:-target/release/coldstart}
-[ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
+use_coldstart
+B=$COLDSTART
 A=${COLDSTART_A:?set COLDSTART_A to the coldstart binary to compare with}
 work=$(mktemp -d /var/tmp/cs-fanotify.XXXXXX)
 trap 'rm -rf "$work"' EXIT

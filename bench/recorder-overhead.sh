@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 N=${N:-10}
 CMD=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
 install_packages python3-scipy python3-matplotlib python3-pandas sqlite3
-BIN=${COLDSTART:-target/release/coldstart}
-[ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
+use_coldstart
+BIN=$COLDSTART
 work=$(mktemp -d /var/tmp/cs-overhead.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export MPLBACKEND=Agg

@@ -7,8 +7,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
 install_packages fio sqlite3
-BIN=${COLDSTART:-target/release/coldstart}
-[ -n "${COLDSTART:-}" ] || cargo build --release -q -p coldstart
+use_coldstart
+BIN=$COLDSTART
 work=$(mktemp -d /var/tmp/cs-stress.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fio --name=layout --filename="$work/big" --size=4G --rw=write --bs=1M --end_fsync=1 >/dev/null
