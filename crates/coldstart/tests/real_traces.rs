@@ -602,3 +602,31 @@ fn prefetch_plan_stays_within_what_the_start_read() {
         assert_eq!(planned, u(&stats["planned_bytes"]), "{name}: planned bytes = Σ ranges");
     }
 }
+
+/// `coldstart doctor` says what prefetching the whole start would give on the recorded
+/// disk, with the what-if's own figures, and how to make and measure a plan.
+#[test]
+fn the_doctor_offers_the_whole_start_prefetched_with_the_what_ifs_figures() {
+    for name in [PYTHON, SOFFICE] {
+        let f = Fixture::open(name);
+        let report = f.json(&["doctor", "{}", "--format", "json"]);
+        let what_if = report["doctor"]["what_if"].as_array().expect("what_if");
+        let w =
+            what_if.iter().find(|w| w["disk"]["class"] == "measured").expect("the recorded disk's what-if");
+        let (ready, ahead) = (i(&w["time_to_ready_ns"]), i(&w["with_prefetch_ahead_ns"]));
+        let alongside = i(&w["with_prefetch_alongside_ns"]);
+        assert!(ahead < ready && alongside >= ahead, "{name}: {w}");
+        let secs = |ns: i64| format!("{:.3} s", ns as f64 / 1e9);
+        let line = format!(
+            "about {} instead of {} on the recorded disk (−{}); replayed alongside it, at least {}",
+            secs(ahead),
+            secs(ready),
+            secs(ready - ahead),
+            secs(alongside)
+        );
+        let text = f.run(&["doctor", "{}"]);
+        assert!(text.contains(&line), "{name}: no {line:?} in\n{text}");
+        assert!(text.contains(&format!("  coldstart prefetch plan {} -o start.plan\n", f.file())), "{text}");
+        assert!(text.contains("  coldstart bench --cold --runs 10 --prefetch start.plan -- "), "{text}");
+    }
+}

@@ -5,7 +5,9 @@
 use std::io::{self, Write};
 
 use coldstart_analyze::Analysis;
-use coldstart_analyze::doctor::{Confidence, Diagnosis, DiskParams, Finding, WhatIf};
+use coldstart_analyze::doctor::{
+    Confidence, Diagnosis, DiskClass, DiskParams, Finding, WhatIf, shell_join, shell_quote,
+};
 use coldstart_analyze::units::{bytes, count, duration, secs};
 
 use crate::table::{Align, Table};
@@ -184,8 +186,39 @@ fn what_if_table(d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The whole diagnosis, as `coldstart doctor` prints it.
-pub fn doctor(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> io::Result<()> {
+/// The whole start replayed from a prefetch plan, as the what-if on the recorded disk
+/// predicts it, with the commands that make the plan and measure it; nothing when the
+/// gain would not pass the doctor's threshold.
+fn prefetch_the_start(a: &Analysis, d: &Diagnosis, trace: &str, out: &mut dyn Write) -> io::Result<()> {
+    let Some(w) = d.what_if.iter().find(|w| w.disk.class == DiskClass::Measured && w.only_dev.is_none())
+    else {
+        return Ok(());
+    };
+    let gain = w.time_to_ready_ns - w.with_prefetch_ahead_ns;
+    if gain < d.min_gain_ns.max(1) {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nPrefetch the whole start: with the data it read already in the page cache, about {} instead of {} on \
+         the recorded disk (−{}); replayed alongside it, at least {} (the what-if below). Make a plan of the \
+         pages it used, then measure it:",
+        secs(w.with_prefetch_ahead_ns),
+        secs(w.time_to_ready_ns),
+        secs(gain),
+        secs(w.with_prefetch_alongside_ns)
+    )?;
+    writeln!(out, "  coldstart prefetch plan {} -o start.plan", shell_quote(trace))?;
+    writeln!(
+        out,
+        "  coldstart bench --cold --runs 10 --prefetch start.plan -- {}",
+        shell_join(&a.trace.command)
+    )
+}
+
+/// The whole diagnosis, as `coldstart doctor` prints it (`trace`: the trace's path, for
+/// the commands it suggests).
+pub fn doctor(a: &Analysis, d: &Diagnosis, trace: &str, top: usize, out: &mut dyn Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     writeln!(out, "coldstart doctor: {}", a.trace.command.join(" "))?;
     match &a.overview.ready {
@@ -210,11 +243,12 @@ pub fn doctor(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> i
         threshold_line(d)
     )?;
     if d.findings.is_empty() {
-        writeln!(out, "\nNo finding: nothing in this start passes the thresholds.")?;
+        writeln!(out, "\nNo finding: no pattern in this start passes the thresholds.")?;
     }
     for (i, f) in d.findings.iter().take(top).enumerate() {
         finding(i, f, &mut out)?;
     }
+    prefetch_the_start(a, d, trace, &mut out)?;
     writeln!(
         out,
         "\nDisk model (docs/doctor.md; measured from this trace's read requests where there were enough)"

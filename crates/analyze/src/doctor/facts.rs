@@ -239,7 +239,7 @@ impl<'a> Facts<'a> {
 }
 
 /// Quotes one argument for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(arg: &str) -> String {
+pub fn shell_quote(arg: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !arg.is_empty() && arg.chars().all(safe) {
         arg.to_owned()
@@ -248,7 +248,8 @@ pub(crate) fn shell_quote(arg: &str) -> String {
     }
 }
 
-fn shell_join(args: &[String]) -> String {
+/// A command line for a POSIX shell (`CMD` when there is none).
+pub fn shell_join(args: &[String]) -> String {
     if args.is_empty() {
         return "CMD".to_owned();
     }

@@ -31,6 +31,7 @@ use crate::analysis::Analysis;
 
 pub use config::{DoctorConfig, Languages};
 pub use disk_model::{DiskClass, DiskParams, DiskSpecError, ParamSource, RequestShape};
+pub use facts::{shell_join, shell_quote};
 pub use finding::*;
 pub use locale::language_of;
 pub use whatif::{WhatIf, WhatIfSpec};

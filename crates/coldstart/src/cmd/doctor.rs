@@ -146,7 +146,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
         FormatArg::Text => {
             let top = args.top.unwrap_or(usize::MAX);
-            coldstart_report::findings::doctor(&analysis, &diagnosis, top, &mut out)
+            coldstart_report::findings::doctor(
+                &analysis,
+                &diagnosis,
+                &args.trace.display().to_string(),
+                top,
+                &mut out,
+            )
         }
         FormatArg::Json => coldstart_report::json::write_with_doctor(&analysis, &diagnosis, &mut out),
     }
