@@ -187,20 +187,32 @@ mod tests {
         }
     }
 
+    fn wakeup(ts: u64, tid: i32, waker: Option<i32>) -> Timed {
+        Timed { ts, cpu: 1, event: Event::Wakeup { tid, waker, new: false } }
+    }
+
+    fn waking(ts: u64, tid: i32, waker: Option<i32>) -> Timed {
+        Timed { ts, cpu: 0, event: Event::Waking { tid, waker } }
+    }
+
+    /// The intervals of `tid`, as (start, end, state).
+    fn states_of(intervals: &[SchedInterval], tid: i32) -> Vec<(Nanos, Nanos, ThreadState)> {
+        intervals.iter().filter(|s| s.tid == tid).map(|s| (s.start_ns, s.end_ns, s.state)).collect()
+    }
+
     #[test]
     fn switch_wakeup_cycle_gives_non_overlapping_states() {
         let events = vec![
             switch(10, 0, 0, 5),
             switch(20, 5, 0x2, 0),
-            Timed { ts: 50, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            wakeup(50, 5, None),
             switch(60, 0, 0, 5),
             switch(70, 5, 0x100, 9),
             switch(80, 9, 0x1, 5),
         ];
         let (iv, wk) = intervals(&events, &StateMap::new(&[]), |t| t == 5, |ts| ts as i64, 100);
-        let got: Vec<_> = iv.iter().map(|s| (s.start_ns, s.end_ns, s.state)).collect();
         assert_eq!(
-            got,
+            states_of(&iv, 5),
             vec![
                 (10, 20, ThreadState::Running),
                 (20, 50, ThreadState::IoWait),
@@ -224,21 +236,20 @@ mod tests {
             switch(10, 0, 0, 5),
             switch(20, 5, 0x2, 0),
             // Woken from idle: no switch in is recorded, but it adds a page, then sleeps.
-            Timed { ts: 50, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            wakeup(50, 5, None),
             page(55, 5),
             switch(70, 5, 0x1, 0),
             // Woken again, seen only by its switch out.
-            Timed { ts: 80, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            wakeup(80, 5, None),
             switch(90, 5, 0x1, 0),
             // A recorded switch in keeps the wait for a CPU before it.
-            Timed { ts: 100, cpu: 1, event: Event::Wakeup { tid: 5, waker: None, new: false } },
+            wakeup(100, 5, None),
             switch(104, 9, 0, 5),
             page(106, 5),
         ];
         let (iv, _) = intervals(&events, &StateMap::new(&[]), |t| t == 5, |ts| ts as i64, 110);
-        let got: Vec<_> = iv.iter().map(|s| (s.start_ns, s.end_ns, s.state)).collect();
         assert_eq!(
-            got,
+            states_of(&iv, 5),
             vec![
                 (10, 20, ThreadState::Running),
                 (20, 50, ThreadState::IoWait),
@@ -254,19 +265,13 @@ mod tests {
 
     #[test]
     fn the_waker_comes_from_sched_waking_when_the_wakeup_names_none() {
-        let waking =
-            |ts: u64, tid: i32, waker: Option<i32>| Timed { ts, cpu: 0, event: Event::Waking { tid, waker } };
-        let wakeup = |ts: u64, tid: i32, waker: Option<i32>| Timed {
-            ts,
-            cpu: 1,
-            event: Event::Wakeup { tid, waker, new: false },
-        };
         let events = vec![
             switch(10, 5, 0x1, 7),
             // 7 wakes 5 onto an idle CPU, where the wakeup is traced from the interrupt, by
-            // which time 7 has gone to sleep itself (waiting for 5).
+            // which time 7 has gone to sleep itself (waiting for 5), and been woken again.
             waking(20, 5, Some(7)),
             switch(22, 7, 0x1, 0),
+            wakeup(23, 7, None),
             wakeup(25, 5, None),
             switch(30, 5, 0x1, 0),
             // Woken from an interrupt (an I/O completion): no waker either way.
@@ -278,14 +283,12 @@ mod tests {
             wakeup(61, 5, Some(8)),
         ];
         let (iv, wk) = intervals(&events, &StateMap::new(&[]), |t| t == 5 || t == 7, |ts| ts as i64, 100);
-        let got: Vec<_> = wk.iter().map(|w| (w.t_ns, w.waker_tid)).collect();
-        assert_eq!(got, vec![(20, Some(7)), (41, None), (61, Some(8))]);
+        // In time order, the one timed at its sched_waking before the one recorded before it.
+        let got: Vec<_> = wk.iter().map(|w| (w.t_ns, w.tid, w.waker_tid)).collect();
+        assert_eq!(got, vec![(20, 5, Some(7)), (23, 7, None), (41, 5, None), (61, 5, Some(8))]);
         // The waker was running when the wakeup is timed; the woken thread slept until its
         // wakeup reached it.
-        let of = |tid: i32| -> Vec<_> {
-            iv.iter().filter(|s| s.tid == tid).map(|s| (s.start_ns, s.end_ns, s.state)).collect()
-        };
-        assert_eq!(of(7)[0], (10, 22, ThreadState::Running));
-        assert_eq!(of(5)[0], (10, 25, ThreadState::Sleeping));
+        assert_eq!(states_of(&iv, 7)[0], (10, 22, ThreadState::Running));
+        assert_eq!(states_of(&iv, 5)[0], (10, 25, ThreadState::Sleeping));
     }
 }
