@@ -158,6 +158,36 @@ fn fill_sequential_reads_the_planned_ranges_with_plain_reads() {
 }
 
 #[test]
+fn cpu_idle_is_taken_by_the_replay_and_a_bad_class_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, _) = make_plan(dir.path());
+    let report = dir.path().join("report.json");
+    coldstart()
+        .args(["prefetch", "run", "--cpu", "idle", "--json"])
+        .arg(&report)
+        .arg(&plan)
+        .assert()
+        .success();
+    let r = json(&report);
+    assert_eq!(
+        (&r["options"]["cpu"], &r["options"]["alongside_cpu"]),
+        (&"idle".into(), &"idle".into()),
+        "{r:#}"
+    );
+    assert!(r["problems"].as_array().unwrap().is_empty(), "SCHED_IDLE needs no privilege: {r:#}");
+    assert_eq!(
+        r["planned"]["bytes"],
+        r["fetched"]["bytes"].as_u64().unwrap() + r["resident"]["bytes"].as_u64().unwrap()
+    );
+    coldstart()
+        .args(["prefetch", "run", "--cpu", "lowest"])
+        .arg(&plan)
+        .assert()
+        .code(2)
+        .stderr(contains("invalid value 'lowest' for '--cpu"));
+}
+
+#[test]
 fn stat_entries_looks_up_every_entry_of_the_listed_directories() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, paths) = make_plan(dir.path());

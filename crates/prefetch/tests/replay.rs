@@ -16,7 +16,7 @@ use std::sync::Arc;
 use coldstart_prefetch::plan::{
     FORMAT, PlanDirectory, PlanFile, PlanFileKind, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
 };
-use coldstart_prefetch::replay::Fill;
+use coldstart_prefetch::replay::{CpuClass, Fill};
 use coldstart_prefetch::{Method, Plan, ReplayOptions, ReplayReport, order, replay};
 use coldstart_trace::Dev;
 
@@ -284,14 +284,25 @@ fn a_replay_alongside_uses_its_own_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f");
     write_file(&path, 8);
-    let options =
-        ReplayOptions { depth: 5, alongside_depth: 2, fill: Fill::Sequential, ..ReplayOptions::default() };
+    let options = ReplayOptions {
+        depth: 5,
+        alongside_depth: 2,
+        fill: Fill::Sequential,
+        alongside_cpu: CpuClass::Idle,
+        ..ReplayOptions::default()
+    };
     let waited = replay(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options).unwrap();
-    assert_eq!(waited.options.as_ref().map(|o| (o.depth, o.fill)), Some((5, Fill::Sequential)));
+    assert_eq!(
+        waited.options.as_ref().map(|o| (o.depth, o.fill, o.cpu)),
+        Some((5, Fill::Sequential, CpuClass::Normal))
+    );
     let alongside = coldstart_prefetch::Replay::start(make_plan(vec![plan_file(&path, &[(0, 8)])]), &options)
         .unwrap()
         .join();
-    assert_eq!(alongside.options.as_ref().map(|o| (o.depth, o.fill)), Some((2, Fill::Exact)));
+    assert_eq!(
+        alongside.options.as_ref().map(|o| (o.depth, o.fill, o.cpu)),
+        Some((2, Fill::Exact, CpuClass::Idle))
+    );
     check_accounting(&alongside);
     assert_eq!(alongside.planned.ranges, 1);
 }
@@ -301,6 +312,7 @@ fn replays_default_to_fewer_threads_alongside_and_exact_fills() {
     let d = ReplayOptions::default();
     assert_eq!((d.depth, d.alongside_depth), (16, 4));
     assert_eq!((d.fill, d.alongside_fill), (Fill::Exact, Fill::Exact));
+    assert_eq!((d.cpu, d.alongside_cpu), (CpuClass::Normal, CpuClass::Normal));
 }
 
 #[test]

@@ -119,6 +119,21 @@ pub enum MethodArg {
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum CpuArg {
+    Normal,
+    Idle,
+}
+
+impl From<CpuArg> for coldstart_prefetch::replay::CpuClass {
+    fn from(cpu: CpuArg) -> Self {
+        match cpu {
+            CpuArg::Normal => coldstart_prefetch::replay::CpuClass::Normal,
+            CpuArg::Idle => coldstart_prefetch::replay::CpuClass::Idle,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum FillArg {
     Exact,
     Sequential,
@@ -150,6 +165,10 @@ pub struct ReplayArgs {
     /// I/O priority of the replay: be:0-7, idle, rt:0-7 (root) [default: inherited].
     #[arg(long, value_name = "PRIO")]
     pub ioprio: Option<String>,
+    /// CPU scheduling class of the replay threads: `normal` (inherited) or `idle`
+    /// (SCHED_IDLE: they run only when the CPU would otherwise be idle).
+    #[arg(long, value_enum, value_name = "CLASS")]
+    pub cpu: Option<CpuArg>,
     /// How --method read fills the page cache: `exact` (only the planned ranges, as 4 KiB
     /// pages) or `sequential` (plain reads that let the kernel read ahead into large folios,
     /// bounded by the memory budget; measured no faster for python3, see BENCHMARKS.md).
@@ -183,6 +202,8 @@ impl ReplayArgs {
             metadata: !self.skip_metadata,
             directories: !self.skip_directories,
             stat_entries: self.stat_entries,
+            cpu: self.cpu.map_or(defaults.cpu, Into::into),
+            alongside_cpu: self.cpu.map_or(defaults.alongside_cpu, Into::into),
             ..defaults
         };
         if let Some(p) = &self.ioprio {

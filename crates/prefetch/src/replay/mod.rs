@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use sys::{IoPriority, cached_pages, mem_available};
+pub use sys::{CpuClass, IoPriority, cached_pages, mem_available};
 
 use crate::error::{PrefetchError, Result};
 use crate::plan::Plan;
@@ -112,6 +112,12 @@ pub struct ReplayOptions {
     pub memory_share: f64,
     /// I/O priority of the replay threads (`None`: inherited).
     pub io_priority: Option<IoPriority>,
+    /// CPU scheduling class of the threads of a replay that is waited for.
+    #[serde(default)]
+    pub cpu: CpuClass,
+    /// CPU scheduling class of the threads of a replay alongside a start.
+    #[serde(default)]
+    pub alongside_cpu: CpuClass,
     /// Largest single read or WILLNEED (the kernel honours up to its readahead limit per call).
     pub chunk_bytes: u64,
     /// Replay block-device (filesystem metadata) ranges.
@@ -136,6 +142,8 @@ impl Default for ReplayOptions {
             max_memory: None,
             memory_share: 0.5,
             io_priority: None,
+            cpu: CpuClass::Normal,
+            alongside_cpu: CpuClass::Normal,
             chunk_bytes: 8 << 20,
             metadata: true,
             directories: true,
@@ -265,7 +273,8 @@ impl Replay {
     /// Starts replaying `plan` alongside a start, on `options.alongside_depth`
     /// threads of its own, and returns at once.
     pub fn start(plan: Arc<Plan>, options: &ReplayOptions) -> Result<Replay> {
-        let options = ReplayOptions { fill: options.alongside_fill, ..options.clone() };
+        let options =
+            ReplayOptions { fill: options.alongside_fill, cpu: options.alongside_cpu, ..options.clone() };
         Replay::spawn(plan, &options, options.alongside_depth)
     }
 

@@ -34,6 +34,40 @@ pub fn cached_pages(fd: BorrowedFd<'_>, offset: u64, length: u64) -> std::io::Re
     if r == 0 { Ok(stat.nr_cache) } else { Err(std::io::Error::last_os_error()) }
 }
 
+/// The CPU scheduling class of the replay threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuClass {
+    /// Inherited (normally `SCHED_OTHER` at the caller's nice level).
+    #[default]
+    Normal,
+    /// `SCHED_IDLE`: a replay thread runs only when no other task wants the CPU, so
+    /// it never delays the program it runs alongside (no privilege needed).
+    Idle,
+}
+
+impl CpuClass {
+    /// Sets the class of the calling thread.
+    pub fn apply_to_this_thread(self) -> std::io::Result<()> {
+        match self {
+            CpuClass::Normal => Ok(()),
+            CpuClass::Idle => {
+                let param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: sched_setscheduler(0 = the calling thread, SCHED_IDLE, &param) with a live param.
+                let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuClass::Normal => "normal",
+            CpuClass::Idle => "idle",
+        }
+    }
+}
+
 /// An I/O priority (`ioprio_set(2)`): the class and, for real-time and best-effort,
 /// the level 0 (highest) to 7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +165,23 @@ mod tests {
         assert_eq!(IoPriority::BestEffort(4).value(), (2 << 13) | 4);
         assert_eq!(IoPriority::Idle.value(), 3 << 13);
         assert_eq!(IoPriority::RealTime(3).to_string(), "rt:3");
+    }
+
+    #[test]
+    fn the_idle_cpu_class_makes_the_thread_sched_idle() {
+        let policy_after = |class: CpuClass| {
+            std::thread::spawn(move || {
+                class.apply_to_this_thread().unwrap();
+                // SAFETY: sched_getscheduler(0) asks about the calling thread.
+                unsafe { libc::sched_getscheduler(0) }
+            })
+            .join()
+            .unwrap()
+        };
+        // SAFETY: as above.
+        let inherited = unsafe { libc::sched_getscheduler(0) };
+        assert_eq!(policy_after(CpuClass::Normal), inherited);
+        assert_eq!(policy_after(CpuClass::Idle), libc::SCHED_IDLE);
     }
 
     #[test]

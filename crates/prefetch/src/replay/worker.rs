@@ -305,6 +305,10 @@ fn work(shared: &Shared<'_>) -> Local {
     {
         shared.problem(format!("cannot set I/O priority {p} on a replay thread: {e}"));
     }
+    if let Err(e) = shared.options.cpu.apply_to_this_thread() {
+        let class = shared.options.cpu.name();
+        shared.problem(format!("cannot set CPU class {class} on a replay thread: {e}"));
+    }
     let mut buffer = vec![0u8; if shared.options.method == Method::Read { BUFFER_BYTES } else { 0 }];
     while !shared.cancel.load(Ordering::Relaxed) {
         let i = shared.next.fetch_add(1, Ordering::AcqRel);
