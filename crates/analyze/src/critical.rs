@@ -7,8 +7,14 @@
 //! at the start of that sleep the walk returns to the sleeper. A thread that waited a
 //! millisecond for a helper that had slept a second on a timer lost a millisecond, not
 //! a second, while its own work before the wait is what the start was doing.
+//!
+//! A thread that polls (sleeps on a timer, looks, sleeps again) until an event wakes
+//! it was waiting for that event the whole time: a woken sleep extends back over the
+//! timer-ended sleeps before it that only short checks separate, so the walk follows
+//! the waker back to where the polling began instead of charging the polls' timer
+//! sleeps to the start.
 
-use coldstart_trace::{Nanos, SchedInterval, ThreadState};
+use coldstart_trace::{Nanos, SchedInterval, ThreadState, Wakeup};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{
@@ -24,6 +30,8 @@ const MAX_JUMPS_AT_ONE_TIME: u32 = 16;
 /// and before its recorded start (a wakeup timed at `sched_waking` may begin while the
 /// woken thread is still switching out).
 const WAKEUP_SLACK_NS: Nanos = 50_000;
+/// Most running (and runnable) time between two timer-ended sleeps of a polling loop.
+const POLL_CHECK_NS: Nanos = 1_000_000;
 
 struct Walk<'c, 't> {
     ctx: &'c Ctx<'t>,
@@ -50,6 +58,54 @@ impl Walk<'_, '_> {
 
     fn interval(&self, row: u32) -> &SchedInterval {
         &self.ctx.trace.sched[row as usize]
+    }
+
+    /// The wakeup that ended sleep `iv` of `tid`, if one was seen.
+    fn wakeup_ending(&self, tid: i32, iv: &SchedInterval, t: Nanos) -> Option<&Wakeup> {
+        let wakeups = self.ctx.wakeups_by_tid.rows_of(tid);
+        let bound = iv.end_ns.max(t) + WAKEUP_SLACK_NS;
+        let w = wakeups.partition_point(|&r| self.ctx.trace.wakeups[r as usize].t_ns <= bound);
+        w.checked_sub(1)
+            .map(|i| &self.ctx.trace.wakeups[wakeups[i] as usize])
+            .filter(|w| w.t_ns + WAKEUP_SLACK_NS >= iv.start_ns)
+    }
+
+    /// Where the polling loop that the sleep `rows[k]` of `tid` ends began: the start of
+    /// the earliest of the sleeps before it that no other thread ended (timers), each
+    /// followed by at most [`POLL_CHECK_NS`] of running up to the next; `rows[k]`'s own
+    /// start without such sleeps. Never before `floor`.
+    fn polling_since(&self, tid: i32, rows: &[u32], k: usize, floor: Nanos) -> Nanos {
+        let mut since = self.interval(rows[k]).start_ns;
+        let mut i = k;
+        while since > floor {
+            let mut checking = 0;
+            let mut j = i;
+            while j > 0
+                && matches!(self.interval(rows[j - 1]).state, ThreadState::Running | ThreadState::Runnable)
+            {
+                let iv = self.interval(rows[j - 1]);
+                checking += iv.end_ns - iv.start_ns;
+                j -= 1;
+            }
+            if j == 0 || j == i || checking > POLL_CHECK_NS {
+                break;
+            }
+            let sleep = self.interval(rows[j - 1]);
+            let timer_ended = || {
+                self.wakeup_ending(tid, sleep, sleep.end_ns)
+                    .and_then(|w| w.waker_tid)
+                    .is_none_or(|waker| waker == tid)
+            };
+            if sleep.state != ThreadState::Sleeping
+                || self.interval(rows[j]).start_ns - sleep.end_ns > WAKEUP_SLACK_NS
+                || !timer_ended()
+            {
+                break;
+            }
+            since = sleep.start_ns;
+            i = j - 1;
+        }
+        since.max(floor)
     }
 
     /// The thread of `pid` that was running at `t` (or ran last before it), with data before `t`.
@@ -162,14 +218,8 @@ pub(crate) fn critical_path(
                 }
             }
             ThreadState::Sleeping | ThreadState::Stopped => {
-                let wakeups = ctx.wakeups_by_tid.rows_of(tid);
-                let bound = iv.end_ns.max(t) + WAKEUP_SLACK_NS;
-                let w = wakeups.partition_point(|&r| ctx.trace.wakeups[r as usize].t_ns <= bound);
-                let wakeup = w
-                    .checked_sub(1)
-                    .map(|i| &ctx.trace.wakeups[wakeups[i] as usize])
-                    .filter(|w| w.t_ns + WAKEUP_SLACK_NS >= iv.start_ns);
-                let waker = wakeup
+                let waker = walk
+                    .wakeup_ending(tid, &iv, t)
                     .and_then(|w| w.waker_tid.map(|waker| (w.t_ns, waker)))
                     .filter(|&(_, wt)| wt != tid);
                 match waker {
@@ -178,7 +228,12 @@ pub(crate) fn critical_path(
                         if jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
                             walk.push(tid, jump_t, t, SegmentKind::Sleep);
                             jumps_at_t = if jump_t < t { 0 } else { jumps_at_t + 1 };
-                            sleepers.push((tid, start));
+                            let since = if iv.state == ThreadState::Sleeping {
+                                walk.polling_since(tid, rows, k - 1, floor)
+                            } else {
+                                start
+                            };
+                            sleepers.push((tid, since));
                             tid = waker;
                             t = jump_t;
                             continue;

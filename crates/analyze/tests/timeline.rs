@@ -72,6 +72,52 @@ fn the_critical_path_follows_a_waker_only_back_to_where_the_wait_began() {
     );
 }
 
+/// `super` (100) starts `child` (200) at 1 ms and polls for it: it sleeps on a 10 ms timer,
+/// looks (0.1 ms), sleeps again, until the child's exit wakes it at 25 ms. The start waited
+/// for the child from 2 ms on, not for the supervisor's timers.
+fn a_supervisor_polling_for_its_child(last_wakeup_by: Option<i32>) -> coldstart_trace::Trace {
+    const US: i64 = MS / 1000;
+    Builder::new()
+        .process(200, 100, "child", Some(MS))
+        .file(1, "/usr/lib/libchild.so")
+        .sched(100, 0, 2 * MS, Running)
+        .sched(100, 2 * MS, 12 * MS, Sleeping)
+        .wakeup(12 * MS, 100, None)
+        .sched(100, 12 * MS, 12 * MS + 100 * US, Running)
+        .sched(100, 12 * MS + 100 * US, 22 * MS + 100 * US, Sleeping)
+        .wakeup(22 * MS + 100 * US, 100, None)
+        .sched(100, 22 * MS + 100 * US, 22 * MS + 200 * US, Running)
+        .sched(100, 22 * MS + 200 * US, 25 * MS, Sleeping)
+        .wakeup(25 * MS, 100, last_wakeup_by)
+        .sched(100, 25 * MS, 26 * MS, Running)
+        .sched(200, MS, 10 * MS, Running)
+        .fill(9 * MS, 200, 200, 1, 0, 4)
+        .sched(200, 10 * MS, 20 * MS, IoWait)
+        .wakeup(20 * MS, 200, None)
+        .sched(200, 20 * MS, 25 * MS, Running)
+        .exits(100, 26 * MS)
+        .exits(200, 25 * MS)
+        .build()
+}
+
+#[test]
+fn a_thread_polling_on_a_timer_until_a_wakeup_waited_for_its_waker_since_the_polling_began() {
+    check(
+        &a_supervisor_polling_for_its_child(Some(200)),
+        Facet::CriticalPath,
+        "0-2 100 cpu
+         2-10 200 cpu
+         10-20 200 io [/usr/lib/libchild.so=10]
+         20-25 200 cpu
+         25-26 100 cpu
+         total=26 cpu=3 cpu_wait=0 io=0 [] sleep=0 untraced=0 helpers=[child/200=23]",
+    );
+    // Without the child's wakeup at the end, the polls are what the path shows.
+    let path =
+        common::render(&common::analyze(&a_supervisor_polling_for_its_child(None)), Facet::CriticalPath);
+    assert!(path.contains("sleep=22.800"), "{path}");
+}
+
 #[test]
 fn the_critical_path_of_one_thread_names_the_files_of_its_io_waits() {
     let trace = Builder::new()
