@@ -11,6 +11,12 @@
 //! runnable was switched in from idle, right after it became runnable: that interval
 //! is running.
 //!
+//! The switch out of some threads is never recorded either (on the VMs measured, those
+//! of the guest agent that is PID 1: each is switched in, never out). A thread still
+//! running on a CPU where another task then shows itself, or that then switches from
+//! idle, left it after its last sign of life there: it ran until then, and is shown
+//! sleeping from then until it is woken or switched in again.
+//!
 //! A wakeup's waker comes from `sched_waking` (traced in the waker's context) when
 //! `sched_wakeup` names none: a wakeup of a task on an idle CPU is traced on that CPU
 //! from the interrupt that delivers it. Such a wakeup is then timed at the `sched_waking`,
@@ -76,6 +82,9 @@ pub fn intervals(
 ) -> (Vec<SchedInterval>, Vec<Wakeup>) {
     let mut open: HashMap<i32, (Nanos, ThreadState)> = HashMap::new();
     let mut waking: HashMap<i32, (Nanos, i32)> = HashMap::new();
+    // Per CPU: the task last seen on it (switched in, or running an event), and when.
+    let mut on_cpu: HashMap<u16, (i32, Nanos)> = HashMap::new();
+    let mut cpu_of: HashMap<i32, u16> = HashMap::new();
     let mut out = Vec::new();
     let mut wakeups = Vec::new();
     let close = |out: &mut Vec<SchedInterval>, tid: i32, start: Nanos, state: ThreadState, t: Nanos| {
@@ -86,6 +95,27 @@ pub fn intervals(
     };
     for e in events {
         let t = to_trace(e.ts);
+        let current = match &e.event {
+            Event::Switch { prev_tid, .. } => Some(*prev_tid),
+            event => actor(event),
+        };
+        if let Some(now) = current {
+            match on_cpu.get(&e.cpu) {
+                Some(&(gone, last_seen)) if gone != now && gone != 0 && cpu_of.get(&gone) == Some(&e.cpu) => {
+                    if let Some(&(start, ThreadState::Running)) = open.get(&gone) {
+                        close(&mut out, gone, start, ThreadState::Running, last_seen);
+                        open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
+                    }
+                }
+                _ => {}
+            }
+            on_cpu.insert(e.cpu, (now, t));
+            cpu_of.insert(now, e.cpu);
+        }
+        if let Event::Switch { next_tid, .. } = &e.event {
+            on_cpu.insert(e.cpu, (*next_tid, t));
+            cpu_of.insert(*next_tid, e.cpu);
+        }
         if let Some(tid) = actor(&e.event)
             && let Some(entry) = open.get_mut(&tid)
             && entry.1 == ThreadState::Runnable
@@ -261,6 +291,41 @@ mod tests {
                 (104, 110, ThreadState::Running),
             ]
         );
+    }
+
+    #[test]
+    fn a_thread_never_switched_out_ran_until_its_last_sign_of_life_on_its_cpu() {
+        let on = |cpu: u16, t: Timed| Timed { cpu, ..t };
+        let page = |ts: u64, cpu: u16, tid: i32| Timed {
+            ts,
+            cpu,
+            event: Event::PageCacheAdd { tid, dev: 1, ino: 2, index: 0, order: 0 },
+        };
+        let events = vec![
+            // 5 is switched in on CPU 1 and never out: it adds a page at 15, then the CPU
+            // goes idle (a switch from idle at 40 shows it); switched in on CPU 0 at 60.
+            on(1, switch(10, 9, 0x1, 5)),
+            page(15, 1, 5),
+            on(1, switch(40, 0, 0, 7)),
+            on(0, switch(60, 8, 0x1, 5)),
+            page(65, 0, 5),
+            // 6 is switched in on CPU 0 at 70 (5's switch out there is missing too, so 5
+            // left before), then on CPU 1 at 80: CPU 0's next task ends nothing of 6's.
+            on(0, switch(70, 0, 0, 6)),
+            on(1, switch(80, 7, 0x1, 6)),
+            page(85, 0, 8),
+        ];
+        let (iv, _) = intervals(&events, &StateMap::new(&[]), |t| t == 5 || t == 6, |ts| ts as i64, 100);
+        assert_eq!(
+            states_of(&iv, 5),
+            vec![
+                (10, 15, ThreadState::Running),
+                (15, 60, ThreadState::Sleeping),
+                (60, 65, ThreadState::Running),
+                (65, 100, ThreadState::Sleeping),
+            ]
+        );
+        assert_eq!(states_of(&iv, 6), vec![(70, 80, ThreadState::Running), (80, 100, ThreadState::Running)]);
     }
 
     #[test]
