@@ -14,10 +14,26 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("coldstart: error: {err:#}");
+            eprintln!("coldstart: error: {}", message_of(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error chain joined by ": ", each cause once: an error that already ends with
+/// its cause's text (one that names a file, then says what went wrong with it) is not
+/// followed by that text again.
+fn message_of(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if message.is_empty() {
+            message = text;
+        } else if !message.ends_with(&text) {
+            message = format!("{message}: {text}");
+        }
+    }
+    message
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -114,5 +114,16 @@ fn a_missing_trace_is_a_clear_error_with_status_2() {
         .args(["report", "/nonexistent/x.coldstart"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("coldstart: error: cannot read the trace"));
+        .stderr(
+            "coldstart: error: cannot read the trace: /nonexistent/x.coldstart: No such file or directory (os error 2)\n",
+        );
+}
+
+#[test]
+fn an_error_that_names_its_cause_does_not_repeat_it() {
+    coldstart()
+        .args(["run", "--prefetch", "/nonexistent/x.plan", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr("coldstart: error: /nonexistent/x.plan: No such file or directory (os error 2)\n");
 }

@@ -296,8 +296,10 @@ impl Reader<'_> {
 impl Trace {
     /// Reads a whole trace file.
     pub fn read(path: &Path) -> Result<Trace> {
-        if !path.exists() {
-            return Err(TraceError::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)));
+        match std::fs::metadata(path) {
+            Err(e) => return Err(TraceError::io(path, e)),
+            Ok(m) if m.is_dir() => return Err(TraceError::NotATrace(path.to_owned())),
+            Ok(_) => {}
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| TraceError::sqlite(path, e))?;
