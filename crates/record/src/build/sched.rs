@@ -83,7 +83,7 @@ pub fn intervals(
     let mut open: HashMap<i32, (Nanos, ThreadState)> = HashMap::new();
     let mut waking: HashMap<i32, (Nanos, i32)> = HashMap::new();
     // Per CPU: the task last seen on it (switched in, or running an event), and when.
-    let mut on_cpu: HashMap<u16, (i32, Nanos)> = HashMap::new();
+    let mut on_cpu: Vec<(i32, Nanos)> = Vec::new();
     let mut cpu_of: HashMap<i32, u16> = HashMap::new();
     let mut out = Vec::new();
     let mut wakeups = Vec::new();
@@ -95,25 +95,32 @@ pub fn intervals(
     };
     for e in events {
         let t = to_trace(e.ts);
+        let cpu = usize::from(e.cpu);
+        if on_cpu.len() <= cpu {
+            on_cpu.resize(cpu + 1, (0, 0));
+        }
         let current = match &e.event {
             Event::Switch { prev_tid, .. } => Some(*prev_tid),
             event => actor(event),
         };
         if let Some(now) = current {
-            match on_cpu.get(&e.cpu) {
-                Some(&(gone, last_seen)) if gone != now && gone != 0 && cpu_of.get(&gone) == Some(&e.cpu) => {
-                    if let Some(&(start, ThreadState::Running)) = open.get(&gone) {
-                        close(&mut out, gone, start, ThreadState::Running, last_seen);
-                        open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
-                    }
+            let (gone, last_seen) = on_cpu[cpu];
+            if gone == now {
+                on_cpu[cpu].1 = t;
+            } else {
+                if gone != 0
+                    && cpu_of.get(&gone) == Some(&e.cpu)
+                    && let Some(&(start, ThreadState::Running)) = open.get(&gone)
+                {
+                    close(&mut out, gone, start, ThreadState::Running, last_seen);
+                    open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
                 }
-                _ => {}
+                on_cpu[cpu] = (now, t);
+                cpu_of.insert(now, e.cpu);
             }
-            on_cpu.insert(e.cpu, (now, t));
-            cpu_of.insert(now, e.cpu);
         }
         if let Event::Switch { next_tid, .. } = &e.event {
-            on_cpu.insert(e.cpu, (*next_tid, t));
+            on_cpu[cpu] = (*next_tid, t);
             cpu_of.insert(*next_tid, e.cpu);
         }
         if let Some(tid) = actor(&e.event)
