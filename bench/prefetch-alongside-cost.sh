@@ -8,6 +8,7 @@
 #   alongside, cpu idle  the same with `--cpu idle` (replay threads SCHED_IDLE)
 #   alongside, 1 cpu     the same with the replay confined to the last CPU (taskset; the
 #                        program may run anywhere)
+#   alongside, separate CPUs  the replay on the last CPU, the program on the first
 #   alongside, 30 ms lead  `prefetch run --depth 4 PLAN &`, the program 30 ms later; timed
 #                        from the replay's start
 #   alongside, metadata cached  alongside after `drop_caches` 1 instead of 3 (page cache
@@ -19,7 +20,8 @@
 #   warm + memory stream warm, pinned to the first CPU, with a 64 MiB copy loop on the last
 #   warm, pinned         warm, pinned to the first CPU, alone (the reference of the two above)
 # and prints, per configuration, medians and the paired ratio (geometric mean of per-round
-# ratios, bootstrap 95% interval) to warm, or to "warm, pinned" for the two pinned ones.
+# ratios, bootstrap 95% interval) to warm, or to "warm, pinned" for the program pinned
+# to the first CPU (the separate CPUs and the two loads).
 # Needs root and 2 CPUs or more. Installs its Debian packages; builds a release coldstart
 # unless COLDSTART=path is given. Results in $OUT (default /tmp/coldstart-alongside-cost).
 # Usage: bash bench/prefetch-alongside-cost.sh [ROUNDS]   (run it under
@@ -84,6 +86,9 @@ for round in $(seq "$rounds"); do
     timed "alongside, 1 cpu" taskset -c "$last" "$C" run -q --prefetch "$plan" -- \
         taskset -c "0-$last" "${py_timed[@]}"
     evict
+    timed "alongside, separate CPUs" taskset -c "$last" "$C" run -q --prefetch "$plan" -- \
+        taskset -c "$first" "${py_timed[@]}"
+    evict
     start=$(now_ms)
     "$C" prefetch run -q --depth 4 "$plan" >/dev/null 2>&1 &
     replay=$!
@@ -123,7 +128,8 @@ def paired(a, b):
 print(f"{'configuration':28} {'elapsed':>8} {'user':>6} {'system':>6} {'vol.':>5} {'invol.':>6}  paired ratio")
 for name, rows in runs.items():
     med = [statistics.median(r[i] for r in rows) for i in range(5)]
-    ref = 'warm, pinned' if name.startswith('warm +') else 'warm'
+    pinned = name.startswith('warm +') or name == 'alongside, separate CPUs'
+    ref = 'warm, pinned' if pinned else 'warm'
     g, lo, hi = paired([r[0] for r in rows], [r[0] for r in runs[ref]])
     ratio = '' if name == ref else f"{g:.3f}x [{lo:.3f} … {hi:.3f}] of {ref}"
     print(f"{name:28} {med[0]:7.3f}s {med[1]:5.2f}s {med[2]:5.2f}s {med[3]:5.0f} {med[4]:6.0f}  {ratio}")
