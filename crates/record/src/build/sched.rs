@@ -99,31 +99,35 @@ pub fn intervals(
         if on_cpu.len() <= cpu {
             on_cpu.resize(cpu + 1, (0, 0));
         }
+        let acting = actor(&e.event);
         let current = match &e.event {
             Event::Switch { prev_tid, .. } => Some(*prev_tid),
-            event => actor(event),
+            _ => acting,
         };
         if let Some(now) = current {
             let (gone, last_seen) = on_cpu[cpu];
-            if gone == now {
-                on_cpu[cpu].1 = t;
-            } else {
-                if gone != 0
-                    && cpu_of.get(&gone) == Some(&e.cpu)
-                    && let Some(&(start, ThreadState::Running)) = open.get(&gone)
-                {
-                    close(&mut out, gone, start, ThreadState::Running, last_seen);
-                    open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
-                }
+            if gone != now
+                && gone != 0
+                && cpu_of.get(&gone) == Some(&e.cpu)
+                && let Some(&(start, ThreadState::Running)) = open.get(&gone)
+            {
+                close(&mut out, gone, start, ThreadState::Running, last_seen);
+                open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
+            }
+        }
+        match (&e.event, current) {
+            (Event::Switch { next_tid, .. }, _) => {
+                on_cpu[cpu] = (*next_tid, t);
+                cpu_of.insert(*next_tid, e.cpu);
+            }
+            (_, Some(now)) if on_cpu[cpu].0 == now => on_cpu[cpu].1 = t,
+            (_, Some(now)) => {
                 on_cpu[cpu] = (now, t);
                 cpu_of.insert(now, e.cpu);
             }
+            _ => {}
         }
-        if let Event::Switch { next_tid, .. } = &e.event {
-            on_cpu[cpu] = (*next_tid, t);
-            cpu_of.insert(*next_tid, e.cpu);
-        }
-        if let Some(tid) = actor(&e.event)
+        if let Some(tid) = acting
             && let Some(entry) = open.get_mut(&tid)
             && entry.1 == ThreadState::Runnable
         {
