@@ -209,7 +209,7 @@ impl FileTable {
         for f in self.files.iter().filter(|f| ids.contains(&f.id) && f.kind == FileKind::Regular) {
             let Some(path) = &f.path else { continue };
             let (disk, start) = whole_disk(f.dev);
-            match crate::build::fiemap::extents(Path::new(path), f.dev, f.ino) {
+            match crate::assemble::fiemap::extents(Path::new(path), f.dev, f.ino) {
                 Ok(list) => out.extend(list.into_iter().map(|e| Extent {
                     file_id: f.id,
                     disk,

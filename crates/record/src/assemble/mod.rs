@@ -1,4 +1,4 @@
-//! Builds a [`Trace`] from a spool. A normal recording and `coldstart recover` run
+//! Assembles a [`Trace`] from a spool. A normal recording and `coldstart recover` run
 //! this same code; a spool without `end.json` (the recorder was killed) gives a
 //! trace with `meta.partial = true`, ending at the last thing the spool holds.
 
@@ -53,7 +53,7 @@ pub struct Summary {
     pub cross_checks: Vec<CrossCheck>,
 }
 
-pub struct Built {
+pub struct Assembled {
     pub trace: Trace,
     pub summary: Summary,
 }
@@ -74,7 +74,7 @@ fn delta(start: &[DiskCounters], end: &[DiskCounters], dev: Dev) -> Option<(u64,
 }
 
 /// Decodes the whole spool into a trace.
-pub fn build(spool: &Spool) -> Result<Built> {
+pub fn assemble(spool: &Spool) -> Result<Assembled> {
     let start: SpoolStart = spool.start()?;
     let end = spool.end()?;
     let partial = end.is_none();
@@ -105,7 +105,7 @@ pub fn build(spool: &Spool) -> Result<Built> {
     let in_window = |t: Nanos| (0..=duration).contains(&t);
 
     let mut tree =
-        procs::ProcTree::build(&proc_records, &scope.events, start.root_pid, start.system, mono, boot);
+        procs::ProcTree::from_records(&proc_records, &scope.events, start.root_pid, start.system, mono, boot);
     let mut files = files::FileTable::new(&opens);
     let scope_filter = |tid: i32, t: Nanos, tree: &procs::ProcTree| {
         in_window(t) && (start.system || tree.in_scope.contains(&tree.tgid(tid)))
@@ -405,5 +405,5 @@ pub fn build(spool: &Spool) -> Result<Built> {
         disk_samples: rates.disks,
         process_samples: rates.procs,
     };
-    Ok(Built { trace, summary })
+    Ok(Assembled { trace, summary })
 }

@@ -36,7 +36,7 @@ impl ProcTree {
     }
 
     /// Builds the tree. `mono_to_trace` converts connector times; `system` puts everything in scope.
-    pub fn build(
+    pub fn from_records(
         records: &[ProcRecord],
         scope_events: &[Timed],
         root_pid: Option<i32>,
@@ -181,7 +181,7 @@ impl ProcTree {
 }
 
 /// The thread group of a task that still runs and had started by `end_boot_ns` (a task
-/// started later reuses the id of one that has gone: `coldstart recover` builds long after).
+/// started later reuses the id of one that has gone: `coldstart recover` assembles long after).
 pub fn tgid_of_task_started_by(tid: i32, end_boot_ns: i64) -> Option<i32> {
     let ticks = crate::tracefs::process_starttime(tid)?;
     let tick_ns = 1e9 / super::samples::ticks_per_second();
@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn a_thread_outside_the_tree_that_exits_is_named_by_its_process() {
         let recs = vec![ProcRecord::Exit { t: 5, tid: 501, pid: 500, code: 0, signal: 0 }];
-        let tree = ProcTree::build(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        let tree = ProcTree::from_records(&recs, &[], Some(100), false, |t| t, |t| t as i64);
         assert_eq!(tree.tgid(501), 500);
         assert!(!tree.in_scope.contains(&500), "an outside process stays outside");
     }
@@ -245,7 +245,7 @@ mod tests {
             ProcRecord::Fork { t: 16, ptid: 5, ppid: 5, tid: 400, pid: 400 },
             ProcRecord::Exit { t: 20, tid: 100, pid: 100, code: 3 << 8, signal: 17 },
         ];
-        let tree = ProcTree::build(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        let tree = ProcTree::from_records(&recs, &[], Some(100), false, |t| t, |t| t as i64);
         let pids: Vec<i32> = tree.processes.iter().map(|p| p.pid).collect();
         assert_eq!(pids, vec![100, 200, 300]);
         assert_eq!(tree.processes[2].ppid, Some(200));

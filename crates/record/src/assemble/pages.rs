@@ -5,7 +5,7 @@
 //! the read has its pages, after any fill it caused), `mm_filemap_fault` (one page,
 //! traced when the fault starts, before its fills) and `mm_filemap_map_pages` (the
 //! fault-around window, traced after mapping the cached pages in it; the page that
-//! faulted is one of them). They fire on cache hits too, so the build merges
+//! faulted is one of them). They fire on cache hits too, so the assembly merges
 //! consecutive accesses of one thread to one file and kind that repeat or extend
 //! the previous range into one row that keeps the first time, and clips read ranges
 //! to the end of the file (a read may ask for more than the file holds).
@@ -29,8 +29,8 @@ use std::collections::{HashMap, HashSet};
 
 use coldstart_trace::{AccessKind, Dev, FileKind, Nanos, PageAccess, PageFill, PageOrigin};
 
-use crate::build::files::FileTable;
-use crate::build::procs::ProcTree;
+use crate::assemble::files::FileTable;
+use crate::assemble::procs::ProcTree;
 use crate::ftrace::events::{Event, ReadaheadKind, Timed};
 
 /// A file as page-cache events name it: (`s_dev` in the kernel encoding, inode).
