@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use coldstart_trace::{Exec, Nanos, Process, Thread};
 
+use crate::assemble::system_view::SystemView;
 use crate::capture::connector::ProcRecord;
 use crate::ftrace::events::{Event, Timed};
 
@@ -22,6 +23,8 @@ pub struct ProcTree {
     /// Execs whose argv could not be read (the process had exited or exec'd again).
     pub argv_unread: u64,
     pub connector_lost: u64,
+    /// Recording the whole system: every task is in scope.
+    pub system_wide: bool,
 }
 
 /// Converts a wait status (`exit_code` of the connector) to a shell-style exit status.
@@ -44,7 +47,7 @@ impl ProcTree {
         to_trace: impl Fn(i64) -> Nanos,
         boot_to_trace: impl Fn(u64) -> Nanos,
     ) -> ProcTree {
-        let mut tree = ProcTree::default();
+        let mut tree = ProcTree { system_wide: system, ..ProcTree::default() };
         let mut current: HashMap<i32, usize> = HashMap::new();
         let mut thread_idx: HashMap<i32, usize> = HashMap::new();
         if let Some(root) = root_pid {
@@ -156,22 +159,20 @@ impl ProcTree {
     }
 
     /// Adds a thread (and in system mode its process) for a task seen in events
-    /// but never forked during the recording.
-    pub fn ensure_task(&mut self, tid: i32, comm: &str, system: bool) {
+    /// but never forked during the recording, named as /proc names it now.
+    pub fn ensure_task(&mut self, tid: i32, system: &dyn SystemView) {
         if self.pid_of.contains_key(&tid) && self.threads.iter().any(|t| t.tid == tid) {
             return;
         }
-        let pid = *self.pid_of.entry(tid).or_insert_with(|| tgid_from_proc(tid).unwrap_or(tid));
-        let from_proc =
-            |id: i32| std::fs::read_to_string(format!("/proc/{id}/comm")).map(|c| c.trim_end().to_owned());
-        let comm = if comm.is_empty() { from_proc(tid).unwrap_or_default() } else { comm.to_owned() };
+        let pid = *self.pid_of.entry(tid).or_insert_with(|| system.task_tgid(tid).unwrap_or(tid));
+        let comm = system.task_comm(tid).unwrap_or_default();
         let comm = comm.as_str();
-        if !(system || self.in_scope.contains(&pid)) {
+        if !(self.system_wide || self.in_scope.contains(&pid)) {
             return;
         }
-        if system && !self.in_scope.contains(&pid) {
+        if self.system_wide && !self.in_scope.contains(&pid) {
             self.in_scope.insert(pid);
-            let pcomm = from_proc(pid).unwrap_or_else(|_| comm.to_owned());
+            let pcomm = system.task_comm(pid).unwrap_or_else(|| comm.to_owned());
             self.processes.push(Process { pid, comm: pcomm, in_scope: true, ..Default::default() });
         }
         if !self.threads.iter().any(|t| t.tid == tid) {
@@ -182,19 +183,13 @@ impl ProcTree {
 
 /// The thread group of a task that still runs and had started by `end_boot_ns` (a task
 /// started later reuses the id of one that has gone: `coldstart recover` assembles long after).
-pub fn tgid_of_task_started_by(tid: i32, end_boot_ns: i64) -> Option<i32> {
-    let ticks = crate::tracefs::process_starttime(tid)?;
-    let tick_ns = 1e9 / super::samples::ticks_per_second();
+pub fn tgid_of_task_started_by(system: &dyn SystemView, tid: i32, end_boot_ns: i64) -> Option<i32> {
+    let ticks = system.task_start_ticks(tid)?;
+    let tick_ns = 1e9 / system.clock_ticks_per_second();
     if ticks as f64 * tick_ns > end_boot_ns as f64 + tick_ns {
         return None;
     }
-    tgid_from_proc(tid)
-}
-
-/// The thread group of a live task, from `/proc/TID/status`.
-fn tgid_from_proc(tid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+    system.task_tgid(tid)
 }
 
 #[cfg(test)]
@@ -213,10 +208,11 @@ mod tests {
     fn a_task_is_named_by_its_process_unless_it_started_after_the_recording() {
         let tid = rustix::thread::gettid().as_raw_nonzero().get();
         let pid = std::process::id() as i32;
-        assert_eq!(tgid_of_task_started_by(tid, i64::MAX / 2), Some(pid));
+        let live = crate::assemble::LiveSystem;
+        assert_eq!(tgid_of_task_started_by(&live, tid, i64::MAX / 2), Some(pid));
         // Ended at boot: this thread, started since, would reuse the id of a task gone by now.
-        assert_eq!(tgid_of_task_started_by(tid, 0), None);
-        assert_eq!(tgid_of_task_started_by(i32::MAX, i64::MAX / 2), None, "no such task");
+        assert_eq!(tgid_of_task_started_by(&live, tid, 0), None);
+        assert_eq!(tgid_of_task_started_by(&live, i32::MAX, i64::MAX / 2), None, "no such task");
     }
 
     #[test]
