@@ -13,7 +13,7 @@ use coldstart_record::capture::connector::ProcRecord;
 use coldstart_record::capture::fanotify::OpenRecord;
 use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolStart};
 use coldstart_record::system::{DiskInfo, Host, Mount};
-use coldstart_trace::{Dev, FileKind, MarkSource, Trace};
+use coldstart_trace::{Dev, FileKind, LossSource, MarkSource, NoteSource, Trace};
 
 const T0: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
@@ -237,7 +237,10 @@ fn write_spool(dir: &Path, finished: bool) -> Spool {
             ready_reason: Some("exit".into()),
             exit_code: Some(3),
             diskstats_end: counters(11, 1016),
-            losses: vec![("fanotify".into(), "queue overflows".into(), 2)],
+            losses: vec![
+                ("fanotify".into(), "queue overflows".into(), 2),
+                ("a newer recorder's part".into(), "samples not taken".into(), 1),
+            ],
             notes: vec!["capture threads used 1.0 ms of CPU".into()],
             ..Default::default()
         };
@@ -286,24 +289,32 @@ fn a_spool_is_assembled_through_the_system_view() {
     let marks: Vec<_> = trace.marks.iter().map(|m| (m.t_ns, m.pid, m.name.as_str(), m.source)).collect();
     assert_eq!(marks, [(30 * MS, Some(100), "window-shown", MarkSource::Command)]);
 
-    let losses: Vec<_> = trace.losses.iter().map(|l| (l.source.as_str(), l.what.as_str(), l.count)).collect();
+    let losses: Vec<_> = trace.losses.iter().map(|l| (l.source, l.what.as_str(), l.count)).collect();
     assert_eq!(
         losses,
-        [("fanotify", "queue overflows", 2), ("files", "unresolved inodes", 0), ("spool", "torn lines", 1)]
+        [
+            (LossSource::Fanotify, "queue overflows", 2),
+            (LossSource::Other, "samples not taken", 1),
+            (LossSource::Files, "unresolved inodes", 0),
+            (LossSource::Spool, "torn lines", 1)
+        ]
     );
-    let notes: Vec<_> = trace.notes.iter().map(|n| (n.source.as_str(), n.text.as_str())).collect();
+    let notes: Vec<_> = trace.notes.iter().map(|n| (n.source, n.text.as_str())).collect();
     assert_eq!(
         notes[..2],
         [
-            ("record", "fanotify could not watch /proc: not supported"),
-            ("record", "capture threads used 1.0 ms of CPU"),
+            (NoteSource::Record, "fanotify could not watch /proc: not supported"),
+            (NoteSource::Record, "capture threads used 1.0 ms of CPU"),
         ]
     );
     assert!(notes.contains(&(
-        "files",
+        NoteSource::Files,
         "1 files read were deleted before their extents could be read (no disk placement for them)"
     )));
-    assert!(notes.contains(&("files", "3 directory entries walked to name inodes fanotify did not see")));
+    assert!(
+        notes
+            .contains(&(NoteSource::Files, "3 directory entries walked to name inodes fanotify did not see"))
+    );
 
     let meta = &trace.meta;
     assert_eq!((meta.host.as_str(), meta.page_size, meta.duration_ns), ("fakehost", 4096, 100 * MS));
@@ -323,7 +334,7 @@ fn a_spool_without_its_end_gives_a_partial_trace_ending_at_its_last_event() {
         trace
             .notes
             .iter()
-            .any(|n| n.source == "recover" && n.text.starts_with("the recorder did not finish"))
+            .any(|n| n.source == NoteSource::Recover && n.text.starts_with("the recorder did not finish"))
     );
     let disk = &trace.disks[0];
     assert_eq!((disk.read_bytes, disk.read_ios), (None, None), "no diskstats at the end without samples");

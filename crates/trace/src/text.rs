@@ -1,7 +1,8 @@
 //! The text forms of the model's enums, as stored in the trace file and shown in reports.
 
 use crate::model::{
-    AccessKind, BlockOp, CacheState, FileKind, MarkSource, PageOrigin, Scope, Source, ThreadState,
+    AccessKind, BlockOp, CacheState, FileKind, LossSource, MarkSource, NoteSource, PageOrigin, Scope, Source,
+    ThreadState,
 };
 
 /// An enum stored as one of a fixed set of words.
@@ -18,6 +19,16 @@ pub trait TextEnum: Sized + Copy + 'static {
 
     fn from_word(word: &str) -> Option<Self> {
         Self::WORDS.iter().find(|(_, w)| *w == word).map(|(value, _)| *value)
+    }
+}
+
+/// A [`TextEnum`] whose words other versions or programs may extend: a word it does
+/// not know is read as [`OpenTextEnum::UNKNOWN`] instead of failing the read.
+pub trait OpenTextEnum: TextEnum {
+    const UNKNOWN: Self;
+
+    fn from_any_word(word: &str) -> Self {
+        Self::from_word(word).unwrap_or(Self::UNKNOWN)
     }
 }
 
@@ -84,6 +95,72 @@ impl TextEnum for MarkSource {
     ];
 }
 
+impl TextEnum for LossSource {
+    const WORDS: &'static [(Self, &'static str)] = &[
+        (LossSource::Tracefs, "tracefs"),
+        (LossSource::Fanotify, "fanotify"),
+        (LossSource::ProcConnector, "proc connector"),
+        (LossSource::Files, "files"),
+        (LossSource::Spool, "spool"),
+        (LossSource::Bootchart2, "bootchart2"),
+        (LossSource::Other, "other"),
+    ];
+}
+
+impl OpenTextEnum for LossSource {
+    const UNKNOWN: Self = LossSource::Other;
+}
+
+impl TextEnum for NoteSource {
+    const WORDS: &'static [(Self, &'static str)] = &[
+        (NoteSource::Record, "record"),
+        (NoteSource::Recover, "recover"),
+        (NoteSource::Files, "files"),
+        (NoteSource::Bootchart2, "bootchart2"),
+        (NoteSource::Other, "other"),
+    ];
+}
+
+impl OpenTextEnum for NoteSource {
+    const UNKNOWN: Self = NoteSource::Other;
+}
+
+impl std::fmt::Display for LossSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for NoteSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<LossSource> for &'static str {
+    fn from(source: LossSource) -> &'static str {
+        source.as_str()
+    }
+}
+
+impl From<String> for LossSource {
+    fn from(word: String) -> LossSource {
+        LossSource::from_any_word(&word)
+    }
+}
+
+impl From<NoteSource> for &'static str {
+    fn from(source: NoteSource) -> &'static str {
+        source.as_str()
+    }
+}
+
+impl From<String> for NoteSource {
+    fn from(word: String) -> NoteSource {
+        NoteSource::from_any_word(&word)
+    }
+}
+
 impl BlockOp {
     /// The operation named by a kernel `rwbs` string: an optional leading `F`
     /// (preflush) then `R`, `W`, `D`, `E` or `N`; a bare `F` is a flush.
@@ -125,6 +202,25 @@ mod tests {
         check::<AccessKind>();
         check::<ThreadState>();
         check::<MarkSource>();
+        check::<LossSource>();
+        check::<NoteSource>();
+    }
+
+    #[test]
+    fn unknown_loss_and_note_sources_read_as_other() {
+        assert_eq!(LossSource::from_any_word("proc connector"), LossSource::ProcConnector);
+        assert_eq!(LossSource::from_any_word("sampler"), LossSource::Other);
+        assert_eq!(NoteSource::from_any_word("recover"), NoteSource::Recover);
+        assert_eq!(NoteSource::from_any_word("Record"), NoteSource::Other);
+    }
+
+    #[test]
+    fn loss_and_note_sources_serialize_as_their_words() {
+        let loss = crate::Loss { source: LossSource::ProcConnector, what: "x".into(), count: 1 };
+        let json = serde_json::to_string(&loss).unwrap();
+        assert_eq!(json, r#"{"source":"proc connector","what":"x","count":1}"#);
+        let note: crate::Note = serde_json::from_str(r#"{"source":"someone else","text":"t"}"#).unwrap();
+        assert_eq!(note.source, NoteSource::Other);
     }
 
     #[test]
