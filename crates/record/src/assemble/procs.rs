@@ -38,7 +38,7 @@ impl ProcTree {
         self.pid_of.get(&tid).copied().unwrap_or(tid)
     }
 
-    /// Builds the tree. `mono_to_trace` converts connector times; `system` puts everything in scope.
+    /// Builds the tree. `to_trace` converts connector times; `system` puts everything in scope.
     pub fn from_records(
         records: &[ProcRecord],
         scope_events: &[Timed],
@@ -47,115 +47,31 @@ impl ProcTree {
         to_trace: impl Fn(i64) -> Nanos,
         boot_to_trace: impl Fn(u64) -> Nanos,
     ) -> ProcTree {
-        let mut tree = ProcTree { system_wide: system, ..ProcTree::default() };
-        let mut current: HashMap<i32, usize> = HashMap::new();
-        let mut thread_idx: HashMap<i32, usize> = HashMap::new();
-        if let Some(root) = root_pid {
-            tree.in_scope.insert(root);
-        }
-        let mut exec_files: HashMap<i32, Vec<(Nanos, String)>> = HashMap::new();
-        let mut thread_comm: HashMap<i32, String> = HashMap::new();
-        for e in scope_events {
-            match &e.event {
-                Event::Exec { tid, filename, .. } => {
-                    exec_files.entry(*tid).or_default().push((boot_to_trace(e.ts), filename.clone()))
-                }
-                Event::Switch { prev_tid, prev_comm, .. } if *prev_tid != 0 => {
-                    thread_comm.insert(*prev_tid, prev_comm.text());
-                }
-                _ => {}
-            }
-        }
+        let (exec_files, thread_comm) = names_from_events(scope_events, boot_to_trace);
+        let mut replay = Replay {
+            tree: ProcTree {
+                system_wide: system,
+                in_scope: root_pid.into_iter().collect(),
+                ..ProcTree::default()
+            },
+            root_pid,
+            current: HashMap::new(),
+            thread_idx: HashMap::new(),
+            exec_files,
+            thread_comm,
+        };
         for rec in records {
             match rec {
-                ProcRecord::Fork { t, ppid, tid, pid, .. } => {
-                    tree.pid_of.insert(*tid, *pid);
-                    let t = to_trace(*t);
-                    if tid == pid {
-                        let in_scope = system || tree.in_scope.contains(ppid) || Some(*pid) == root_pid;
-                        if !in_scope {
-                            continue;
-                        }
-                        tree.in_scope.insert(*pid);
-                        let comm =
-                            current.get(ppid).map(|&i| tree.processes[i].comm.clone()).unwrap_or_default();
-                        current.insert(*pid, tree.processes.len());
-                        tree.processes.push(Process {
-                            pid: *pid,
-                            ppid: Some(*ppid),
-                            comm: comm.clone(),
-                            exe: None,
-                            argv: Vec::new(),
-                            start_ns: Some(t),
-                            end_ns: None,
-                            exit_code: None,
-                            in_scope: true,
-                        });
-                    } else if !(system || tree.in_scope.contains(pid)) {
-                        continue;
-                    }
-                    thread_idx.insert(*tid, tree.threads.len());
-                    tree.threads.push(Thread {
-                        tid: *tid,
-                        pid: *pid,
-                        comm: String::new(),
-                        start_ns: Some(t),
-                        end_ns: None,
-                    });
-                }
+                ProcRecord::Fork { t, ppid, tid, pid, .. } => replay.fork(to_trace(*t), *ppid, *tid, *pid),
                 ProcRecord::Exec { t, tid, pid, exe, argv, comm } => {
-                    tree.pid_of.insert(*tid, *pid);
-                    let Some(&i) = current.get(pid) else { continue };
-                    let t = to_trace(*t);
-                    let file = exec_files.get(tid).and_then(|list| {
-                        list.iter().min_by_key(|(te, _)| (te - t).abs()).map(|(_, f)| f.clone())
-                    });
-                    if argv.is_none() {
-                        tree.argv_unread += 1;
-                    }
-                    let p = &mut tree.processes[i];
-                    p.exe = exe.clone().or_else(|| file.clone());
-                    p.argv = argv.clone().unwrap_or_default();
-                    if let Some(c) = comm {
-                        p.comm = c.clone();
-                    }
-                    tree.execs.push(Exec {
-                        pid: *pid,
-                        t_ns: t,
-                        path: file.or_else(|| exe.clone()).unwrap_or_default(),
-                        argv: p.argv.clone(),
-                    });
+                    replay.exec(to_trace(*t), *tid, *pid, exe, argv, comm)
                 }
-                ProcRecord::Comm { tid, pid, comm, .. } => {
-                    if let (true, Some(&i)) = (tid == pid, current.get(pid)) {
-                        tree.processes[i].comm = comm.clone();
-                    }
-                    thread_comm.entry(*tid).or_insert_with(|| comm.clone());
-                }
-                ProcRecord::Exit { t, tid, pid, code, .. } => {
-                    // The connector reports every task's exit with its process: the only way
-                    // to name the process of an outside thread that is gone by the end.
-                    tree.pid_of.entry(*tid).or_insert(*pid);
-                    let t = to_trace(*t);
-                    if let Some(&i) = thread_idx.get(tid) {
-                        tree.threads[i].end_ns = Some(t);
-                    }
-                    if let Some(i) = (tid == pid).then(|| current.remove(pid)).flatten() {
-                        tree.processes[i].end_ns = Some(t);
-                        tree.processes[i].exit_code = Some(exit_status(*code));
-                    }
-                }
-                ProcRecord::Lost { .. } => tree.connector_lost += 1,
+                ProcRecord::Comm { tid, pid, comm, .. } => replay.comm(*tid, *pid, comm),
+                ProcRecord::Exit { t, tid, pid, code, .. } => replay.exit(to_trace(*t), *tid, *pid, *code),
+                ProcRecord::Lost { .. } => replay.tree.connector_lost += 1,
             }
         }
-        for t in &mut tree.threads {
-            if let Some(c) = thread_comm.get(&t.tid) {
-                t.comm = c.clone();
-            } else if let Some(p) = tree.processes.iter().find(|p| p.pid == t.pid) {
-                t.comm = p.comm.clone();
-            }
-        }
-        tree
+        replay.finish()
     }
 
     /// Adds a thread (and in system mode its process) for a task seen in events
@@ -178,6 +94,139 @@ impl ProcTree {
         if !self.threads.iter().any(|t| t.tid == tid) {
             self.threads.push(Thread { tid, pid, comm: comm.to_owned(), start_ns: None, end_ns: None });
         }
+    }
+}
+
+/// Per task, the files it exec'd, with when.
+type ExecFiles = HashMap<i32, Vec<(Nanos, String)>>;
+
+/// What tracefs saw of tasks: the files each exec'd (by time) and each thread's name.
+fn names_from_events(
+    scope_events: &[Timed],
+    boot_to_trace: impl Fn(u64) -> Nanos,
+) -> (ExecFiles, HashMap<i32, String>) {
+    let mut exec_files = ExecFiles::new();
+    let mut thread_comm: HashMap<i32, String> = HashMap::new();
+    for e in scope_events {
+        match &e.event {
+            Event::Exec { tid, filename, .. } => {
+                exec_files.entry(*tid).or_default().push((boot_to_trace(e.ts), filename.clone()))
+            }
+            Event::Switch { prev_tid, prev_comm, .. } if *prev_tid != 0 => {
+                thread_comm.insert(*prev_tid, prev_comm.text());
+            }
+            _ => {}
+        }
+    }
+    (exec_files, thread_comm)
+}
+
+/// The tree while the connector's records are replayed in order.
+struct Replay {
+    tree: ProcTree,
+    root_pid: Option<i32>,
+    /// pid → index in `tree.processes` of the process alive under that pid.
+    current: HashMap<i32, usize>,
+    /// tid → index in `tree.threads`.
+    thread_idx: HashMap<i32, usize>,
+    exec_files: ExecFiles,
+    thread_comm: HashMap<i32, String>,
+}
+
+impl Replay {
+    fn fork(&mut self, t: Nanos, ppid: i32, tid: i32, pid: i32) {
+        let tree = &mut self.tree;
+        tree.pid_of.insert(tid, pid);
+        if tid == pid {
+            let in_scope = tree.system_wide || tree.in_scope.contains(&ppid) || Some(pid) == self.root_pid;
+            if !in_scope {
+                return;
+            }
+            tree.in_scope.insert(pid);
+            let comm = self.current.get(&ppid).map(|&i| tree.processes[i].comm.clone()).unwrap_or_default();
+            self.current.insert(pid, tree.processes.len());
+            tree.processes.push(Process {
+                pid,
+                ppid: Some(ppid),
+                comm,
+                exe: None,
+                argv: Vec::new(),
+                start_ns: Some(t),
+                end_ns: None,
+                exit_code: None,
+                in_scope: true,
+            });
+        } else if !(tree.system_wide || tree.in_scope.contains(&pid)) {
+            return;
+        }
+        self.thread_idx.insert(tid, tree.threads.len());
+        tree.threads.push(Thread { tid, pid, comm: String::new(), start_ns: Some(t), end_ns: None });
+    }
+
+    fn exec(
+        &mut self,
+        t: Nanos,
+        tid: i32,
+        pid: i32,
+        exe: &Option<String>,
+        argv: &Option<Vec<String>>,
+        comm: &Option<String>,
+    ) {
+        let tree = &mut self.tree;
+        tree.pid_of.insert(tid, pid);
+        let Some(&i) = self.current.get(&pid) else { return };
+        let file = self
+            .exec_files
+            .get(&tid)
+            .and_then(|list| list.iter().min_by_key(|(te, _)| (te - t).abs()).map(|(_, f)| f.clone()));
+        if argv.is_none() {
+            tree.argv_unread += 1;
+        }
+        let p = &mut tree.processes[i];
+        p.exe = exe.clone().or_else(|| file.clone());
+        p.argv = argv.clone().unwrap_or_default();
+        if let Some(c) = comm {
+            p.comm = c.clone();
+        }
+        tree.execs.push(Exec {
+            pid,
+            t_ns: t,
+            path: file.or_else(|| exe.clone()).unwrap_or_default(),
+            argv: p.argv.clone(),
+        });
+    }
+
+    fn comm(&mut self, tid: i32, pid: i32, comm: &str) {
+        if let (true, Some(&i)) = (tid == pid, self.current.get(&pid)) {
+            self.tree.processes[i].comm = comm.to_owned();
+        }
+        self.thread_comm.entry(tid).or_insert_with(|| comm.to_owned());
+    }
+
+    fn exit(&mut self, t: Nanos, tid: i32, pid: i32, wait_status: u32) {
+        // The connector reports every task's exit with its process: the only way
+        // to name the process of an outside thread that is gone by the end.
+        self.tree.pid_of.entry(tid).or_insert(pid);
+        if let Some(&i) = self.thread_idx.get(&tid) {
+            self.tree.threads[i].end_ns = Some(t);
+        }
+        if let Some(i) = (tid == pid).then(|| self.current.remove(&pid)).flatten() {
+            self.tree.processes[i].end_ns = Some(t);
+            self.tree.processes[i].exit_code = Some(exit_status(wait_status));
+        }
+    }
+
+    /// Names each thread: as tracefs or the connector named it, else as its process.
+    fn finish(mut self) -> ProcTree {
+        let tree = &mut self.tree;
+        for t in &mut tree.threads {
+            if let Some(c) = self.thread_comm.get(&t.tid) {
+                t.comm = c.clone();
+            } else if let Some(p) = tree.processes.iter().find(|p| p.pid == t.pid) {
+                t.comm = p.comm.clone();
+            }
+        }
+        self.tree
     }
 }
 
