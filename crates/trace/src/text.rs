@@ -107,10 +107,6 @@ impl TextEnum for LossSource {
     ];
 }
 
-impl OpenTextEnum for LossSource {
-    const UNKNOWN: Self = LossSource::Other;
-}
-
 impl TextEnum for NoteSource {
     const WORDS: &'static [(Self, &'static str)] = &[
         (NoteSource::Record, "record"),
@@ -121,45 +117,36 @@ impl TextEnum for NoteSource {
     ];
 }
 
-impl OpenTextEnum for NoteSource {
-    const UNKNOWN: Self = NoteSource::Other;
+/// Makes a [`TextEnum`] open ([`OpenTextEnum`], unknown words read as `$unknown`),
+/// shown as its word (`Display`), and serialized as its word (serde `into`/`from`).
+macro_rules! open_text_enum {
+    ($type:ty, $unknown:expr) => {
+        impl OpenTextEnum for $type {
+            const UNKNOWN: Self = $unknown;
+        }
+
+        impl std::fmt::Display for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl From<$type> for &'static str {
+            fn from(value: $type) -> &'static str {
+                value.as_str()
+            }
+        }
+
+        impl From<String> for $type {
+            fn from(word: String) -> $type {
+                <$type>::from_any_word(&word)
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for LossSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for NoteSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<LossSource> for &'static str {
-    fn from(source: LossSource) -> &'static str {
-        source.as_str()
-    }
-}
-
-impl From<String> for LossSource {
-    fn from(word: String) -> LossSource {
-        LossSource::from_any_word(&word)
-    }
-}
-
-impl From<NoteSource> for &'static str {
-    fn from(source: NoteSource) -> &'static str {
-        source.as_str()
-    }
-}
-
-impl From<String> for NoteSource {
-    fn from(word: String) -> NoteSource {
-        NoteSource::from_any_word(&word)
-    }
-}
+open_text_enum!(LossSource, LossSource::Other);
+open_text_enum!(NoteSource, NoteSource::Other);
 
 impl BlockOp {
     /// The operation named by a kernel `rwbs` string: an optional leading `F`
