@@ -18,8 +18,8 @@ fn an_empty_trace_is_analysed_with_warnings() {
 #[test]
 fn losses_unknown_and_unresolved_files_gaps_and_stray_events_are_warned_about() {
     let mut trace = Builder::new()
-        .loss("tracefs", "cpu1 overrun", 3)
-        .loss("fanotify", "overflow", 0)
+        .loss(LossSource::Tracefs, "cpu1 overrun", 3)
+        .loss(LossSource::Fanotify, "overflow", 0)
         .unresolved_file(2)
         .fill(MS, 100, 100, 7, 0, 1)
         .fill(2 * MS, 100, 100, 2, 0, 2)

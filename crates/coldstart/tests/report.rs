@@ -30,7 +30,7 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
             ready: Some(Ready { t_ns: 40 * MS, reason: "exit".into() }),
             ..Meta::default()
         },
-        losses: vec![Loss { source: "tracefs".into(), what: "cpu0 overrun".into(), count: 7 }],
+        losses: vec![Loss { source: LossSource::Tracefs, what: "cpu0 overrun".into(), count: 7 }],
         processes: vec![Process {
             pid: 100,
             comm: "app".into(),

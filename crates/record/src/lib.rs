@@ -14,15 +14,15 @@
 //!   from `trace_pipe_raw`, fanotify opens, proc-connector process events and
 //!   /proc samples go to a spool directory ([`spool`]). A double-forked guardian
 //!   ([`guardian`]) removes the instances if the recorder is killed.
-//! - Afterwards, [`build`] decodes the spool into a trace. `coldstart recover` runs
+//! - Afterwards, [`assemble`] decodes the spool into a trace. `coldstart recover` runs
 //!   the same code on the spool of a killed recorder, so recovery is tested by
-//!   every recording. The build also merges page accesses into ranges and decides
+//!   every recording. The assembly also merges page accesses into ranges and decides
 //!   why each page entered the cache (fault, read, readahead) from the order of
-//!   each thread's events (the rule is in `build/pages.rs`).
+//!   each thread's events (the rule is in `assemble/pages.rs`).
 //! - Raw pages are parsed by hand ([`ftrace`]) from the kernel's own format
 //!   descriptions: no crate parses ftrace ring-buffer pages well.
 
-pub mod build;
+pub mod assemble;
 pub mod capture;
 pub mod error;
 pub mod ftrace;
@@ -32,7 +32,7 @@ pub mod spool;
 pub mod system;
 pub mod tracefs;
 
-pub use build::{CrossCheck, Summary};
+pub use assemble::{CrossCheck, Summary};
 pub use error::{RecordError, Result};
 pub use session::{
     RecordConfig, Recorded, TRACE_MARKER_ENV, preflight, record, recover, recover_leftovers, unique_output,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitOptions};
 use coldstart_trace::{Ready, TraceWriter};
 
-use crate::build::{Summary, build};
+use crate::assemble::{Summary, assemble};
 use crate::capture::connector::ProcWatch;
 use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
@@ -136,10 +136,10 @@ pub fn recover(spool: Spool, output: Option<&Path>) -> Result<(PathBuf, Summary)
             unique_output(dir, &stem)
         }
     };
-    let built = build(&spool)?;
-    write_trace(&built.trace, &path, start.chown)?;
+    let assembled = assemble(&spool)?;
+    write_trace(&assembled.trace, &path, start.chown)?;
     spool.remove()?;
-    Ok((path, built.summary))
+    Ok((path, assembled.summary))
 }
 
 /// Recovers every spool under `root` left by a recorder that is no longer running.
@@ -398,14 +398,14 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             spool.dir.display()
         ))
     };
-    let built = build(&spool).map_err(kept)?;
+    let assembled = assemble(&spool).map_err(kept)?;
     let start = spool.start()?;
-    write_trace(&built.trace, &output, start.chown).map_err(kept)?;
+    write_trace(&assembled.trace, &output, start.chown).map_err(kept)?;
     spool.remove()?;
     Ok(Recorded {
         path: output,
-        ready: built.trace.meta.ready.clone(),
-        summary: built.summary,
+        ready: assembled.trace.meta.ready.clone(),
+        summary: assembled.summary,
         exit_code,
         recovered,
         recover_errors,

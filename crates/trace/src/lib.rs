@@ -20,5 +20,5 @@ pub use dev::{Dev, ParseDevError};
 pub use error::{Result, TraceError};
 pub use index::{FileIndex, ProcessIndex};
 pub use model::*;
-pub use text::TextEnum;
+pub use text::{OpenTextEnum, TextEnum};
 pub use writer::TraceWriter;

@@ -142,18 +142,58 @@ pub struct Disk {
 /// A count of data the recording lost or could not resolve. Every report prints these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loss {
-    /// The part of the recorder that lost it, e.g. `tracefs`, `fanotify`, `files`.
-    pub source: String,
+    /// The part of the recorder (or the importer) that lost it.
+    pub source: LossSource,
     /// What was lost, e.g. `cpu1 overrun`, `unresolved inodes`.
     pub what: String,
     pub count: u64,
 }
 
+/// Where a [`Loss`] happened. Stored and shown as its word (`crate::TextEnum`);
+/// a word this version does not know reads as [`LossSource::Other`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", from = "String")]
+pub enum LossSource {
+    /// The kernel's tracing ring buffers: overruns, dropped events, pages lost or unparsed.
+    Tracefs,
+    /// fanotify's event queue.
+    Fanotify,
+    /// The proc connector: messages the socket dropped, argv not read after an exec.
+    ProcConnector,
+    /// The file table: inodes never named, files whose extents could not be mapped.
+    Files,
+    /// The spool's record files (lines a killed recorder left torn).
+    Spool,
+    /// Records of a bootchart2 log that could not be imported.
+    Bootchart2,
+    /// Written by another version or program, under a word this version does not know.
+    #[default]
+    Other,
+}
+
 /// A remark by the recorder or importer that a reader of the trace should see.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Note {
-    pub source: String,
+    pub source: NoteSource,
     pub text: String,
+}
+
+/// Who wrote a [`Note`]. Stored and shown as its word (`crate::TextEnum`);
+/// a word this version does not know reads as [`NoteSource::Other`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", from = "String")]
+pub enum NoteSource {
+    /// The recorder, while recording or assembling the trace from its spool.
+    Record,
+    /// `coldstart recover`, for a trace assembled from a killed recorder's spool.
+    Recover,
+    /// The file table: files deleted before their extents were read, the walk for inodes.
+    Files,
+    /// The bootchart2 importer.
+    Bootchart2,
+    /// Written by another version or program, under a word this version does not know.
+    #[default]
+    Other,
 }
 
 /// A process (thread group) seen during the recording.

@@ -11,7 +11,7 @@ use crate::Dev;
 use crate::error::{Result, TraceError};
 use crate::model::*;
 use crate::schema::{APPLICATION_ID, FORMAT_VERSION};
-use crate::text::TextEnum;
+use crate::text::{OpenTextEnum, TextEnum};
 
 struct Reader<'a> {
     conn: Connection,
@@ -134,10 +134,11 @@ impl Reader<'_> {
                 })
             })?,
             losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {
-                Ok(Loss { source: r.get(0)?, what: r.get(1)?, count: r.get::<_, i64>(2)? as u64 })
+                let source = LossSource::from_any_word(&r.get::<_, String>(0)?);
+                Ok(Loss { source, what: r.get(1)?, count: r.get::<_, i64>(2)? as u64 })
             })?,
             notes: self.rows("SELECT * FROM note ORDER BY rowid", |r| {
-                Ok(Note { source: r.get(0)?, text: r.get(1)? })
+                Ok(Note { source: NoteSource::from_any_word(&r.get::<_, String>(0)?), text: r.get(1)? })
             })?,
             processes: self.rows("SELECT * FROM process ORDER BY rowid", |r| {
                 Ok(Process {

@@ -1,7 +1,8 @@
 //! The text forms of the model's enums, as stored in the trace file and shown in reports.
 
 use crate::model::{
-    AccessKind, BlockOp, CacheState, FileKind, MarkSource, PageOrigin, Scope, Source, ThreadState,
+    AccessKind, BlockOp, CacheState, FileKind, LossSource, MarkSource, NoteSource, PageOrigin, Scope, Source,
+    ThreadState,
 };
 
 /// An enum stored as one of a fixed set of words.
@@ -18,6 +19,16 @@ pub trait TextEnum: Sized + Copy + 'static {
 
     fn from_word(word: &str) -> Option<Self> {
         Self::WORDS.iter().find(|(_, w)| *w == word).map(|(value, _)| *value)
+    }
+}
+
+/// A [`TextEnum`] whose words other versions or programs may extend: a word it does
+/// not know is read as [`OpenTextEnum::UNKNOWN`] instead of failing the read.
+pub trait OpenTextEnum: TextEnum {
+    const UNKNOWN: Self;
+
+    fn from_any_word(word: &str) -> Self {
+        Self::from_word(word).unwrap_or(Self::UNKNOWN)
     }
 }
 
@@ -84,6 +95,59 @@ impl TextEnum for MarkSource {
     ];
 }
 
+impl TextEnum for LossSource {
+    const WORDS: &'static [(Self, &'static str)] = &[
+        (LossSource::Tracefs, "tracefs"),
+        (LossSource::Fanotify, "fanotify"),
+        (LossSource::ProcConnector, "proc connector"),
+        (LossSource::Files, "files"),
+        (LossSource::Spool, "spool"),
+        (LossSource::Bootchart2, "bootchart2"),
+        (LossSource::Other, "other"),
+    ];
+}
+
+impl TextEnum for NoteSource {
+    const WORDS: &'static [(Self, &'static str)] = &[
+        (NoteSource::Record, "record"),
+        (NoteSource::Recover, "recover"),
+        (NoteSource::Files, "files"),
+        (NoteSource::Bootchart2, "bootchart2"),
+        (NoteSource::Other, "other"),
+    ];
+}
+
+/// Makes a [`TextEnum`] open ([`OpenTextEnum`], unknown words read as `$unknown`),
+/// shown as its word (`Display`), and serialized as its word (serde `into`/`from`).
+macro_rules! open_text_enum {
+    ($type:ty, $unknown:expr) => {
+        impl OpenTextEnum for $type {
+            const UNKNOWN: Self = $unknown;
+        }
+
+        impl std::fmt::Display for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl From<$type> for &'static str {
+            fn from(value: $type) -> &'static str {
+                value.as_str()
+            }
+        }
+
+        impl From<String> for $type {
+            fn from(word: String) -> $type {
+                <$type>::from_any_word(&word)
+            }
+        }
+    };
+}
+
+open_text_enum!(LossSource, LossSource::Other);
+open_text_enum!(NoteSource, NoteSource::Other);
+
 impl BlockOp {
     /// The operation named by a kernel `rwbs` string: an optional leading `F`
     /// (preflush) then `R`, `W`, `D`, `E` or `N`; a bare `F` is a flush.
@@ -125,6 +189,25 @@ mod tests {
         check::<AccessKind>();
         check::<ThreadState>();
         check::<MarkSource>();
+        check::<LossSource>();
+        check::<NoteSource>();
+    }
+
+    #[test]
+    fn unknown_loss_and_note_sources_read_as_other() {
+        assert_eq!(LossSource::from_any_word("proc connector"), LossSource::ProcConnector);
+        assert_eq!(LossSource::from_any_word("sampler"), LossSource::Other);
+        assert_eq!(NoteSource::from_any_word("recover"), NoteSource::Recover);
+        assert_eq!(NoteSource::from_any_word("Record"), NoteSource::Other);
+    }
+
+    #[test]
+    fn loss_and_note_sources_serialize_as_their_words() {
+        let loss = crate::Loss { source: LossSource::ProcConnector, what: "x".into(), count: 1 };
+        let json = serde_json::to_string(&loss).unwrap();
+        assert_eq!(json, r#"{"source":"proc connector","what":"x","count":1}"#);
+        let note: crate::Note = serde_json::from_str(r#"{"source":"someone else","text":"t"}"#).unwrap();
+        assert_eq!(note.source, NoteSource::Other);
     }
 
     #[test]

@@ -129,11 +129,11 @@ impl TraceWriter {
     }
 
     pub fn loss(&mut self, l: &Loss) -> Result<()> {
-        self.exec("INSERT INTO loss VALUES (?1, ?2, ?3)", params![l.source, l.what, l.count as i64])
+        self.exec("INSERT INTO loss VALUES (?1, ?2, ?3)", params![l.source.as_str(), l.what, l.count as i64])
     }
 
     pub fn note(&mut self, n: &Note) -> Result<()> {
-        self.exec("INSERT INTO note VALUES (?1, ?2)", params![n.source, n.text])
+        self.exec("INSERT INTO note VALUES (?1, ?2)", params![n.source.as_str(), n.text])
     }
 
     pub fn process(&mut self, p: &Process) -> Result<()> {

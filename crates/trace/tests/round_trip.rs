@@ -114,3 +114,33 @@ fn files_written_before_the_page_access_table_still_read() {
     trace.page_accesses.clear();
     assert_eq!(Trace::read(&path).unwrap(), trace);
 }
+
+#[test]
+fn loss_and_note_sources_are_stored_as_their_words_and_unknown_ones_read_as_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let mut trace = full_trace();
+    trace.losses.push(Loss {
+        source: LossSource::ProcConnector,
+        what: "receive buffer overruns".into(),
+        count: 4,
+    });
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let words: Vec<String> = conn
+        .prepare("SELECT source FROM loss UNION ALL SELECT source FROM note")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(words, ["tracefs", "proc connector", "record"]);
+    conn.execute_batch("UPDATE loss SET source = 'sampler'; UPDATE note SET source = 'a newer recorder'")
+        .unwrap();
+    drop(conn);
+    let read = Trace::read(&path).unwrap();
+    let sources: Vec<LossSource> = read.losses.iter().map(|l| l.source).collect();
+    assert_eq!(sources, [LossSource::Other, LossSource::Other]);
+    assert_eq!(read.losses[1].what, "receive buffer overruns");
+    assert_eq!((read.notes[0].source, read.notes[0].text.as_str()), (NoteSource::Other, "no mark on /proc"));
+}

@@ -200,8 +200,8 @@ impl Builder {
         self
     }
 
-    pub fn loss(mut self, source: &str, what: &str, count: u64) -> Builder {
-        self.trace.losses.push(Loss { source: source.into(), what: what.into(), count });
+    pub fn loss(mut self, source: LossSource, what: &str, count: u64) -> Builder {
+        self.trace.losses.push(Loss { source, what: what.into(), count });
         self
     }
 

@@ -36,7 +36,7 @@ mod taskstats;
 
 use std::path::Path;
 
-use coldstart_trace::{CacheState, Meta, Note, Ready, Scope, Source, Trace};
+use coldstart_trace::{CacheState, Meta, Note, NoteSource, Ready, Scope, Source, Trace};
 
 use crate::error::{ImportError, Result};
 use header::Header;
@@ -46,8 +46,6 @@ use input::{
 };
 use problems::Problems;
 
-/// The `source` of the notes and losses this importer writes.
-pub const SOURCE: &str = "bootchart2";
 /// The value of `meta.clock` in imported traces: the logs' /proc/uptime is CLOCK_BOOTTIME.
 pub const CLOCK: &str = "boot";
 /// The `ready.reason` of imported traces.
@@ -189,7 +187,7 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     let (losses, problem_notes) = problems.into_rows();
     trace.losses = losses;
     notes.extend(problem_notes.into_iter().map(|n| n.text));
-    trace.notes = notes.into_iter().map(|text| Note { source: SOURCE.to_owned(), text }).collect();
+    trace.notes = notes.into_iter().map(|text| Note { source: NoteSource::Bootchart2, text }).collect();
     Ok(trace)
 }
 

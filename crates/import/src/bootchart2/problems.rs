@@ -2,9 +2,7 @@
 //! kind becomes a `loss` row with its count and a note naming the first place
 //! (file and line) and the reason.
 
-use coldstart_trace::{Loss, Note};
-
-use super::SOURCE;
+use coldstart_trace::{Loss, LossSource, Note, NoteSource};
 
 #[derive(Debug, Default)]
 pub struct Problems {
@@ -40,10 +38,10 @@ impl Problems {
         let mut notes = Vec::new();
         for kind in self.kinds {
             notes.push(Note {
-                source: SOURCE.to_owned(),
+                source: NoteSource::Bootchart2,
                 text: format!("skipped {} {}; the first: {}", kind.count, kind.what, kind.first),
             });
-            losses.push(Loss { source: SOURCE.to_owned(), what: kind.what, count: kind.count });
+            losses.push(Loss { source: LossSource::Bootchart2, what: kind.what, count: kind.count });
         }
         (losses, notes)
     }

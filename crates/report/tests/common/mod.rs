@@ -82,7 +82,7 @@ pub fn fixture() -> Trace {
             read_bytes: Some(200 * 1024),
             ..Disk::default()
         }],
-        losses: vec![Loss { source: "tracefs".into(), what: "cpu1 overrun".into(), count: 1 }],
+        losses: vec![Loss { source: LossSource::Tracefs, what: "cpu1 overrun".into(), count: 1 }],
         processes: vec![
             Process {
                 pid: 100,

@@ -42,8 +42,8 @@ pub fn full_trace() -> Trace {
             write_bytes: Some(4096),
             write_ios: Some(1),
         }],
-        losses: vec![Loss { source: "tracefs".into(), what: "cpu1 overrun".into(), count: 3 }],
-        notes: vec![Note { source: "fanotify".into(), text: "no mark on /proc".into() }],
+        losses: vec![Loss { source: LossSource::Tracefs, what: "cpu1 overrun".into(), count: 3 }],
+        notes: vec![Note { source: NoteSource::Record, text: "no mark on /proc".into() }],
         processes: vec![
             Process {
                 pid: 100,

@@ -80,114 +80,160 @@ pub fn intervals(
     to_trace: impl Fn(u64) -> Nanos,
     end: Nanos,
 ) -> (Vec<SchedInterval>, Vec<Wakeup>) {
-    let mut open: HashMap<i32, (Nanos, ThreadState)> = HashMap::new();
-    let mut waking: HashMap<i32, (Nanos, i32)> = HashMap::new();
-    // Per CPU: the task last seen on it (switched in, or running an event), and when.
-    let mut on_cpu: Vec<(i32, Nanos)> = Vec::new();
-    let mut cpu_of: HashMap<i32, u16> = HashMap::new();
-    let mut out = Vec::new();
-    let mut wakeups = Vec::new();
-    let close = |out: &mut Vec<SchedInterval>, tid: i32, start: Nanos, state: ThreadState, t: Nanos| {
-        let (s, e) = (start.max(0), t.min(end));
-        if e > s {
-            out.push(SchedInterval { tid, start_ns: s, end_ns: e, state });
-        }
-    };
+    let mut timeline = Timeline { end, ..Timeline::default() };
     for e in events {
         let t = to_trace(e.ts);
-        let cpu = usize::from(e.cpu);
-        if on_cpu.len() <= cpu {
-            on_cpu.resize(cpu + 1, (0, 0));
-        }
         let acting = actor(&e.event);
+        timeline.track_cpu(e, t, acting);
+        if let Some(tid) = acting {
+            timeline.seen_running(tid);
+        }
+        match &e.event {
+            Event::Switch { prev_tid, prev_state, next_tid, .. } => {
+                if *prev_tid != 0 && keep(*prev_tid) {
+                    timeline.switched_out(t, *prev_tid, states.after_switch(*prev_state));
+                }
+                if *next_tid != 0 && keep(*next_tid) {
+                    timeline.switched_in(t, *next_tid);
+                }
+            }
+            Event::Waking { tid, waker } if keep(*tid) => timeline.waking(t, *tid, *waker),
+            Event::Wakeup { tid, waker, .. } if keep(*tid) => timeline.wakeup(t, *tid, *waker),
+            _ => {}
+        }
+    }
+    timeline.finish()
+}
+
+/// The intervals and wakeups found so far, and what is open.
+#[derive(Default)]
+struct Timeline {
+    end: Nanos,
+    /// Per thread: the state it is in, since when.
+    open: HashMap<i32, (Nanos, ThreadState)>,
+    /// Per thread: its last `sched_waking` from a task (time, waker).
+    waking: HashMap<i32, (Nanos, i32)>,
+    /// Per CPU: the task last seen on it (switched in, or running an event), and when.
+    on_cpu: Vec<(i32, Nanos)>,
+    cpu_of: HashMap<i32, u16>,
+    out: Vec<SchedInterval>,
+    wakeups: Vec<Wakeup>,
+}
+
+impl Timeline {
+    fn close(&mut self, tid: i32, start: Nanos, state: ThreadState, t: Nanos) {
+        let (s, e) = (start.max(0), t.min(self.end));
+        if e > s {
+            self.out.push(SchedInterval { tid, start_ns: s, end_ns: e, state });
+        }
+    }
+
+    /// Follows which task each CPU runs. A running thread whose switch out was never
+    /// traced ends its run at its last sign of life on a CPU where another task then
+    /// shows itself.
+    fn track_cpu(&mut self, e: &Timed, t: Nanos, acting: Option<i32>) {
+        let cpu = usize::from(e.cpu);
+        if self.on_cpu.len() <= cpu {
+            self.on_cpu.resize(cpu + 1, (0, 0));
+        }
         let current = match &e.event {
             Event::Switch { prev_tid, .. } => Some(*prev_tid),
             _ => acting,
         };
         if let Some(now) = current {
-            let (gone, last_seen) = on_cpu[cpu];
+            let (gone, last_seen) = self.on_cpu[cpu];
             if gone != now
                 && gone != 0
-                && cpu_of.get(&gone) == Some(&e.cpu)
-                && let Some(&(start, ThreadState::Running)) = open.get(&gone)
+                && self.cpu_of.get(&gone) == Some(&e.cpu)
+                && let Some(&(start, ThreadState::Running)) = self.open.get(&gone)
             {
-                close(&mut out, gone, start, ThreadState::Running, last_seen);
-                open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
+                self.close(gone, start, ThreadState::Running, last_seen);
+                self.open.insert(gone, (last_seen.max(start), ThreadState::Sleeping));
             }
         }
         match (&e.event, current) {
             (Event::Switch { next_tid, .. }, _) => {
-                on_cpu[cpu] = (*next_tid, t);
-                cpu_of.insert(*next_tid, e.cpu);
+                self.on_cpu[cpu] = (*next_tid, t);
+                self.cpu_of.insert(*next_tid, e.cpu);
             }
-            (_, Some(now)) if on_cpu[cpu].0 == now => on_cpu[cpu].1 = t,
+            (_, Some(now)) if self.on_cpu[cpu].0 == now => self.on_cpu[cpu].1 = t,
             (_, Some(now)) => {
-                on_cpu[cpu] = (now, t);
-                cpu_of.insert(now, e.cpu);
+                self.on_cpu[cpu] = (now, t);
+                self.cpu_of.insert(now, e.cpu);
             }
             _ => {}
         }
-        if let Some(tid) = acting
-            && let Some(entry) = open.get_mut(&tid)
+    }
+
+    /// A thread seen acting while it looks runnable ran from its wakeup.
+    fn seen_running(&mut self, tid: i32) {
+        if let Some(entry) = self.open.get_mut(&tid)
             && entry.1 == ThreadState::Runnable
         {
             entry.1 = ThreadState::Running;
         }
-        match &e.event {
-            Event::Switch { prev_tid, prev_state, next_tid, .. } => {
-                if *prev_tid != 0 && keep(*prev_tid) {
-                    if let Some((start, state)) = open.remove(prev_tid) {
-                        close(&mut out, *prev_tid, start, state, t);
-                    }
-                    if let After::State(s) = states.after_switch(*prev_state) {
-                        open.insert(*prev_tid, (t, s));
-                    }
-                }
-                if *next_tid != 0 && keep(*next_tid) {
-                    if let Some((start, state)) = open.remove(next_tid) {
-                        close(&mut out, *next_tid, start, state, t);
-                    }
-                    open.insert(*next_tid, (t, ThreadState::Running));
-                }
-            }
-            Event::Waking { tid, waker } if keep(*tid) => match waker {
-                Some(w) => {
-                    waking.insert(*tid, (t, *w));
-                }
-                None => {
-                    waking.remove(tid);
-                }
-            },
-            Event::Wakeup { tid, waker, .. } if keep(*tid) => {
-                let by = waking.remove(tid);
-                let (woken_t, waker) = match (*waker, by) {
-                    (None, Some((at, w))) => (at, Some(w)),
-                    _ => (t, *waker),
-                };
-                if (0..=end).contains(&woken_t) {
-                    wakeups.push(Wakeup { t_ns: woken_t, tid: *tid, waker_tid: waker });
-                }
-                match open.get(tid) {
-                    Some((_, ThreadState::Running | ThreadState::Runnable)) => {}
-                    Some(&(start, state)) => {
-                        close(&mut out, *tid, start, state, t);
-                        open.insert(*tid, (t, ThreadState::Runnable));
-                    }
-                    None => {
-                        open.insert(*tid, (t, ThreadState::Runnable));
-                    }
-                }
-            }
-            _ => {}
+    }
+
+    fn switched_out(&mut self, t: Nanos, tid: i32, after: After) {
+        if let Some((start, state)) = self.open.remove(&tid) {
+            self.close(tid, start, state, t);
+        }
+        if let After::State(s) = after {
+            self.open.insert(tid, (t, s));
         }
     }
-    for (tid, (start, state)) in open {
-        close(&mut out, tid, start, state, end);
+
+    fn switched_in(&mut self, t: Nanos, tid: i32) {
+        if let Some((start, state)) = self.open.remove(&tid) {
+            self.close(tid, start, state, t);
+        }
+        self.open.insert(tid, (t, ThreadState::Running));
     }
-    out.sort_by_key(|s| (s.tid, s.start_ns));
-    // A wakeup timed at its sched_waking can precede events recorded before its sched_wakeup.
-    wakeups.sort_by_key(|w| w.t_ns);
-    (out, wakeups)
+
+    fn waking(&mut self, t: Nanos, tid: i32, waker: Option<i32>) {
+        match waker {
+            Some(w) => {
+                self.waking.insert(tid, (t, w));
+            }
+            None => {
+                self.waking.remove(&tid);
+            }
+        }
+    }
+
+    /// A wakeup from an interrupt takes its waker and time from the `sched_waking`
+    /// traced in the waker's context.
+    fn wakeup(&mut self, t: Nanos, tid: i32, waker: Option<i32>) {
+        let by = self.waking.remove(&tid);
+        let (woken_t, waker) = match (waker, by) {
+            (None, Some((at, w))) => (at, Some(w)),
+            _ => (t, waker),
+        };
+        if (0..=self.end).contains(&woken_t) {
+            self.wakeups.push(Wakeup { t_ns: woken_t, tid, waker_tid: waker });
+        }
+        match self.open.get(&tid) {
+            Some((_, ThreadState::Running | ThreadState::Runnable)) => {}
+            Some(&(start, state)) => {
+                self.close(tid, start, state, t);
+                self.open.insert(tid, (t, ThreadState::Runnable));
+            }
+            None => {
+                self.open.insert(tid, (t, ThreadState::Runnable));
+            }
+        }
+    }
+
+    fn finish(mut self) -> (Vec<SchedInterval>, Vec<Wakeup>) {
+        let open: Vec<_> = self.open.drain().collect();
+        for (tid, (start, state)) in open {
+            self.close(tid, start, state, self.end);
+        }
+        self.out.sort_by_key(|s| (s.tid, s.start_ns));
+        // A wakeup timed at its sched_waking can precede events recorded before its sched_wakeup.
+        self.wakeups.sort_by_key(|w| w.t_ns);
+        (self.out, self.wakeups)
+    }
 }
 
 /// The thread an event shows running (the task current when it was recorded), if any.

@@ -1,13 +1,68 @@
-//! Turns the spooled raw pages of every CPU into one time-ordered list of events,
+//! Reads the spool: its start and end, the JSON-lines records, and the spooled raw
+//! pages of every CPU turned into one time-ordered list of events per instance,
 //! counting what the kernel reported lost and what did not parse.
 
 use std::fs;
 
+use crate::capture::connector::ProcRecord;
+use crate::capture::fanotify::OpenRecord;
+use crate::capture::sampler::SampleRecord;
 use crate::error::{IoContext, Result};
 use crate::ftrace::events::{Decoder, Timed};
 use crate::ftrace::format::{EventFormat, PageHeader};
 use crate::ftrace::page::{Missed, page_events};
-use crate::spool::Spool;
+use crate::spool::{Spool, SpoolEnd, SpoolStart};
+
+/// Everything a spool holds, decoded.
+pub struct SpoolData {
+    pub start: SpoolStart,
+    /// `None` when the recorder did not finish (the trace is partial).
+    pub end: Option<SpoolEnd>,
+    pub formats: Formats,
+    pub scope: Decoded,
+    pub block: Decoded,
+    pub procs: Vec<ProcRecord>,
+    pub opens: Vec<OpenRecord>,
+    /// From the last sample before t = 0 on.
+    pub samples: Vec<SampleRecord>,
+    /// JSON lines cut short by a killed recorder, all files together.
+    pub torn_lines: usize,
+    /// The `marks` file of the spool, if there is one.
+    pub marks: Option<String>,
+}
+
+impl SpoolData {
+    pub fn read(spool: &Spool) -> Result<SpoolData> {
+        let start = spool.start()?;
+        let end = spool.end()?;
+        let formats = Formats::load(spool)?;
+        let page = start.subbuf_size.max(4096);
+        let scope = decode_role(spool, "scope", &start.cpus, page, &formats)?;
+        let block = decode_role(spool, "block", &start.cpus, page, &formats)?;
+        let (procs, torn_procs) = spool.read_lines::<ProcRecord>("procs.jsonl")?;
+        let (opens, torn_opens) = spool.read_lines::<OpenRecord>("opens.jsonl")?;
+        let (mut samples, torn_samples) = spool.read_lines::<SampleRecord>("samples.jsonl")?;
+        let first_after_t0 = samples.iter().position(|s| s.t >= start.t0_boot_ns).unwrap_or(samples.len());
+        samples.drain(..first_after_t0.saturating_sub(1));
+        let marks = fs::read_to_string(spool.path("marks")).ok();
+        let torn_lines = torn_procs + torn_opens + torn_samples;
+        Ok(SpoolData { start, end, formats, scope, block, procs, opens, samples, torn_lines, marks })
+    }
+
+    /// When the recording ended (CLOCK_BOOTTIME): as the recorder said, or, for a
+    /// partial spool, at the last event or sample it holds.
+    pub fn end_boot_ns(&self) -> i64 {
+        match &self.end {
+            Some(e) => e.t_end_boot_ns,
+            None => {
+                let last_event =
+                    self.scope.events.iter().chain(&self.block.events).map(|e| e.ts as i64).max();
+                let last_sample = self.samples.last().map(|s| s.t);
+                last_event.into_iter().chain(last_sample).max().unwrap_or(self.start.t0_boot_ns)
+            }
+        }
+    }
+}
 
 /// Events of one instance ("role") and what was lost on the way.
 #[derive(Default)]

@@ -5,7 +5,7 @@
 //! the read has its pages, after any fill it caused), `mm_filemap_fault` (one page,
 //! traced when the fault starts, before its fills) and `mm_filemap_map_pages` (the
 //! fault-around window, traced after mapping the cached pages in it; the page that
-//! faulted is one of them). They fire on cache hits too, so the build merges
+//! faulted is one of them). They fire on cache hits too, so the assembly merges
 //! consecutive accesses of one thread to one file and kind that repeat or extend
 //! the previous range into one row that keeps the first time, and clips read ranges
 //! to the end of the file (a read may ask for more than the file holds).
@@ -29,8 +29,9 @@ use std::collections::{HashMap, HashSet};
 
 use coldstart_trace::{AccessKind, Dev, FileKind, Nanos, PageAccess, PageFill, PageOrigin};
 
-use crate::build::files::FileTable;
-use crate::build::procs::ProcTree;
+use crate::assemble::files::FileTable;
+use crate::assemble::procs::ProcTree;
+use crate::assemble::system_view::SystemView;
 use crate::ftrace::events::{Event, ReadaheadKind, Timed};
 
 /// A file as page-cache events name it: (`s_dev` in the kernel encoding, inode).
@@ -167,9 +168,9 @@ pub fn collect(
     boot: impl Fn(u64) -> Nanos,
     keep: impl Fn(i32, Nanos, &ProcTree) -> bool,
     tree: &mut ProcTree,
-    system: bool,
     files: &mut FileTable,
     page_size: u64,
+    system: &dyn SystemView,
 ) -> Collected {
     let mut fills = Vec::new();
     let mut filled_keys = HashSet::new();
@@ -188,8 +189,8 @@ pub fn collect(
         }
         match &e.event {
             Event::PageCacheAdd { dev, ino, index, order, .. } => {
-                tree.ensure_task(tid, "", system);
-                let file_id = files.for_fill(*dev, *ino, page_size);
+                tree.ensure_task(tid, system);
+                let file_id = files.for_fill(*dev, *ino, page_size, system);
                 let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
                 let pages = 1u32 << order.min(&31);
                 origins.fill(fills.len(), tid, (*dev, *ino), *index, u64::from(pages));
@@ -223,8 +224,8 @@ pub fn collect(
             left_out += 1;
             continue;
         }
-        tree.ensure_task(tid, "", system);
-        let file_id = files.for_fill(key.0, key.1, page_size);
+        tree.ensure_task(tid, system);
+        let file_id = files.for_fill(key.0, key.1, page_size, system);
         let shift = files.index_shift.get(&file_id).copied().unwrap_or(0);
         accesses.push(raw_access(t, tree.tgid(tid), tid, file_id, index + shift, last + shift, kind));
     }

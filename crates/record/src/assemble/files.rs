@@ -10,15 +10,14 @@
 //! [`FileKind::DeviceMetadata`] file per disk, page indexes moved to the whole disk.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use coldstart_trace::{Dev, Extent, File, FileKind};
 
+use crate::assemble::system_view::{EntryStat, SystemView};
 use crate::capture::fanotify::OpenRecord;
-use crate::system::{Mount, whole_disk};
+use crate::system::Mount;
 
 /// ext2/3/4 reserve inode numbers below 11 for their own use; the page cache of
 /// inode 1 holds the block allocator's bitmaps (`s_buddy_cache`), filled when a
@@ -58,10 +57,6 @@ pub struct FileTable {
     pub walk_truncated: bool,
 }
 
-fn is_block_device(dev: Dev) -> bool {
-    Path::new(&format!("/sys/dev/block/{}:{}", dev.major, dev.minor)).exists()
-}
-
 impl FileTable {
     pub fn new(opens: &[OpenRecord]) -> FileTable {
         let mut t = FileTable::default();
@@ -83,7 +78,7 @@ impl FileTable {
     }
 
     /// The id of the file of a page-cache event (`s_dev` in the kernel encoding).
-    pub fn for_fill(&mut self, s_dev: u32, ino: u64, page_size: u64) -> u32 {
+    pub fn for_fill(&mut self, s_dev: u32, ino: u64, page_size: u64, system: &dyn SystemView) -> u32 {
         let key = (Dev::from_kernel(s_dev), ino);
         if let Some(&id) = self.by_key.get(&key) {
             return id;
@@ -93,11 +88,11 @@ impl FileTable {
         let file = if key.0.major == 0
             && ino >> 32 == 0
             && !self.known.contains_key(&key)
-            && is_block_device(bdev)
+            && system.is_block_device(bdev)
         {
-            let (disk, start) = whole_disk(bdev);
+            let (disk, start) = system.whole_disk(bdev);
             self.index_shift.insert(id, start / page_size);
-            let name = crate::system::disk_info(disk).name;
+            let name = system.disk_info(disk).name;
             File {
                 id,
                 dev: disk,
@@ -143,7 +138,7 @@ impl FileTable {
 
     /// Looks for the files still without a path by walking their filesystems, then
     /// counts what stays unresolved.
-    pub fn resolve_by_walk(&mut self, mounts: &[Mount]) {
+    pub fn resolve_by_walk(&mut self, mounts: &[Mount], system: &dyn SystemView) {
         for f in self.files.iter_mut().filter(|f| f.path.is_none() && f.kind == FileKind::Regular) {
             if is_reserved_inode(mounts, f.dev, f.ino) {
                 f.kind = FileKind::Other;
@@ -155,7 +150,7 @@ impl FileTable {
             wanted.entry(f.dev).or_default().insert(f.ino);
         }
         let started = Instant::now();
-        let mut found: HashMap<(Dev, u64), (PathBuf, fs::Metadata)> = HashMap::new();
+        let mut found: HashMap<(Dev, u64), (PathBuf, EntryStat)> = HashMap::new();
         for (dev, inos) in &wanted {
             let Some(mount) =
                 mounts.iter().filter(|m| m.dev == *dev).min_by_key(|m| m.root.as_os_str().len())
@@ -169,30 +164,31 @@ impl FileTable {
                     self.walk_truncated |= left > 0;
                     break;
                 }
-                let Ok(entries) = fs::read_dir(&dir) else { continue };
-                for entry in entries.flatten() {
+                let Some(entries) = system.read_dir(&dir) else { continue };
+                for entry in entries {
                     self.walked_entries += 1;
-                    let Ok(md) = entry.metadata() else { continue };
-                    if Dev::from_user(md.dev()) != *dev {
+                    let Some(stat) = entry.stat else { continue };
+                    if stat.dev != *dev {
                         continue;
                     }
-                    if inos.contains(&md.ino()) && !found.contains_key(&(*dev, md.ino())) {
+                    let is_dir = stat.is_dir;
+                    if inos.contains(&stat.ino) && !found.contains_key(&(*dev, stat.ino)) {
                         left -= 1;
-                        found.insert((*dev, md.ino()), (entry.path(), md.clone()));
+                        found.insert((*dev, stat.ino), (entry.path.clone(), stat));
                     }
-                    if md.is_dir() {
-                        stack.push(entry.path());
+                    if is_dir {
+                        stack.push(entry.path);
                     }
                 }
             }
         }
         for f in self.files.iter_mut().filter(|f| f.path.is_none() && f.kind != FileKind::Other) {
             match found.get(&(f.dev, f.ino)) {
-                Some((path, md)) => {
+                Some((path, stat)) => {
                     f.path = Some(path.to_string_lossy().into_owned());
-                    f.size = Some(md.size());
-                    f.mtime_ns = Some(md.mtime() * 1_000_000_000 + md.mtime_nsec());
-                    if md.is_dir() {
+                    f.size = Some(stat.size);
+                    f.mtime_ns = Some(stat.mtime_ns);
+                    if stat.is_dir {
                         f.kind = FileKind::Directory;
                     }
                 }
@@ -203,13 +199,13 @@ impl FileTable {
 
     /// FIEMAP extents of the regular files in `ids`, placed on whole disks.
     /// Also returns how many files failed, and how many were gone (deleted) by then.
-    pub fn extents(&self, ids: &HashSet<u32>) -> (Vec<Extent>, u64, u64) {
+    pub fn extents(&self, ids: &HashSet<u32>, system: &dyn SystemView) -> (Vec<Extent>, u64, u64) {
         let mut out = Vec::new();
         let (mut failed, mut gone) = (0, 0);
         for f in self.files.iter().filter(|f| ids.contains(&f.id) && f.kind == FileKind::Regular) {
             let Some(path) = &f.path else { continue };
-            let (disk, start) = whole_disk(f.dev);
-            match crate::build::fiemap::extents(Path::new(path), f.dev, f.ino) {
+            let (disk, start) = system.whole_disk(f.dev);
+            match system.extents(Path::new(path), f.dev, f.ino) {
                 Ok(list) => out.extend(list.into_iter().map(|e| Extent {
                     file_id: f.id,
                     disk,
@@ -246,7 +242,7 @@ mod tests {
         for (dev, ino) in [(vda, 1), (vda, 2), (vda, 11), (vdb, 1)] {
             table.for_open(dev.to_user(), ino);
         }
-        table.resolve_by_walk(&mounts);
+        table.resolve_by_walk(&mounts, &crate::assemble::LiveSystem);
         let kinds: Vec<FileKind> = table.files.iter().map(|f| f.kind).collect();
         assert_eq!(kinds, [FileKind::Other, FileKind::Regular, FileKind::Regular, FileKind::Regular]);
         assert_eq!((table.fs_internal, table.unresolved), (1, 3));

@@ -76,39 +76,7 @@ pub fn requests(
     let mut requeues = 0;
     let mut rows = Vec::new();
     let row = |issue: Option<usize>, complete: Option<&Timed>| {
-        let issue = issue.map(|i| &events[i]);
-        let (dev, sector) = match (issue.map(|e| &e.event), complete.map(|e| &e.event)) {
-            (Some(Event::BlockIssue { dev, sector, .. }), _)
-            | (_, Some(Event::BlockComplete { dev, sector, .. })) => (*dev, *sector),
-            _ => (0, u64::MAX),
-        };
-        let mut io = BlockIo {
-            issue_ns: issue.map(|e| to_trace(e.ts)),
-            complete_ns: complete.map(|e| to_trace(e.ts)),
-            dev: Dev::from_kernel(dev),
-            sector: (sector != u64::MAX).then_some(sector),
-            bytes: 0,
-            op: BlockOp::Other,
-            rwbs: String::new(),
-            pid: 0,
-            comm: String::new(),
-            file_id: None,
-            error: 0,
-        };
-        if let Some(Event::BlockComplete { nr_sector, error, rwbs, .. }) = complete.map(|e| &e.event) {
-            io.bytes = nr_sector.saturating_mul(512);
-            io.rwbs = rwbs.as_str().to_owned();
-            io.error = *error;
-        }
-        if let Some(Event::BlockIssue { tid, bytes, rwbs, comm, .. }) = issue.map(|e| &e.event) {
-            io.bytes = *bytes;
-            io.rwbs = rwbs.as_str().to_owned();
-            io.pid = pid_of(*tid);
-            io.comm = comm.text();
-        }
-        io.op = op_of(&io.rwbs);
-        io.file_id = io.sector.and_then(|s| extents.file_at(io.dev, s * 512));
-        io
+        block_io(issue.map(|i| &events[i]), complete, &to_trace, &pid_of, extents)
     };
     for (i, e) in events.iter().enumerate() {
         match e.event {
@@ -153,6 +121,48 @@ pub fn requests(
     }
     rows.sort_by_key(|b| b.issue_ns.or(b.complete_ns));
     Requests { rows, requeues }
+}
+
+/// One `block_io` row from its issue and completion (either may be missing).
+fn block_io(
+    issue: Option<&Timed>,
+    complete: Option<&Timed>,
+    to_trace: impl Fn(u64) -> Nanos,
+    pid_of: impl Fn(i32) -> i32,
+    extents: &ExtentIndex,
+) -> BlockIo {
+    let (dev, sector) = match (issue.map(|e| &e.event), complete.map(|e| &e.event)) {
+        (Some(Event::BlockIssue { dev, sector, .. }), _)
+        | (_, Some(Event::BlockComplete { dev, sector, .. })) => (*dev, *sector),
+        _ => (0, u64::MAX),
+    };
+    let mut io = BlockIo {
+        issue_ns: issue.map(|e| to_trace(e.ts)),
+        complete_ns: complete.map(|e| to_trace(e.ts)),
+        dev: Dev::from_kernel(dev),
+        sector: (sector != u64::MAX).then_some(sector),
+        bytes: 0,
+        op: BlockOp::Other,
+        rwbs: String::new(),
+        pid: 0,
+        comm: String::new(),
+        file_id: None,
+        error: 0,
+    };
+    if let Some(Event::BlockComplete { nr_sector, error, rwbs, .. }) = complete.map(|e| &e.event) {
+        io.bytes = nr_sector.saturating_mul(512);
+        io.rwbs = rwbs.as_str().to_owned();
+        io.error = *error;
+    }
+    if let Some(Event::BlockIssue { tid, bytes, rwbs, comm, .. }) = issue.map(|e| &e.event) {
+        io.bytes = *bytes;
+        io.rwbs = rwbs.as_str().to_owned();
+        io.pid = pid_of(*tid);
+        io.comm = comm.text();
+    }
+    io.op = op_of(&io.rwbs);
+    io.file_id = io.sector.and_then(|s| extents.file_at(io.dev, s * 512));
+    io
 }
 
 #[cfg(test)]

@@ -13,22 +13,17 @@ pub struct Rates {
     pub procs: Vec<ProcessSample>,
 }
 
-pub(crate) fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
-}
-
 /// `started_after_t0`: processes that began during the recording (their first
 /// sample counts from zero); others are only shown from their second sample.
+/// `hz`: the clock ticks per second of the samples' CPU times.
 pub fn rates(
     samples: &[SampleRecord],
     to_trace: impl Fn(i64) -> Nanos,
     disks: &HashSet<Dev>,
     started_after_t0: &HashSet<i32>,
     page_size: u64,
+    hz: f64,
 ) -> Rates {
-    let hz = ticks_per_second();
     let mut out = Rates { cpu: Vec::new(), disks: Vec::new(), procs: Vec::new() };
     let mut prev_procs: HashMap<i32, ProcCounters> = HashMap::new();
     for pair in samples.windows(2) {

@@ -1,0 +1,44 @@
+//! The trace's marks from their sources: the marks file (a line with a pid comes
+//! from `coldstart mark` in the command, one without from the user), the scope's
+//! `trace_marker` writes, and the output line that made the command ready.
+
+use coldstart_trace::{Mark, MarkSource};
+
+use crate::assemble::Clock;
+use crate::assemble::decode::SpoolData;
+use crate::assemble::procs::ProcTree;
+use crate::assemble::system_view::SystemView;
+use crate::ftrace::events::Event;
+
+/// Every mark of the recording, by time.
+pub fn marks(data: &SpoolData, clock: &Clock, tree: &ProcTree, system: &dyn SystemView) -> Vec<Mark> {
+    let text = data
+        .marks
+        .clone()
+        .or_else(|| data.start.marks_file.as_deref().and_then(|p| system.read_marks_file(p)));
+    let mut marks: Vec<Mark> = coldstart_launch::marks::parse(text.as_deref().unwrap_or(""))
+        .marks
+        .into_iter()
+        .map(|m| {
+            let source = if m.pid.is_some() { MarkSource::Command } else { MarkSource::MarksFile };
+            Mark { t_ns: clock.since_t0(m.boottime_ns), pid: m.pid, name: m.name, source }
+        })
+        .collect();
+    for e in &data.scope.events {
+        if let Event::Print { tid, text } = &e.event {
+            let pid = Some(tree.tgid(*tid));
+            marks.push(Mark {
+                t_ns: clock.boot(e.ts),
+                pid,
+                name: text.clone(),
+                source: MarkSource::TraceMarker,
+            });
+        }
+    }
+    let ready_line = data.end.as_ref().and_then(|e| Some((e.ready_line.clone()?, e.ready_boot_ns?)));
+    if let Some((line, ready)) = ready_line {
+        marks.push(Mark { t_ns: clock.since_t0(ready), pid: None, name: line, source: MarkSource::Output });
+    }
+    marks.sort_by_key(|m| m.t_ns);
+    marks
+}

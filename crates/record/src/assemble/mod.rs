@@ -1,0 +1,339 @@
+//! Assembles a [`Trace`] from a spool. A normal recording and `coldstart recover` run
+//! this same code; a spool without `end.json` (the recorder was killed) gives a
+//! trace with `meta.partial = true`, ending at the last thing the spool holds.
+//!
+//! [`assemble_with`] is a pipeline of named steps over the decoded spool; what it
+//! reads from the machine (mounts, disks, host, FIEMAP, the walk that names inodes,
+//! /proc facts about tasks outside the tree) comes through a [`SystemView`].
+
+mod block;
+mod decode;
+mod disks;
+mod fiemap;
+mod files;
+mod marks;
+mod pages;
+mod procs;
+mod remarks;
+mod samples;
+mod sched;
+mod system_view;
+
+use std::collections::{HashMap, HashSet};
+
+use coldstart_trace::*;
+
+use crate::error::Result;
+use crate::ftrace::events::Event;
+use crate::spool::Spool;
+use crate::system::Host;
+use decode::SpoolData;
+use files::FileTable;
+use procs::ProcTree;
+
+pub use block::op_of;
+pub use disks::CrossCheck;
+pub use fiemap::RawExtent;
+pub use pages::Usage;
+pub use procs::exit_status;
+pub use system_view::{DirEntry, EntryStat, LiveSystem, SystemView};
+
+/// The figures `coldstart record` prints when it is done.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub duration_ns: Nanos,
+    pub processes: usize,
+    pub files: usize,
+    pub page_fill_bytes: u64,
+    pub unresolved_files: u64,
+    /// Bytes per page of the recording's machine.
+    pub page_size: u64,
+    /// Rows of the `page_access` table (after merging).
+    pub access_rows: usize,
+    /// Accessed pages, fills read ahead and never accessed: see [`Usage`].
+    pub usage: Usage,
+    /// Losses with a non-zero count.
+    pub lost: Vec<Loss>,
+    pub cross_checks: Vec<CrossCheck>,
+}
+
+pub struct Assembled {
+    pub trace: Trace,
+    pub summary: Summary,
+}
+
+/// The recording's time frame: converts the spool's clocks to trace time
+/// (nanoseconds since t = 0).
+pub(crate) struct Clock {
+    t0_boot_ns: i64,
+    boottime_offset_ns: i64,
+    /// CLOCK_BOOTTIME at the end of the recording.
+    end_boot_ns: i64,
+    duration: Nanos,
+}
+
+impl Clock {
+    fn of(data: &SpoolData) -> Clock {
+        let t0_boot_ns = data.start.t0_boot_ns;
+        let end_boot_ns = data.end_boot_ns();
+        Clock {
+            t0_boot_ns,
+            boottime_offset_ns: data.start.boottime_offset_ns,
+            end_boot_ns,
+            duration: (end_boot_ns - t0_boot_ns).max(0),
+        }
+    }
+
+    /// A tracefs timestamp (`trace_clock=boot`).
+    pub(crate) fn boot(&self, ts: u64) -> Nanos {
+        ts as i64 - self.t0_boot_ns
+    }
+
+    /// A CLOCK_BOOTTIME reading.
+    pub(crate) fn since_t0(&self, boot_ns: i64) -> Nanos {
+        boot_ns - self.t0_boot_ns
+    }
+
+    /// A CLOCK_MONOTONIC reading (the proc connector's).
+    fn mono(&self, mono_ns: i64) -> Nanos {
+        mono_ns + self.boottime_offset_ns - self.t0_boot_ns
+    }
+
+    pub(crate) fn contains(&self, t: Nanos) -> bool {
+        (0..=self.duration).contains(&t)
+    }
+}
+
+/// Decodes the whole spool into a trace, reading the live system.
+pub fn assemble(spool: &Spool) -> Result<Assembled> {
+    assemble_with(spool, &LiveSystem)
+}
+
+/// Decodes the whole spool into a trace, reading the machine through `system`.
+pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled> {
+    let data = SpoolData::read(spool)?;
+    let host = system.host();
+    let page_size = u64::from(host.page_size);
+    let clock = Clock::of(&data);
+    let start = &data.start;
+    let mut tree = ProcTree::from_records(
+        &data.procs,
+        &data.scope.events,
+        start.root_pid,
+        start.system,
+        |t| clock.mono(t),
+        |ts| clock.boot(ts),
+    );
+    let fp = files_and_pages(&data, &clock, &mut tree, system, page_size);
+    let block::Requests { rows: block_ios, requeues } =
+        block_requests(&data, &clock, &tree, &fp.extents, system);
+    let (sched, wakeups) = scheduling(&data, &clock, &mut tree, system);
+    let marks = marks::marks(&data, &clock, &tree, system);
+    let disk_devs = disks::devices(&block_ios, &fp.files.files, system);
+    let disks = disks::disks(&disk_devs, &data, &block_ios, &clock, system);
+    let started: HashSet<i32> =
+        tree.processes.iter().filter(|p| p.start_ns.is_some()).map(|p| p.pid).collect();
+    let rates = samples::rates(
+        &data.samples,
+        |t| clock.since_t0(t),
+        &disk_devs.into_iter().collect(),
+        &started,
+        page_size,
+        system.clock_ticks_per_second(),
+    );
+    let losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
+    let notes = remarks::notes(&data, spool, &fp, requeues);
+    let meta = meta(&data, &clock, host, &tree);
+    let mut processes = tree.processes;
+    processes.sort_by_key(|p| (p.start_ns.unwrap_or(i64::MIN), p.pid));
+    let summary = Summary {
+        duration_ns: clock.duration,
+        processes: processes.len(),
+        files: fp.filled_files,
+        page_fill_bytes: fp.page_fills.iter().map(|p| u64::from(p.pages) * page_size).sum(),
+        unresolved_files: fp.files.unresolved,
+        page_size,
+        access_rows: fp.page_accesses.len(),
+        usage: pages::usage(&fp.page_fills, &fp.page_accesses),
+        lost: losses.iter().filter(|l| l.count > 0).cloned().collect(),
+        cross_checks: disks.cross_checks,
+    };
+    let trace = Trace {
+        meta,
+        disks: disks.rows,
+        losses,
+        notes,
+        processes,
+        execs: tree.execs,
+        threads: tree.threads,
+        files: fp.files.files,
+        extents: fp.extents,
+        file_opens: fp.file_opens,
+        page_fills: fp.page_fills,
+        page_accesses: fp.page_accesses,
+        block_ios,
+        sched,
+        wakeups,
+        marks,
+        cpu_samples: rates.cpu,
+        disk_samples: rates.disks,
+        process_samples: rates.procs,
+    };
+    Ok(Assembled { trace, summary })
+}
+
+/// The file table with everything that names its files: page fills and accesses,
+/// opens, and the extents of the files read or used.
+pub(crate) struct FilesAndPages {
+    files: FileTable,
+    page_fills: Vec<PageFill>,
+    page_accesses: Vec<PageAccess>,
+    file_opens: Vec<FileOpen>,
+    extents: Vec<Extent>,
+    /// Files with page fills.
+    filled_files: usize,
+    /// Page-access events kept, before merging into rows.
+    raw_access_count: usize,
+    /// Accesses to files of memory filesystems, never filled from a disk.
+    accesses_left_out: u64,
+    fiemap_failed: u64,
+    deleted: u64,
+}
+
+/// File ids are given in the order files are met (fills and accesses, then opens),
+/// so the steps run in that order.
+fn files_and_pages(
+    data: &SpoolData,
+    clock: &Clock,
+    tree: &mut ProcTree,
+    system: &dyn SystemView,
+    page_size: u64,
+) -> FilesAndPages {
+    let system_wide = data.start.system;
+    let mut files = FileTable::new(&data.opens);
+    let keep = |tid: i32, t: Nanos, tree: &ProcTree| {
+        clock.contains(t) && (system_wide || tree.in_scope.contains(&tree.tgid(tid)))
+    };
+    let collected =
+        pages::collect(&data.scope.events, |ts| clock.boot(ts), keep, tree, &mut files, page_size, system);
+    files.resolve_by_walk(&system.mounts(), system);
+    let raw_access_count = collected.accesses.len();
+    let accesses_left_out = collected.left_out;
+    let (page_fills, page_accesses) = pages::finish(collected, &files, page_size);
+    let filled: HashSet<u32> = page_fills.iter().map(|p| p.file_id).collect();
+    let file_opens: Vec<FileOpen> = data
+        .opens
+        .iter()
+        .filter(|o| system_wide || tree.in_scope.contains(&o.pid))
+        .map(|o| FileOpen {
+            t_ns: clock.since_t0(o.t),
+            pid: o.pid,
+            file_id: files.for_open(o.dev, o.ino),
+            exec: o.exec,
+        })
+        .filter(|o| clock.contains(o.t_ns))
+        .collect();
+    let mut read_or_used = filled.clone();
+    read_or_used.extend(page_accesses.iter().map(|a| a.file_id));
+    let (extents, fiemap_failed, deleted) = files.extents(&read_or_used, system);
+    FilesAndPages {
+        files,
+        page_fills,
+        page_accesses,
+        file_opens,
+        extents,
+        filled_files: filled.len(),
+        raw_access_count,
+        accesses_left_out,
+        fiemap_failed,
+        deleted,
+    }
+}
+
+/// Block requests paired, each placed in a file through the extents. Issuers outside
+/// the recorded tree (other programs' threads) are named by their process where /proc
+/// still knows them (and they had started by the end), once per task.
+fn block_requests(
+    data: &SpoolData,
+    clock: &Clock,
+    tree: &ProcTree,
+    extents: &[Extent],
+    system: &dyn SystemView,
+) -> block::Requests {
+    let events: Vec<_> = data.block.events.iter().filter(|e| clock.boot(e.ts) >= 0).cloned().collect();
+    let outside: HashMap<i32, i32> = events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::BlockIssue { tid, .. } if tid > 0 && !tree.pid_of.contains_key(&tid) => Some(tid),
+            _ => None,
+        })
+        .collect::<HashSet<i32>>()
+        .into_iter()
+        .filter_map(|tid| {
+            procs::tgid_of_task_started_by(system, tid, clock.end_boot_ns).map(|pid| (tid, pid))
+        })
+        .collect();
+    block::requests(
+        &events,
+        |ts| clock.boot(ts),
+        |tid| outside.get(&tid).copied().unwrap_or_else(|| tree.tgid(tid)),
+        &block::ExtentIndex::new(extents),
+    )
+}
+
+/// Scheduler intervals and wakeups of the tasks in scope; in system mode every task
+/// that ran gets a thread (and a process) row.
+fn scheduling(
+    data: &SpoolData,
+    clock: &Clock,
+    tree: &mut ProcTree,
+    system: &dyn SystemView,
+) -> (Vec<SchedInterval>, Vec<Wakeup>) {
+    let system_wide = data.start.system;
+    let states = sched::StateMap::new(&data.formats.decoder.state_bits);
+    let in_scope = |tid: i32| system_wide || tree.in_scope.contains(&tree.tgid(tid));
+    let (sched, wakeups) =
+        sched::intervals(&data.scope.events, &states, in_scope, |ts| clock.boot(ts), clock.duration);
+    if system_wide {
+        let mut seen = HashSet::new();
+        for s in &sched {
+            if seen.insert(s.tid) {
+                tree.ensure_task(s.tid, system);
+            }
+        }
+    }
+    (sched, wakeups)
+}
+
+fn meta(data: &SpoolData, clock: &Clock, host: Host, tree: &ProcTree) -> Meta {
+    let (start, end) = (&data.start, data.end.as_ref());
+    let t0 = start.t0_boot_ns;
+    let root_exit =
+        start.root_pid.and_then(|r| tree.processes.iter().find(|p| p.pid == r).and_then(|p| p.exit_code));
+    Meta {
+        tool: format!("coldstart {}", env!("CARGO_PKG_VERSION")),
+        source: Source::Record,
+        command: start.command.clone(),
+        cwd: start.cwd.clone(),
+        user: start.user.clone(),
+        scope: if start.system { Scope::System } else { Scope::Tree },
+        root_pid: start.root_pid,
+        host: host.host,
+        kernel: host.kernel,
+        cpu_model: host.cpu_model,
+        cpu_count: host.cpu_count,
+        mem_total_bytes: host.mem_total_bytes,
+        page_size: host.page_size,
+        clock: "boot".into(),
+        start_unix_ns: start.start_unix_ns,
+        start_clock_ns: t0,
+        boottime_offset_ns: start.boottime_offset_ns,
+        duration_ns: clock.duration,
+        ready: end.and_then(|e| Some(Ready { t_ns: e.ready_boot_ns? - t0, reason: e.ready_reason.clone()? })),
+        cache: if start.cold { CacheState::Cold } else { CacheState::Warm },
+        eviction: start.eviction.clone(),
+        exit_code: end.and_then(|e| e.exit_code).or(root_exit),
+        partial: end.is_none(),
+        sample_hz: Some(start.sample_hz),
+    }
+}

@@ -1,0 +1,127 @@
+//! What the assembly reads from the machine it runs on, behind one trait: mounts,
+//! disks, host facts, FIEMAP extents, directory listings for the walk that names
+//! inodes, and /proc facts about tasks outside the recorded tree. [`LiveSystem`]
+//! reads the real machine; tests assemble a spool against a fake view.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use coldstart_trace::Dev;
+
+use crate::assemble::fiemap::{self, RawExtent};
+use crate::system::{self, DiskInfo, Host, Mount};
+
+/// What `lstat` says about a directory entry, as far as the file table needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryStat {
+    pub dev: Dev,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub is_dir: bool,
+}
+
+/// One entry of a directory listing; `stat` is `None` when it could not be read
+/// (the entry went away between the listing and the `lstat`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub path: PathBuf,
+    pub stat: Option<EntryStat>,
+}
+
+/// Everything the assembly reads outside the spool.
+pub trait SystemView {
+    /// Host facts for the trace's meta (page size included).
+    fn host(&self) -> Host;
+    fn mounts(&self) -> Vec<Mount>;
+    /// Whether `dev` names a block device (sysfs knows it).
+    fn is_block_device(&self, dev: Dev) -> bool;
+    /// A partition's disk and start in bytes; a whole disk is its own disk at 0.
+    fn whole_disk(&self, dev: Dev) -> (Dev, u64);
+    fn disk_info(&self, dev: Dev) -> DiskInfo;
+    /// The entries of a directory, without following symbolic links; `None` if it cannot be read.
+    fn read_dir(&self, dir: &Path) -> Option<Vec<DirEntry>>;
+    /// The extents of `path`, if it is still the file (dev, ino) the recording saw.
+    fn extents(&self, path: &Path, dev: Dev, ino: u64) -> io::Result<Vec<RawExtent>>;
+    /// The thread group of a live task.
+    fn task_tgid(&self, tid: i32) -> Option<i32>;
+    /// The name (`comm`) of a live task.
+    fn task_comm(&self, tid: i32) -> Option<String>;
+    /// When a live task started, in clock ticks since boot.
+    fn task_start_ticks(&self, tid: i32) -> Option<u64>;
+    /// The clock ticks per second of /proc's CPU times (`_SC_CLK_TCK`).
+    fn clock_ticks_per_second(&self) -> f64;
+    /// The text of a marks file outside the spool (`--marks-file`), if it can be read.
+    fn read_marks_file(&self, path: &Path) -> Option<String>;
+}
+
+/// The machine the assembly runs on.
+pub struct LiveSystem;
+
+impl SystemView for LiveSystem {
+    fn host(&self) -> Host {
+        system::host()
+    }
+
+    fn mounts(&self) -> Vec<Mount> {
+        system::mounts()
+    }
+
+    fn is_block_device(&self, dev: Dev) -> bool {
+        Path::new(&format!("/sys/dev/block/{}:{}", dev.major, dev.minor)).exists()
+    }
+
+    fn whole_disk(&self, dev: Dev) -> (Dev, u64) {
+        system::whole_disk(dev)
+    }
+
+    fn disk_info(&self, dev: Dev) -> DiskInfo {
+        system::disk_info(dev)
+    }
+
+    fn read_dir(&self, dir: &Path) -> Option<Vec<DirEntry>> {
+        let entries = fs::read_dir(dir).ok()?;
+        Some(
+            entries
+                .flatten()
+                .map(|entry| DirEntry {
+                    path: entry.path(),
+                    stat: entry.metadata().ok().map(|md| EntryStat {
+                        dev: Dev::from_user(md.dev()),
+                        ino: md.ino(),
+                        size: md.size(),
+                        mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+                        is_dir: md.is_dir(),
+                    }),
+                })
+                .collect(),
+        )
+    }
+
+    fn extents(&self, path: &Path, dev: Dev, ino: u64) -> io::Result<Vec<RawExtent>> {
+        fiemap::extents(path, dev, ino)
+    }
+
+    fn task_tgid(&self, tid: i32) -> Option<i32> {
+        let status = fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+        status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+    }
+
+    fn task_comm(&self, tid: i32) -> Option<String> {
+        fs::read_to_string(format!("/proc/{tid}/comm")).ok().map(|c| c.trim_end().to_owned())
+    }
+
+    fn task_start_ticks(&self, tid: i32) -> Option<u64> {
+        crate::tracefs::process_starttime(tid)
+    }
+
+    fn clock_ticks_per_second(&self) -> f64 {
+        rustix::param::clock_ticks_per_second() as f64
+    }
+
+    fn read_marks_file(&self, path: &Path) -> Option<String> {
+        fs::read_to_string(path).ok()
+    }
+}
