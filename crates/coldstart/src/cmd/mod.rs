@@ -6,6 +6,7 @@ pub mod bench;
 pub mod demo;
 pub mod doctor;
 pub mod export;
+pub mod generate;
 pub mod import;
 pub mod info;
 pub mod mark;
