@@ -624,6 +624,24 @@ mod tests {
     }
 
     #[test]
+    fn copy_in_takes_only_a_regular_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = SpoolRoot::create(&tmp.path().join("spool")).unwrap();
+        let spool = root.new_spool(&InstanceOwner::current()).unwrap();
+        let marks = tmp.path().join("marks");
+        fs::write(&marks, "1.5 ready\n").unwrap();
+        assert_eq!(spool.copy_in("marks", &marks).unwrap(), 10);
+        assert_eq!(fs::read_to_string(spool.path("marks")).unwrap(), "1.5 ready\n");
+        let fifo = tmp.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(spool.copy_in("fifo", &fifo).is_err(), "a FIFO is refused, not waited on");
+        let link = tmp.path().join("link");
+        symlink(&marks, &link).unwrap();
+        assert!(spool.copy_in("link", &link).is_err(), "a link is not followed");
+        assert!(!spool.path("fifo").exists() && !spool.path("link").exists());
+    }
+
+    #[test]
     fn trusted_links_are_followed_and_open_doors_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let real = tmp.path().join("real");
