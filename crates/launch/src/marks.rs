@@ -125,7 +125,8 @@ pub fn read(path: &Path) -> Result<Marks> {
     Ok(parse(&String::from_utf8_lossy(&bytes)))
 }
 
-/// A private marks file in its own temporary directory (mode 0700), removed with it.
+/// A private marks file in its own temporary directory (mode 0700, or 0711 when the
+/// file is the command's user's), removed with it.
 pub(crate) struct MarksFile {
     _dir: tempfile::TempDir,
     path: PathBuf,
@@ -145,10 +146,13 @@ impl MarksFile {
             .mode(0o600)
             .open(&path)
             .map_err(|e| LaunchError::file(&path, e))?;
+        // Only the file goes to the command's user: the directory stays the launcher's
+        // (0711, so that user can reach the file), so no one else can swap the file for
+        // a link or a FIFO that the launcher, often root, would then open.
         if let Some((uid, gid)) = owner {
-            for p in [dir.path(), path.as_path()] {
-                std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(|e| LaunchError::file(p, e))?;
-            }
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(|e| LaunchError::file(&path, e))?;
+            std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o711))
+                .map_err(|e| LaunchError::file(dir.path(), e))?;
         }
         Ok(MarksFile { _dir: dir, path })
     }

@@ -31,6 +31,11 @@ pub enum RecordError {
     Trace(#[from] coldstart_trace::TraceError),
     #[error("{0}")]
     Spool(String),
+    #[error(
+        "unsafe spool directory: {0}; a spool must be a real directory that root owns and no one \
+         else can write, on a path only root can change (choose one with --spool-dir)"
+    )]
+    UnsafeSpool(crate::spool::Distrust),
     #[error("{0}")]
     Launch(String),
 }

@@ -35,7 +35,7 @@ pub mod tracefs;
 pub use assemble::{CrossCheck, Summary};
 pub use error::{RecordError, Result};
 pub use session::{
-    RecordConfig, Recorded, TRACE_MARKER_ENV, preflight, record, recover, recover_leftovers, unique_output,
-    write_trace,
+    RecordConfig, Recorded, Recovery, TRACE_MARKER_ENV, preflight, record, recover, recover_leftovers,
+    unique_output, write_trace,
 };
-pub use spool::{DEFAULT_SPOOL_ROOT, Spool};
+pub use spool::{DEFAULT_SPOOL_ROOT, Distrust, Spool, SpoolRoot};

@@ -19,7 +19,7 @@ use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages,
 use crate::error::{IoContext, RecordError, Result};
 use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
 use crate::guardian::Guardian;
-use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolStart};
+use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolRoot, SpoolStart};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
 
 /// Environment variable naming the scope instance's `trace_marker` (root only).
@@ -73,7 +73,8 @@ pub struct Recorded {
     pub exit_code: i32,
     /// Traces rebuilt from spools of earlier, killed recorders.
     pub recovered: Vec<(PathBuf, Summary)>,
-    /// Leftover spools that could not be rebuilt (they stay for `coldstart recover`).
+    /// Leftover spools that could not be rebuilt, or were left unread because someone
+    /// other than root could have written them (they stay for `coldstart recover`).
     pub recover_errors: Vec<String>,
     pub removed_stale_instances: Vec<String>,
 }
@@ -117,7 +118,8 @@ pub fn write_trace(trace: &coldstart_trace::Trace, path: &Path, chown: Option<(u
     let mut writer = TraceWriter::create(path)?;
     writer.all(trace)?;
     if let Some((uid, gid)) = chown {
-        std::os::unix::fs::chown(writer.temp_path(), Some(uid), Some(gid)).at(writer.temp_path())?;
+        // lchown: a link planted in the output directory in place of the file is never followed.
+        std::os::unix::fs::lchown(writer.temp_path(), Some(uid), Some(gid)).at(writer.temp_path())?;
     }
     writer.finish()?;
     Ok(())
@@ -142,9 +144,22 @@ pub fn recover(spool: Spool, output: Option<&Path>) -> Result<(PathBuf, Summary)
     Ok((path, assembled.summary))
 }
 
+/// What became of the spools of recorders that are no longer running.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    /// The trace rebuilt from each spool, or why it could not be.
+    pub rebuilt: Vec<Result<(PathBuf, Summary)>>,
+    /// Spools left unread because someone other than root could have written them.
+    pub skipped: Vec<RecordError>,
+}
+
 /// Recovers every spool under `root` left by a recorder that is no longer running.
-pub fn recover_leftovers(root: &Path) -> Vec<Result<(PathBuf, Summary)>> {
-    Spool::leftovers(root).into_iter().map(|s| recover(s, None)).collect()
+pub fn recover_leftovers(root: &SpoolRoot) -> Result<Recovery> {
+    let leftovers = root.leftovers()?;
+    Ok(Recovery {
+        rebuilt: leftovers.spools.into_iter().map(|s| recover(s, None)).collect(),
+        skipped: leftovers.skipped,
+    })
 }
 
 /// Removes a spool that never got as far as a recording (setup failed).
@@ -250,10 +265,12 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         return Err(RecordError::Launch("no command to record (write it after `--`)".into()));
     }
     let tracefs = preflight()?;
+    let spool_root = SpoolRoot::create(&config.spool_root)?;
     let removed_stale_instances = tracefs.remove_stale_instances();
     let mut recovered = Vec::new();
-    let mut recover_errors = Vec::new();
-    for r in recover_leftovers(&config.spool_root) {
+    let recovery = recover_leftovers(&spool_root)?;
+    let mut recover_errors: Vec<String> = recovery.skipped.iter().map(ToString::to_string).collect();
+    for r in recovery.rebuilt {
         match r {
             Ok(done) => recovered.push(done),
             Err(e) => recover_errors.push(e.to_string()),
@@ -266,7 +283,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let names = [owner.instance_name("scope"), owner.instance_name("block")];
     let guardian =
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
-    let spool = Spool::create(&config.spool_root, &owner)?;
+    let spool = spool_root.new_spool(&owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
     let enabled = save_formats(&tracefs, &spool)?;
 
@@ -507,7 +524,7 @@ fn run_command(
         let _ = inst.set_tracing(false);
     }
     stop.fire();
-    let _ = std::fs::copy(running.marks_path(), spool.path("marks"));
+    let _ = spool.copy_in("marks", running.marks_path());
     let finished = running.finish(&Ending::default()).map_err(launch_err)?;
     if finished.marks.bad_lines > 0 {
         notes.push(format!("{} lines of the marks file were not marks", finished.marks.bad_lines));

@@ -9,19 +9,302 @@
 //! - `procs.jsonl`, `opens.jsonl`, `samples.jsonl`: one JSON record per line;
 //! - `marks`: the marks file the traced program appends to;
 //! - `end.json` ([`SpoolEnd`]): written only when the recording ended normally.
+//!
+//! Root writes and parses spools, so a spool lives only where no one else can
+//! change it ([`SpoolRoot`]): the directory is reached from `/` one component at a
+//! time through directory descriptors, never following a symbolic link it has not
+//! checked, and every directory on the way must belong to root (or the effective
+//! user) and be writable by no one else; an ancestor writable by others is
+//! accepted only when it is sticky (`/var/tmp`), since there others cannot rename
+//! or remove the root-owned entry that comes next. The spool root and each spool
+//! must not be writable by anyone else at all. Once a path has passed, only root
+//! can change it, so the build may read the spool's files by path. The spool's own
+//! files are created through its directory descriptor with `O_EXCL | O_NOFOLLOW`.
+//! docs/threat-model.md says what this protects against.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
+use std::io::{BufWriter, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, RecordError, Result};
 use crate::tracefs::InstanceOwner;
 
-/// Where spools live unless configured otherwise: on disk, so they survive the recorder.
-pub const DEFAULT_SPOOL_ROOT: &str = "/var/tmp/coldstart";
+/// Where spools live unless configured otherwise: on disk, so that a spool outlives a
+/// killed recorder (and a reboot) for `coldstart recover`, and under `/var/lib`, where
+/// only root can create anything. `/run` would be a tmpfs: the raw pages of a long
+/// recording would take memory from the start being measured, and go at reboot.
+pub const DEFAULT_SPOOL_ROOT: &str = "/var/lib/coldstart/spool";
+
+/// How many symbolic links a spool path may pass through (the kernel's own limit).
+const MAX_SYMLINKS: usize = 40;
+
+/// Why a path is not trusted to hold spools: someone other than root could change it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Distrust {
+    #[error("{} is a symbolic link", .0.display())]
+    Symlink(PathBuf),
+    #[error("{} is not a directory", .0.display())]
+    NotDirectory(PathBuf),
+    #[error("{} belongs to uid {uid}, not root", path.display())]
+    Owner { path: PathBuf, uid: u32 },
+    #[error("{} is writable by group or others (mode {mode:04o})", path.display())]
+    Writable { path: PathBuf, mode: u32 },
+    #[error("{} is a symbolic link owned by uid {uid} in a directory others can write to", path.display())]
+    ForeignSymlink { path: PathBuf, uid: u32 },
+    #[error("more than {MAX_SYMLINKS} symbolic links on the way to {}", .0.display())]
+    SymlinkLoop(PathBuf),
+}
+
+/// Whether `uid` may own what leads to a spool: root, or the user we run as.
+fn trusted_owner(uid: u32) -> bool {
+    uid == 0 || uid == rustix::process::geteuid().as_raw()
+}
+
+fn mode_of(st: &Stat) -> Mode {
+    Mode::from_raw_mode(st.st_mode)
+}
+
+/// Checks a directory met at `path`: its owner, and who else may write to it. Only an
+/// ancestor (`last == false`) may be writable by others, and then only if sticky.
+fn check_dir(st: &Stat, path: &Path, last: bool) -> std::result::Result<(), Distrust> {
+    let mode = mode_of(st);
+    if !trusted_owner(st.st_uid) {
+        return Err(Distrust::Owner { path: path.to_owned(), uid: st.st_uid });
+    }
+    let writable = mode.intersects(Mode::WGRP | Mode::WOTH);
+    if writable && (last || !mode.contains(Mode::SVTX)) {
+        return Err(Distrust::Writable { path: path.to_owned(), mode: mode.as_raw_mode() });
+    }
+    Ok(())
+}
+
+/// Why opening a trusted directory failed.
+enum WalkError {
+    Distrust(Distrust),
+    Io(PathBuf, std::io::Error),
+}
+
+impl WalkError {
+    fn io(path: &Path, errno: Errno) -> WalkError {
+        WalkError::Io(path.to_owned(), errno.into())
+    }
+
+    fn into_record_error(self) -> RecordError {
+        match self {
+            WalkError::Distrust(reason) => RecordError::UnsafeSpool(reason),
+            WalkError::Io(path, source) => RecordError::Io { path, source },
+        }
+    }
+}
+
+impl From<Distrust> for WalkError {
+    fn from(reason: Distrust) -> WalkError {
+        WalkError::Distrust(reason)
+    }
+}
+
+const DIR_FLAGS: OFlags =
+    OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
+/// Opens the directory `path` from `/`, one component at a time, checking each
+/// directory with [`check_dir`] and following a symbolic link only where no one but
+/// root could have made or replaced it; the last component must be a real
+/// directory. With `create`, missing directories are made (mode 0755, the last
+/// 0700), as `mkdir -p` would.
+fn open_trusted_dir(path: &Path, create: bool) -> std::result::Result<OwnedFd, WalkError> {
+    let absolute = std::path::absolute(path).map_err(|e| WalkError::Io(path.to_owned(), e))?;
+    let root = Path::new("/");
+    let root_fd = rustix::fs::open(root, DIR_FLAGS, Mode::empty()).map_err(|e| WalkError::io(root, e))?;
+    let root_st = rustix::fs::fstat(&root_fd).map_err(|e| WalkError::io(root, e))?;
+    check_dir(&root_st, root, false)?;
+    let mut pending: VecDeque<OsString> = components(&absolute);
+    let mut stack: Vec<(OwnedFd, Stat, PathBuf)> = vec![(root_fd, root_st, root.to_owned())];
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            if stack.len() > 1 {
+                stack.pop();
+            }
+            continue;
+        }
+        let last = pending.is_empty();
+        let (parent, parent_st, parent_path) = stack.last().expect("the stack keeps `/`");
+        let shown = parent_path.join(&name);
+        match rustix::fs::openat(parent, name.as_os_str(), DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => {
+                let st = rustix::fs::fstat(&fd).map_err(|e| WalkError::io(&shown, e))?;
+                check_dir(&st, &shown, last)?;
+                stack.push((fd, st, shown));
+            }
+            Err(Errno::NOENT) if create => {
+                let mode = Mode::from_raw_mode(if last { 0o700 } else { 0o755 });
+                match rustix::fs::mkdirat(parent, name.as_os_str(), mode) {
+                    Ok(()) | Err(Errno::EXIST) => pending.push_front(name),
+                    Err(e) => return Err(WalkError::io(&shown, e)),
+                }
+            }
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                let st = rustix::fs::statat(parent, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| WalkError::io(&shown, e))?;
+                if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+                    return Err(Distrust::NotDirectory(shown).into());
+                }
+                if last {
+                    return Err(Distrust::Symlink(shown).into());
+                }
+                let parent_writable = mode_of(parent_st).intersects(Mode::WGRP | Mode::WOTH);
+                if parent_writable && !trusted_owner(st.st_uid) {
+                    return Err(Distrust::ForeignSymlink { path: shown, uid: st.st_uid }.into());
+                }
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Distrust::SymlinkLoop(absolute).into());
+                }
+                let target = rustix::fs::readlinkat(parent, name.as_os_str(), Vec::new())
+                    .map_err(|e| WalkError::io(&shown, e))?;
+                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                if target.is_absolute() {
+                    stack.truncate(1);
+                }
+                for part in components(&target).into_iter().rev() {
+                    pending.push_front(part);
+                }
+            }
+            Err(e) => return Err(WalkError::io(&shown, e)),
+        }
+    }
+    let (fd, _, _) = stack.pop().expect("the stack keeps `/`");
+    Ok(fd)
+}
+
+/// The names a path goes through, `..` kept, `/` and `.` left out.
+fn components(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::ParentDir => Some("..".into()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+/// Opens a directory entry of `dir` that must itself be a trusted spool directory.
+fn open_trusted_entry(dir: &OwnedFd, name: &OsStr, path: &Path) -> std::result::Result<OwnedFd, WalkError> {
+    match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => {
+            let st = rustix::fs::fstat(&fd).map_err(|e| WalkError::io(path, e))?;
+            check_dir(&st, path, true)?;
+            Ok(fd)
+        }
+        // With O_NOFOLLOW | O_DIRECTORY, Linux answers ENOTDIR for a link.
+        Err(Errno::LOOP | Errno::NOTDIR) => match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                Err(Distrust::Symlink(path.to_owned()).into())
+            }
+            Ok(_) => Err(Distrust::NotDirectory(path.to_owned()).into()),
+            Err(e) => Err(WalkError::io(path, e)),
+        },
+        Err(e) => Err(WalkError::io(path, e)),
+    }
+}
+
+/// Whether `dir` holds a regular `start.json` (what makes a directory a spool).
+fn has_start(dir: &OwnedFd) -> bool {
+    rustix::fs::statat(dir, "start.json", AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+}
+
+/// The directory spools live in, checked from `/` and held open.
+#[derive(Debug)]
+pub struct SpoolRoot {
+    pub path: PathBuf,
+    fd: OwnedFd,
+}
+
+/// The spools of recorders that are no longer running.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    pub spools: Vec<Spool>,
+    /// Spool-like entries not read because someone other than root could have
+    /// written them (another owner, writable by others, a symbolic link).
+    pub skipped: Vec<RecordError>,
+}
+
+impl SpoolRoot {
+    /// Opens the spool root at `path`, creating it (mode 0700) and its missing parents;
+    /// refuses it unless only root can change it (see the module's documentation).
+    pub fn create(path: &Path) -> Result<SpoolRoot> {
+        let fd = open_trusted_dir(path, true).map_err(WalkError::into_record_error)?;
+        Ok(SpoolRoot { path: path.to_owned(), fd })
+    }
+
+    /// Opens an existing spool root; `None` if there is none.
+    pub fn open(path: &Path) -> Result<Option<SpoolRoot>> {
+        match open_trusted_dir(path, false) {
+            Ok(fd) => Ok(Some(SpoolRoot { path: path.to_owned(), fd })),
+            Err(WalkError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into_record_error()),
+        }
+    }
+
+    /// Creates a new, empty spool for the recorder `owner`.
+    pub fn new_spool(&self, owner: &InstanceOwner) -> Result<Spool> {
+        let name = format!("{}-{}", owner.pid, owner.starttime.unwrap_or(0));
+        let dir = self.path.join(&name);
+        match rustix::fs::statat(&self.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                fs::remove_dir_all(&dir).at(&dir)?
+            }
+            Ok(_) => {
+                rustix::fs::unlinkat(&self.fd, name.as_str(), AtFlags::empty()).map_err(|e| io_at(&dir, e))?
+            }
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(io_at(&dir, e)),
+        }
+        rustix::fs::mkdirat(&self.fd, name.as_str(), Mode::from_raw_mode(0o700))
+            .map_err(|e| io_at(&dir, e))?;
+        let fd =
+            open_trusted_entry(&self.fd, OsStr::new(&name), &dir).map_err(WalkError::into_record_error)?;
+        rustix::fs::mkdirat(&fd, "formats", Mode::from_raw_mode(0o700))
+            .map_err(|e| io_at(dir.join("formats"), e))?;
+        Ok(Spool { dir, fd: Arc::new(fd) })
+    }
+
+    /// Spools here whose recorder is no longer running, and those not trusted enough to read.
+    pub fn leftovers(&self) -> Result<Leftovers> {
+        let mut found = Leftovers::default();
+        for entry in Dir::read_from(&self.fd).map_err(|e| io_at(&self.path, e))? {
+            let entry = entry.map_err(|e| io_at(&self.path, e))?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            let Some((pid, start)) = name.to_str().and_then(|n| n.split_once('-')) else { continue };
+            let (Ok(pid), Ok(start)) = (pid.parse(), start.parse()) else { continue };
+            if (InstanceOwner { pid, starttime: Some(start) }).is_alive() {
+                continue;
+            }
+            let dir = self.path.join(name);
+            match open_trusted_entry(&self.fd, name, &dir) {
+                Ok(fd) if has_start(&fd) => found.spools.push(Spool { dir, fd: Arc::new(fd) }),
+                Ok(_) => {}
+                Err(e) => found.skipped.push(e.into_record_error()),
+            }
+        }
+        found.spools.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Ok(found)
+    }
+}
+
+fn io_at(path: impl AsRef<Path>, errno: Errno) -> RecordError {
+    RecordError::io(path, errno.into())
+}
 
 /// Raw /proc/diskstats counters of one device.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,51 +363,25 @@ pub struct SpoolEnd {
     pub notes: Vec<String>,
 }
 
-/// One spool directory.
+/// One spool directory, held open.
 #[derive(Clone, Debug)]
 pub struct Spool {
     pub dir: PathBuf,
-}
-
-fn private_dir(path: &Path) -> Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(path).at(path)
+    fd: Arc<OwnedFd>,
 }
 
 impl Spool {
-    /// Creates a new, empty spool for the current process under `root`.
-    pub fn create(root: &Path, owner: &InstanceOwner) -> Result<Spool> {
-        private_dir(root)?;
-        let dir = root.join(format!("{}-{}", owner.pid, owner.starttime.unwrap_or(0)));
-        if dir.exists() {
-            fs::remove_dir_all(&dir).at(&dir)?;
-        }
-        private_dir(&dir)?;
-        private_dir(&dir.join("formats"))?;
-        Ok(Spool { dir })
-    }
-
+    /// Opens the spool at `dir` for `coldstart recover`, refusing it unless only root
+    /// can have written it (see the module's documentation).
     pub fn open(dir: &Path) -> Result<Spool> {
-        if dir.join("start.json").is_file() {
-            Ok(Spool { dir: dir.to_owned() })
-        } else {
-            Err(RecordError::Spool(format!("{} is not a coldstart spool (no start.json)", dir.display())))
+        let fd = open_trusted_dir(dir, false).map_err(WalkError::into_record_error)?;
+        if !has_start(&fd) {
+            return Err(RecordError::Spool(format!(
+                "{} is not a coldstart spool (no start.json)",
+                dir.display()
+            )));
         }
-    }
-
-    /// Spools under `root` whose recorder is no longer running.
-    pub fn leftovers(root: &Path) -> Vec<Spool> {
-        let Ok(entries) = fs::read_dir(root) else { return Vec::new() };
-        let mut out: Vec<Spool> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let (pid, start) = name.split_once('-')?;
-                let owner = InstanceOwner { pid: pid.parse().ok()?, starttime: start.parse().ok() };
-                (!owner.is_alive()).then(|| Spool::open(&e.path()).ok()).flatten()
-            })
-            .collect();
-        out.sort_by(|a, b| a.dir.cmp(&b.dir));
-        out
+        Ok(Spool { dir: dir.to_owned(), fd: Arc::new(fd) })
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -135,27 +392,45 @@ impl Spool {
         self.dir.join(format!("{role}-cpu{cpu}.raw"))
     }
 
+    /// Creates the new file `name` (mode 0600) in the spool, or in `formats/`; never
+    /// follows or reuses what is already there.
     pub fn create_file(&self, name: &str) -> Result<File> {
-        let path = self.path(name);
-        OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).at(&path)
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        rustix::fs::openat(&*self.fd, name, flags, Mode::from_raw_mode(0o600))
+            .map(File::from)
+            .map_err(|e| io_at(self.path(name), e))
+    }
+
+    /// Opens the spool's file `name` for reading, without following a symbolic link.
+    fn open_file(&self, name: &str) -> std::io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(&*self.fd, name, flags, Mode::empty())?))
+    }
+
+    fn read_file(&self, name: &str) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open_file(name)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 
     pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
-        let tmp = self.path(&format!(".{name}.tmp"));
+        let tmp = format!(".{name}.tmp");
         let text = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Spool(e.to_string()))?;
-        let mut f =
-            OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).at(&tmp)?;
-        f.write_all(&text).at(&tmp)?;
+        match rustix::fs::unlinkat(&*self.fd, tmp.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(io_at(self.path(&tmp), e)),
+        }
+        self.create_file(&tmp)?.write_all(&text).at(self.path(&tmp))?;
         // No fsync: `start.json` is written as the command starts, where a journal commit
         // and a cache flush would be the recorder's own cost in the start (and its writes in
         // the trace); the rename keeps the file whole for `recover` after a killed recorder,
         // and a machine that crashes loses the tracing instances' data anyway.
-        fs::rename(&tmp, self.path(name)).at(self.path(name))
+        rustix::fs::renameat(&*self.fd, tmp.as_str(), &*self.fd, name).map_err(|e| io_at(self.path(name), e))
     }
 
     pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Option<T>> {
         let path = self.path(name);
-        match fs::read(&path) {
+        match self.read_file(name) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
                 .map_err(|e| RecordError::Spool(format!("{}: {e}", path.display()))),
@@ -175,17 +450,27 @@ impl Spool {
 
     /// Copies a tracefs format file into `formats/` under `name`.
     pub fn save_format(&self, name: &str, text: &str) -> Result<()> {
-        let path = self.dir.join("formats").join(name);
-        fs::write(&path, text).at(&path)
+        let name = format!("formats/{name}");
+        self.create_file(&name)?.write_all(text.as_bytes()).at(self.path(&name))
     }
 
     /// The saved format files, as (name, text).
     pub fn formats(&self) -> Result<Vec<(String, String)>> {
         let dir = self.dir.join("formats");
+        let formats =
+            rustix::fs::openat(&*self.fd, "formats", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&dir, e))?;
         let mut out = Vec::new();
-        for entry in fs::read_dir(&dir).at(&dir)?.flatten() {
-            let text = fs::read_to_string(entry.path()).at(entry.path())?;
-            out.push((entry.file_name().to_string_lossy().into_owned(), text));
+        for entry in Dir::read_from(&formats).map_err(|e| io_at(&dir, e))?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type() == FileType::Directory {
+                continue;
+            }
+            let name_in_spool = format!("formats/{name}");
+            let text = self
+                .open_file(&name_in_spool)
+                .and_then(std::io::read_to_string)
+                .at(self.path(&name_in_spool))?;
+            out.push((name, text));
         }
         out.sort();
         Ok(out)
@@ -194,7 +479,7 @@ impl Spool {
     /// Reads a JSON-lines file, skipping a torn last line (a recorder killed mid-write).
     pub fn read_lines<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<(Vec<T>, usize)> {
         let path = self.path(name);
-        let text = match fs::read_to_string(&path) {
+        let text = match self.open_file(name).and_then(std::io::read_to_string) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
             Err(e) => return Err(RecordError::io(path, e)),
@@ -206,6 +491,18 @@ impl Spool {
             .filter_map(|l| serde_json::from_str(l).map_err(|_| bad += 1).ok())
             .collect();
         Ok((rows, bad))
+    }
+
+    /// Copies the regular file at `source` into the spool as `name`, never opening a
+    /// symbolic link, a FIFO or a device there.
+    pub fn copy_in(&self, name: &str, source: &Path) -> Result<u64> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let from = rustix::fs::open(source, flags, Mode::empty()).map_err(|e| io_at(source, e))?;
+        let st = rustix::fs::fstat(&from).map_err(|e| io_at(source, e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(RecordError::io(source, std::io::Error::other("not a regular file")));
+        }
+        std::io::copy(&mut File::from(from), &mut self.create_file(name)?).at(self.path(name))
     }
 
     /// Bytes of the spool's files: the raw ring-buffer pages of each role, and everything else.
@@ -265,13 +562,26 @@ impl LineWriter {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
     use super::*;
+
+    fn set_mode(path: &Path, mode: u32) {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn refusal(path: &Path) -> Distrust {
+        match SpoolRoot::create(path) {
+            Err(RecordError::UnsafeSpool(reason)) => reason,
+            other => panic!("{} was not refused: {other:?}", path.display()),
+        }
+    }
 
     #[test]
     fn spool_round_trip_and_torn_lines() {
-        let root = tempfile::tempdir().unwrap();
-        let owner = InstanceOwner::current();
-        let spool = Spool::create(root.path(), &owner).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = SpoolRoot::create(&tmp.path().join("spool")).unwrap();
+        let spool = root.new_spool(&InstanceOwner::current()).unwrap();
         let start = SpoolStart { command: vec!["true".into()], t0_boot_ns: 5, ..Default::default() };
         spool.write_json("start.json", &start).unwrap();
         assert_eq!(spool.start().unwrap(), start);
@@ -280,13 +590,92 @@ mod tests {
         w.push(&(1, "a")).unwrap();
         w.push(&(2, "b")).unwrap();
         w.flush().unwrap();
-        let mut f = OpenOptions::new().append(true).open(spool.path("x.jsonl")).unwrap();
+        let mut f = fs::OpenOptions::new().append(true).open(spool.path("x.jsonl")).unwrap();
         f.write_all(b"[3, \"c").unwrap();
         let (rows, bad): (Vec<(i32, String)>, usize) = spool.read_lines("x.jsonl").unwrap();
         assert_eq!(rows, vec![(1, "a".into()), (2, "b".into())]);
         assert_eq!(bad, 1);
-        use std::os::unix::fs::PermissionsExt;
+        spool.save_format("sched__sched_switch", "name: sched_switch").unwrap();
+        assert_eq!(
+            spool.formats().unwrap(),
+            [("sched__sched_switch".to_owned(), "name: sched_switch".to_owned())]
+        );
+        assert_eq!(fs::metadata(&root.path).unwrap().permissions().mode() & 0o777, 0o700);
         assert_eq!(fs::metadata(&spool.dir).unwrap().permissions().mode() & 0o777, 0o700);
-        assert!(Spool::leftovers(root.path()).is_empty(), "our own spool is not a leftover");
+        let leftovers = root.leftovers().unwrap();
+        assert!(
+            leftovers.spools.is_empty() && leftovers.skipped.is_empty(),
+            "our own spool is not a leftover"
+        );
+    }
+
+    #[test]
+    fn spool_files_are_new_files_never_a_planted_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = SpoolRoot::create(tmp.path()).unwrap();
+        let spool = root.new_spool(&InstanceOwner::current()).unwrap();
+        let target = tmp.path().join("target");
+        symlink(&target, spool.path("opens.jsonl")).unwrap();
+        assert!(LineWriter::create(&spool, "opens.jsonl").is_err());
+        assert!(!target.exists(), "the link was not followed");
+        fs::write(spool.path("procs.jsonl"), "kept").unwrap();
+        assert!(spool.create_file("procs.jsonl").is_err(), "an existing file is not reused");
+        assert_eq!(fs::read_to_string(spool.path("procs.jsonl")).unwrap(), "kept");
+    }
+
+    #[test]
+    fn copy_in_takes_only_a_regular_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = SpoolRoot::create(&tmp.path().join("spool")).unwrap();
+        let spool = root.new_spool(&InstanceOwner::current()).unwrap();
+        let marks = tmp.path().join("marks");
+        fs::write(&marks, "1.5 ready\n").unwrap();
+        assert_eq!(spool.copy_in("marks", &marks).unwrap(), 10);
+        assert_eq!(fs::read_to_string(spool.path("marks")).unwrap(), "1.5 ready\n");
+        let fifo = tmp.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(spool.copy_in("fifo", &fifo).is_err(), "a FIFO is refused, not waited on");
+        let link = tmp.path().join("link");
+        symlink(&marks, &link).unwrap();
+        assert!(spool.copy_in("link", &link).is_err(), "a link is not followed");
+        assert!(!spool.path("fifo").exists() && !spool.path("link").exists());
+    }
+
+    #[test]
+    fn trusted_links_are_followed_and_open_doors_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        symlink("real", tmp.path().join("via")).unwrap();
+        let root = SpoolRoot::create(&tmp.path().join("via/a/../spool")).unwrap();
+        assert!(real.join("spool").is_dir(), "a link only we could make is followed, `..` taken physically");
+        assert!(root.path.ends_with("via/a/../spool"));
+
+        assert_eq!(refusal(&tmp.path().join("via")), Distrust::Symlink(tmp.path().join("via")));
+        let file = tmp.path().join("file");
+        fs::write(&file, "").unwrap();
+        assert_eq!(refusal(&file), Distrust::NotDirectory(file.clone()));
+        assert_eq!(refusal(&file.join("spool")), Distrust::NotDirectory(file));
+
+        let open = tmp.path().join("open");
+        fs::create_dir(&open).unwrap();
+        set_mode(&open, 0o777);
+        assert_eq!(refusal(&open), Distrust::Writable { path: open.clone(), mode: 0o777 });
+        assert_eq!(refusal(&open.join("spool")), Distrust::Writable { path: open.clone(), mode: 0o777 });
+        assert!(!open.join("spool").exists(), "nothing is made under a refused directory");
+
+        set_mode(&open, 0o1777);
+        assert!(SpoolRoot::create(&open.join("spool")).is_ok(), "a sticky parent, like /var/tmp, is fine");
+        assert_eq!(
+            refusal(&open),
+            Distrust::Writable { path: open.clone(), mode: 0o1777 },
+            "but not as the spool root"
+        );
+        symlink("../real", open.join("link")).unwrap();
+        assert!(SpoolRoot::create(&open.join("link/spool")).is_ok(), "our own link in a sticky directory");
+
+        let looped = tmp.path().join("loop");
+        symlink("loop", &looped).unwrap();
+        assert_eq!(refusal(&looped.join("spool")), Distrust::SymlinkLoop(looped.join("spool")));
     }
 }

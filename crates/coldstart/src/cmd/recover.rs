@@ -5,18 +5,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use coldstart_record::{DEFAULT_SPOOL_ROOT, Spool};
+use coldstart_record::{DEFAULT_SPOOL_ROOT, Recovery, Spool, SpoolRoot};
 
 /// Rebuild partial traces from the spools of killed recorders.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   sudo coldstart recover                     # every spool left by a dead recorder
-  sudo coldstart recover /var/tmp/coldstart/1234-5678 -o app-partial.coldstart
+  sudo coldstart recover /var/lib/coldstart/spool/1234-5678 -o app-partial.coldstart
 
 Without SPOOL, every spool under --spool-dir whose recorder is gone is rebuilt into
-the trace file that recording would have written (or NAME-partial.coldstart if that exists).")]
+the trace file that recording would have written (or NAME-partial.coldstart if that exists).
+A spool is read only if no one but root can have written it: the spool, and every
+directory on its path, must belong to root and be writable by no one else (an ancestor
+may be writable if sticky, as /var/tmp is); a symbolic link is never the spool itself.")]
 pub struct Args {
-    /// One spool directory (default: all leftovers under /var/tmp/coldstart).
+    /// One spool directory (default: all leftovers under --spool-dir).
     pub spool: Option<PathBuf>,
     /// The trace file to write (only with SPOOL).
     #[arg(short, long, value_name = "FILE", requires = "spool")]
@@ -32,13 +35,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("coldstart: removed the stale tracing instance {name}");
         }
     }
-    let results = match &args.spool {
+    let recovery = match &args.spool {
         Some(dir) => {
             let spool = Spool::open(dir).with_context(|| format!("cannot recover {}", dir.display()))?;
-            vec![coldstart_record::recover(spool, args.output.as_deref())]
+            Recovery {
+                rebuilt: vec![coldstart_record::recover(spool, args.output.as_deref())],
+                skipped: Vec::new(),
+            }
         }
-        None => coldstart_record::recover_leftovers(&args.spool_dir),
+        None => match SpoolRoot::open(&args.spool_dir)? {
+            Some(root) => coldstart_record::recover_leftovers(&root)?,
+            None => Recovery::default(),
+        },
     };
+    for skipped in &recovery.skipped {
+        eprintln!("coldstart: warning: not reading a spool: {skipped}");
+    }
+    let results = recovery.rebuilt;
     if results.is_empty() {
         eprintln!(
             "coldstart: nothing to recover (no spool of a dead recorder under {})",

@@ -1,5 +1,6 @@
 //! What the recorder's integration tests share: the capability check (fail under
 //! CI=true, skip otherwise) and private directories on a real disk.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 
@@ -29,6 +30,17 @@ pub fn can_record(test: &str) -> bool {
             false
         }
     }
+}
+
+/// Whether this process is root (needed to plant other users' files); under CI=true
+/// not being root fails the test.
+pub fn is_root(test: &str) -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{test}: not root and CI=true");
+    eprintln!("skip {test}: not root");
+    false
 }
 
 /// A private directory on the build's disk (not a tmpfs, whose pages never enter
