@@ -246,7 +246,7 @@ fn write_spool(dir: &Path, finished: bool) -> Spool {
         };
         write("end.json", &serde_json::to_vec(&end).unwrap());
     }
-    Spool { dir: dir.to_owned() }
+    Spool::open(dir).unwrap()
 }
 
 fn assembled(finished: bool) -> Trace {
