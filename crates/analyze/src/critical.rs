@@ -21,7 +21,7 @@ use crate::analysis::{
     CriticalPath, FileTime, PathSegment, PathSummary, ProcessTime, ReadyInfo, SegmentKind, Warning,
     WarningCode,
 };
-use crate::index::Ctx;
+use crate::context::Ctx;
 use crate::time::{WaitFiles, split, wait_files};
 
 /// Jumps to a waker at an unchanged time before a sleep counts as a dead end (wakeup cycles).
@@ -131,7 +131,7 @@ impl Walk<'_, '_> {
         let parent_pid = if tid != pid {
             pid
         } else {
-            self.ctx.trace.processes.iter().rev().find(|p| p.pid == pid && p.start_ns.is_some())?.ppid?
+            self.ctx.processes.at(pid, t).filter(|p| p.start_ns.is_some())?.ppid?
         };
         self.thread_of_at(parent_pid, t).filter(|&c| c != tid)
     }
@@ -306,10 +306,7 @@ fn summarize(ctx: &Ctx, segments: &[PathSegment], ready: &ReadyInfo, origin: Nan
         if seg.kind == SegmentKind::Untraced {
             s.untraced_ns += ns;
         } else if seg.pid != ready.pid {
-            let comm = || {
-                let process = ctx.trace.processes.iter().rev().find(|p| p.pid == seg.pid);
-                process.map(|p| p.comm.clone()).unwrap_or_default()
-            };
+            let comm = || ctx.processes.at(seg.pid, seg.start_ns).map(|p| p.comm.clone()).unwrap_or_default();
             let helper = helpers.entry(seg.pid).or_insert_with(|| ProcessTime {
                 pid: seg.pid,
                 comm: comm(),

@@ -11,7 +11,7 @@ use coldstart_trace::{BlockIo, BlockOp, Dev, FileKind, Nanos};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{DiskAnalysis, DiskFile, DiskRequest, DiskSeeks};
-use crate::index::Ctx;
+use crate::context::Ctx;
 
 const SECTOR: u64 = 512;
 

@@ -8,10 +8,10 @@
 //! It never touches the live system.
 
 mod analysis;
+mod context;
 mod critical;
 mod disk;
 pub mod doctor;
-mod index;
 mod overview;
 mod pageuse;
 mod phases;
@@ -63,7 +63,7 @@ pub fn analyze(trace: &Trace) -> Analysis {
 
 /// Analyses a trace.
 pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
-    let ctx = index::Ctx::new(trace, config);
+    let ctx = context::Ctx::new(trace, config);
     let mut warnings = Vec::new();
     let mut coalesced = reads::coalesce(&ctx);
     let times = time::thread_times(&ctx, &mut coalesced.file_uses);
@@ -136,7 +136,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
 
 /// Every file the analysis names, by id.
 fn file_table(
-    ctx: &index::Ctx,
+    ctx: &context::Ctx,
     uses: &[FileUse],
     disks: &[DiskAnalysis],
     path: Option<&CriticalPath>,

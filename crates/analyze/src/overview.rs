@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::analysis::{
     FileUse, ProcessInfo, ReadyInfo, StateTimes, ThreadInfo, TraceInfo, Warning, WarningCode,
 };
-use crate::index::Ctx;
+use crate::context::Ctx;
 
 pub(crate) fn trace_info(ctx: &Ctx) -> TraceInfo {
     let m = &ctx.trace.meta;
@@ -36,7 +36,7 @@ pub(crate) fn trace_info(ctx: &Ctx) -> TraceInfo {
 
 fn root<'t>(ctx: &Ctx<'t>) -> Option<&'t coldstart_trace::Process> {
     let pid = ctx.trace.meta.root_pid?;
-    ctx.trace.processes.iter().filter(|p| p.pid == pid).min_by_key(|p| p.start_ns.unwrap_or(Nanos::MIN))
+    ctx.processes.first(pid)
 }
 
 /// When the traced command started: its fork, else t = 0.

@@ -10,7 +10,7 @@
 use coldstart_trace::{AccessKind, FileKind};
 
 use crate::analysis::{FilePageUse, PageUse};
-use crate::index::{Ctx, Groups};
+use crate::context::{Ctx, Groups};
 
 /// Page ranges `[start, end)`, sorted and merged.
 type Ranges = Vec<(u64, u64)>;

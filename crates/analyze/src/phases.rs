@@ -8,7 +8,7 @@ use coldstart_trace::{FileKind, Nanos, ThreadState};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{Phase, PhaseKind, Read};
-use crate::index::Ctx;
+use crate::context::Ctx;
 use crate::time::NO_FILE;
 use crate::units;
 

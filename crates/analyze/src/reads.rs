@@ -4,7 +4,7 @@
 use coldstart_trace::PageOrigin;
 
 use crate::analysis::{FileUse, PageOrigins, Read};
-use crate::index::Ctx;
+use crate::context::Ctx;
 
 /// Reads, by (start, pid, file, first page), and one [`FileUse`] per (pid, file) in key order
 /// (the order of `ctx.fills_by_stream`, so group `g` is `file_uses[g]`).

@@ -4,7 +4,7 @@
 use coldstart_trace::{Nanos, SchedInterval, ThreadState};
 
 use crate::analysis::{FileUse, StartBreakdown, StateTimes, ThreadInfo};
-use crate::index::Ctx;
+use crate::context::Ctx;
 
 /// Pages per (pid, file) that a thread added to the cache around one I/O wait.
 pub(crate) type WaitFiles = Vec<(i32, u32, u64)>;

@@ -1,5 +1,6 @@
-//! How figures are written for people: seconds, binary byte units, counts. Shared
-//! by the names the analysis gives (phases, paths) and by the text report.
+//! How figures and names are written for people: seconds, binary byte units, counts,
+//! the last part of a path. Shared by the names the analysis gives (phases, paths),
+//! the doctor's findings and every report.
 
 use coldstart_trace::Nanos;
 
@@ -64,6 +65,12 @@ pub fn plural(n: u64, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{} {word}s", count(n)) }
 }
 
+/// The last part of a path, as `basename` prints it: `lib` for both `/usr/lib` and
+/// `/usr/lib/`; a path with no part but slashes (`/`), or empty, is returned whole.
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').find(|part| !part.is_empty()).unwrap_or(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +92,18 @@ mod tests {
         assert_eq!(percent(1.0, 0.0), "-");
         assert_eq!(plural(1, "file"), "1 file");
         assert_eq!(plural(1200, "seek"), "1,200 seeks");
+    }
+
+    #[test]
+    fn base_name_is_the_last_part_even_after_a_trailing_slash() {
+        assert_eq!(base_name("/usr/lib/libc.so.6"), "libc.so.6");
+        assert_eq!(base_name("/usr/lib"), "lib");
+        assert_eq!(base_name("/usr/lib/"), "lib");
+        assert_eq!(base_name("/usr//lib//"), "lib");
+        assert_eq!(base_name("a"), "a");
+        assert_eq!(base_name("/"), "/");
+        assert_eq!(base_name("//"), "//");
+        assert_eq!(base_name(""), "");
+        assert_eq!(base_name("<unresolved 8:1 inode 12>"), "<unresolved 8:1 inode 12>");
     }
 }

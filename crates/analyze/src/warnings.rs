@@ -6,7 +6,7 @@ use coldstart_trace::{FileKind, Nanos};
 use rustc_hash::FxHashSet;
 
 use crate::analysis::{Warning, WarningCode};
-use crate::index::Ctx;
+use crate::context::Ctx;
 use crate::time::SchedAnomalies;
 use crate::units;
 

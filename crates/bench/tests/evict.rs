@@ -17,12 +17,11 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn needs_root() -> bool {
-    if evict::is_root() {
-        return false;
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but not root: eviction tests need root");
-    eprintln!("skipped: not root (residency is only readable truthfully as root or for writable files)");
-    true
+    coldstart_testkit::skip_without(
+        evict::is_root(),
+        "eviction tests",
+        "root (residency is only readable truthfully as root or for writable files)",
+    )
 }
 
 /// An 8 MiB file on a disk filesystem (the target directory, not a tmpfs), read once so it is cached.

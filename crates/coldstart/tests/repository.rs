@@ -38,8 +38,10 @@ fn tracked_file_names_are_ones_a_person_would_make() {
     let out = match out {
         Ok(out) if out.status.success() => out,
         _ => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "git ls-files failed and CI=true");
-            eprintln!("skip: not a git checkout, or no git");
+            coldstart_testkit::unavailable(
+                "tracked_file_names_are_ones_a_person_would_make",
+                "not a git checkout, or no git",
+            );
             return;
         }
     };

@@ -5,11 +5,10 @@
 /// Nanoseconds of CLOCK_BOOTTIME (time since boot, suspend included).
 pub type BootNanos = i64;
 
-/// The current CLOCK_BOOTTIME reading. Async-signal-safe (one system call).
+/// The current CLOCK_BOOTTIME reading. Async-signal-safe (one system call, or none
+/// through the vDSO).
 pub fn boottime_ns() -> BootNanos {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_BOOTTIME exists on every supported kernel.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 

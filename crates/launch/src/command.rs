@@ -121,6 +121,48 @@ pub struct Credentials {
     pub home: PathBuf,
 }
 
+/// The user who ran us through `sudo`, from `SUDO_UID`, `SUDO_GID` and `SUDO_USER`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SudoInvoker {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
+}
+
+impl SudoInvoker {
+    /// Who ran us through sudo: `Ok(None)` when a variable is unset or empty, or names
+    /// root; an error when `SUDO_UID` or `SUDO_GID` is not a number.
+    pub fn from_env() -> Result<Option<SudoInvoker>> {
+        let var = |key| std::env::var(key).ok();
+        SudoInvoker::from_vars(var("SUDO_UID"), var("SUDO_GID"), var("SUDO_USER"))
+    }
+
+    /// The uid and gid that should own what a run as root under sudo writes for its
+    /// user (traces, reports); `None` without a sudo invoker, or when the variables are garbled.
+    pub fn owner() -> Option<(u32, u32)> {
+        SudoInvoker::from_env().ok().flatten().map(|invoker| (invoker.uid, invoker.gid))
+    }
+
+    fn from_vars(
+        uid: Option<String>,
+        gid: Option<String>,
+        name: Option<String>,
+    ) -> Result<Option<SudoInvoker>> {
+        let set = |v: Option<String>| v.filter(|v| !v.is_empty());
+        let (Some(uid), Some(gid), Some(name)) = (set(uid), set(gid), set(name)) else {
+            return Ok(None);
+        };
+        let number = |v: &str| {
+            v.parse::<u32>().map_err(|_| LaunchError::User {
+                user: name.clone(),
+                reason: format!("bad SUDO_UID/SUDO_GID {v:?}"),
+            })
+        };
+        let (uid, gid) = (number(&uid)?, number(&gid)?);
+        Ok((uid != 0).then_some(SudoInvoker { uid, gid, name }))
+    }
+}
+
 /// Resolves `run_as` from our credentials and environment. `None` means "keep ours".
 pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
     let user_error = |user: &str, reason: String| LaunchError::User { user: user.to_owned(), reason };
@@ -133,22 +175,17 @@ pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
         RunAs::Current => return Ok(None),
         RunAs::User(name) => lookup(name)?,
         RunAs::Invoker => {
-            let sudo = |key| std::env::var(key).ok().filter(|v: &String| !v.is_empty());
-            let (Some(uid), Some(gid), Some(name)) = (sudo("SUDO_UID"), sudo("SUDO_GID"), sudo("SUDO_USER"))
-            else {
-                return Ok(None);
-            };
             if !Uid::effective().is_root() {
                 return Ok(None);
             }
-            let parse = |v: &str| {
-                v.parse::<u32>().map_err(|_| user_error(&name, format!("bad SUDO_UID/SUDO_GID {v:?}")))
-            };
-            let (uid, gid) = (parse(&uid)?, parse(&gid)?);
-            if uid == 0 {
+            let Some(invoker) = SudoInvoker::from_env()? else {
                 return Ok(None);
+            };
+            User {
+                uid: Uid::from_raw(invoker.uid),
+                gid: Gid::from_raw(invoker.gid),
+                ..lookup(&invoker.name)?
             }
-            User { uid: Uid::from_raw(uid), gid: Gid::from_raw(gid), ..lookup(&name)? }
         }
     };
     if !Uid::effective().is_root() && user.uid != Uid::effective() {
@@ -262,6 +299,21 @@ mod tests {
         assert_eq!(get("USER"), ["someone"]);
         assert_eq!(get("A"), ["1"]);
         assert_eq!(get("COLDSTART_MARKS"), ["/m"]);
+    }
+
+    #[test]
+    fn the_sudo_invoker_is_someone_other_than_root_named_by_all_three_variables() {
+        let vars = |uid: &str, gid: &str, name: &str| {
+            let set = |v: &str| Some(v.to_owned()).filter(|v| v != "-");
+            SudoInvoker::from_vars(set(uid), set(gid), set(name))
+        };
+        let alice = SudoInvoker { uid: 1000, gid: 100, name: "alice".into() };
+        assert_eq!(vars("1000", "100", "alice").unwrap(), Some(alice));
+        assert_eq!(vars("0", "0", "root").unwrap(), None, "sudo from root is root");
+        assert_eq!(vars("-", "100", "alice").unwrap(), None);
+        assert_eq!(vars("1000", "100", "").unwrap(), None, "an empty variable counts as unset");
+        assert!(matches!(vars("10x", "100", "alice"), Err(LaunchError::User { .. })));
+        assert!(matches!(vars("1000", "-1", "alice"), Err(LaunchError::User { .. })));
     }
 
     #[test]

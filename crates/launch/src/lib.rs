@@ -93,7 +93,7 @@ mod until;
 pub mod window;
 
 pub use clock::{BootNanos, boottime_ns};
-pub use command::{Command, Credentials, Input, Output, RunAs, resolve_user};
+pub use command::{Command, Credentials, Input, Output, RunAs, SudoInvoker, resolve_user};
 pub use error::{LaunchError, Result};
 pub use interrupt::Interrupts;
 pub use marks::{MARKS_ENV, Mark, Marks};

@@ -186,11 +186,7 @@ fn idle_fires_after_the_burst_and_the_quiet_period() {
             let why = format!(
                 "the machine never stayed quiet for {QUIET_MS} ms (other load: {reads} disk reads, CPUs busy {busy} of {total} ticks), so idle rightly did not fire"
             );
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true: {why}; the firing was not exercised"
-            );
-            eprintln!("partly skipped: {why}");
+            coldstart_testkit::unavailable("the firing of idle", &why);
         }
         other => panic!("unexpected outcome {other}"),
     }

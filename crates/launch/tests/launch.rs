@@ -8,7 +8,8 @@ use std::time::Duration;
 use coldstart_launch::{
     Command, Ending, LaunchError, Output, PausedChild, Reason, RunAs, Until, WaitOptions, boottime_ns,
 };
-use common::{alive, is_root, sh, skip_without};
+use coldstart_testkit::{is_root, skip_without};
+use common::{alive, sh};
 
 fn until(text: &str) -> Until {
     text.parse().unwrap()
@@ -216,7 +217,7 @@ fn environment_cwd_and_echo_reach_the_command() {
 
 #[test]
 fn runs_as_another_user_with_their_home() {
-    if skip_without(is_root(), "root (to switch users)") {
+    if skip_without(is_root(), "switching users", "root") {
         return;
     }
     let mut command = sh(r#"echo "$(id -u) $(id -g) $HOME $USER"; touch "$COLDSTART_MARKS""#);

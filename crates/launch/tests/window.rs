@@ -9,7 +9,8 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use coldstart_launch::{Ending, PausedChild, Reason, Until, WaitOptions, marks};
-use common::{alive, sh, skip_without};
+use coldstart_testkit::skip_without;
+use common::{alive, sh};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt, CreateWindowAux, WindowClass};
 
@@ -78,7 +79,7 @@ fn start_xvfb() -> Option<Xvfb> {
 #[test]
 fn window_readiness_fires_on_the_trees_first_window() {
     let Some(xvfb) = start_xvfb() else {
-        if skip_without(false, "Xvfb (Debian package xvfb)") {
+        if skip_without(false, "window readiness", "Xvfb (Debian package xvfb)") {
             return;
         }
         unreachable!()

@@ -106,13 +106,6 @@ fn default_output(command: &[OsString]) -> PathBuf {
     unique_output(Path::new("."), &stem)
 }
 
-/// The sudo invoker, who should own the trace file.
-fn invoker() -> Option<(u32, u32)> {
-    let var = |k| std::env::var(k).ok()?.parse::<u32>().ok();
-    let (uid, gid) = (var("SUDO_UID")?, var("SUDO_GID")?);
-    (uid != 0).then_some((uid, gid))
-}
-
 /// Writes a built trace atomically (mode 0600), owned by `chown` if given.
 pub fn write_trace(trace: &coldstart_trace::Trace, path: &Path, chown: Option<(u32, u32)>) -> Result<()> {
     let mut writer = TraceWriter::create(path)?;
@@ -499,7 +492,7 @@ fn run_command(
         command: config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         cwd: std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()),
         user,
-        chown: invoker(),
+        chown: coldstart_launch::SudoInvoker::owner(),
         system: config.system,
         root_pid: Some(root_pid),
         t0_boot_ns,

@@ -3,15 +3,19 @@
 //! a file. Each is refused with a one-line error, nothing is written into it, and no
 //! planted spool is parsed.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, chown, lchown, symlink};
 use std::path::{Path, PathBuf};
 
 use coldstart_record::{Distrust, RecordConfig, RecordError, Spool, SpoolRoot, record};
+use coldstart_testkit::{can_record, private_dir};
 
 const NOBODY: u32 = 65534;
+
+/// Whether this process is root (needed to plant other users' files); see `coldstart_testkit::unavailable`.
+fn is_root(test: &str) -> bool {
+    coldstart_testkit::is_root() || !coldstart_testkit::unavailable(test, "not root")
+}
 
 /// What another user can leave where a spool root is expected.
 enum Plant {
@@ -62,7 +66,7 @@ fn refusal(result: coldstart_record::Result<impl std::fmt::Debug>) -> Distrust {
 
 #[test]
 fn planted_spool_roots_are_refused_and_nothing_is_written_there() {
-    if !support::is_root("planted_spool_roots") {
+    if !is_root("planted_spool_roots") {
         return;
     }
     let cases = [
@@ -72,7 +76,7 @@ fn planted_spool_roots_are_refused_and_nothing_is_written_there() {
         (Plant::File, "is not a directory"),
     ];
     for (kind, words) in cases {
-        let dir = support::private_dir();
+        let dir = private_dir!();
         let (spool, theirs) = plant(dir.path(), kind);
         let err = SpoolRoot::create(&spool).unwrap_err();
         let message = err.to_string();
@@ -90,10 +94,10 @@ fn planted_spool_roots_are_refused_and_nothing_is_written_there() {
 
 #[test]
 fn a_spool_root_under_another_users_directory_is_refused() {
-    if !support::is_root("another_users_parent") {
+    if !is_root("another_users_parent") {
         return;
     }
-    let dir = support::private_dir();
+    let dir = private_dir!();
     let theirs = dir.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
     chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
@@ -123,10 +127,10 @@ fn leftover(root: &Path, name: &str) -> PathBuf {
 
 #[test]
 fn leftovers_another_user_could_have_written_are_skipped_not_parsed() {
-    if !support::is_root("untrusted_leftovers") {
+    if !is_root("untrusted_leftovers") {
         return;
     }
-    let dir = support::private_dir();
+    let dir = private_dir!();
     let root = SpoolRoot::create(&dir.path().join("spool")).unwrap();
     let ours = leftover(&root.path, "2147483645-1");
     let theirs = leftover(&root.path, "2147483646-1");
@@ -156,10 +160,10 @@ fn leftovers_another_user_could_have_written_are_skipped_not_parsed() {
 
 #[test]
 fn record_refuses_a_planted_spool_root_before_starting_the_command() {
-    if !support::can_record("record_planted_spool_root") {
+    if !can_record("record_planted_spool_root") {
         return;
     }
-    let dir = support::private_dir();
+    let dir = private_dir!();
     let (spool, theirs) = plant(dir.path(), Plant::LinkToTheirDirectory);
     let marker = dir.path().join("started");
     let config = RecordConfig {

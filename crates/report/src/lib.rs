@@ -20,40 +20,8 @@ pub mod svg;
 pub mod table;
 pub mod text;
 
-use std::io;
-
-use coldstart_analyze::Analysis;
-
-/// The formats `coldstart report` can write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-    /// The interactive page; through [`render`] without the trace's timeline (see [`html::write`]).
-    Html,
-    /// The bootchart; it needs the trace's samples and scheduler intervals, so
-    /// [`render`] refuses it: call [`svg::write`] with the trace.
-    Svg,
-}
-
-/// Writes `analysis` in `format`.
-pub fn render(format: Format, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
-    match format {
-        Format::Text => text::report(analysis, &text::Options::default(), out),
-        Format::Json => json::write(analysis, out),
-        Format::Html => html::write(analysis, None, None, out),
-        Format::Svg => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the SVG chart is drawn from the trace as well as its analysis (svg::write)",
-        )),
-    }
-}
-
 /// A command line as a shell would take it back: arguments quoted where needed
 /// (`-c 'import json, csv'`), so the reader sees where each one ends.
 pub fn command_line(args: &[String]) -> String {
-    args.iter()
-        .map(|a| shlex::try_quote(a).map_or_else(|_| format!("{a:?}"), |q| q.into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ")
+    args.iter().map(|a| coldstart_analyze::doctor::shell_quote(a)).collect::<Vec<_>>().join(" ")
 }

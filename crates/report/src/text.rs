@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use coldstart_analyze::units::{bytes, count, duration, percent, plural, secs};
+use coldstart_analyze::units::{base_name, bytes, count, duration, percent, plural, secs};
 use coldstart_analyze::{Analysis, CriticalPath, RankBy, ReadFilter, SegmentKind};
 use coldstart_trace::{CacheState, FileKind, Nanos, TextEnum};
 
@@ -37,10 +37,6 @@ fn thread(a: &Analysis, tid: i32) -> String {
         Some(c) => format!("{c}/{tid}"),
         None => format!("{}/{tid}", a.comm(a.threads.iter().find(|t| t.tid == tid).map_or(tid, |t| t.pid))),
     }
-}
-
-fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(path)
 }
 
 /// Writes the whole text report.

@@ -176,7 +176,7 @@ fn the_page_is_the_same_bytes_every_time() {
 fn without_the_trace_the_page_has_no_timeline_but_everything_else() {
     let analysis = analyze(&fixture());
     let mut out = Vec::new();
-    coldstart_report::render(coldstart_report::Format::Html, &analysis, &mut out).unwrap();
+    coldstart_report::html::write(&analysis, None, None, &mut out).unwrap();
     let data = data(std::str::from_utf8(&out).unwrap());
     assert_eq!(data["timeline"], Value::Null);
     assert_eq!(data["analysis"]["overview"]["ready"]["time_to_ready_ns"], 98 * MS);

@@ -2,7 +2,7 @@
 //! on a small synthetic trace whose every figure is known.
 
 use coldstart_analyze::{RankBy, ReadFilter, analyze};
-use coldstart_report::{Format, json, render, text};
+use coldstart_report::{json, text};
 
 mod common;
 
@@ -10,7 +10,7 @@ use common::{MS, fixture};
 
 fn text_report() -> String {
     let mut out = Vec::new();
-    render(Format::Text, &analyze(&fixture()), &mut out).expect("render");
+    text::report(&analyze(&fixture()), &text::Options::default(), &mut out).expect("render");
     String::from_utf8(out).expect("utf-8")
 }
 
@@ -46,7 +46,7 @@ fn rankings_can_be_restricted_to_a_process_and_to_paths() {
 fn json_carries_schema_and_version_and_reads_back_unchanged() {
     let a = analyze(&fixture());
     let mut out = Vec::new();
-    render(Format::Json, &a, &mut out).unwrap();
+    json::write(&a, &mut out).unwrap();
     let value: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
     assert_eq!(value["schema"], "coldstart-analysis");
     assert_eq!(value["version"], 1);

@@ -426,10 +426,3 @@ fn the_bootchart2_example_keeps_a_hundred_rows_of_its_861_processes() {
     assert!(note.starts_with("Showing 99 of 861 processes"), "{note}");
     assert!(texts.iter().any(|t| t == "boot (bootchart2 log)"));
 }
-
-#[test]
-fn render_refuses_svg_without_the_trace() {
-    let err = coldstart_report::render(coldstart_report::Format::Svg, &analyze(&fixture()), &mut Vec::new())
-        .unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
-}

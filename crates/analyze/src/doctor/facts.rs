@@ -238,14 +238,10 @@ impl<'a> Facts<'a> {
     }
 }
 
-/// Quotes one argument for a POSIX shell when it needs it.
+/// Quotes one argument for a POSIX shell when it needs it (`'import json, csv'`). An
+/// argument no shell can take (one with a NUL byte) is shown Rust-escaped instead.
 pub fn shell_quote(arg: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
-    if !arg.is_empty() && arg.chars().all(safe) {
-        arg.to_owned()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
+    shlex::try_quote(arg).map_or_else(|_| format!("{arg:?}"), |quoted| quoted.into_owned())
 }
 
 /// A command line for a POSIX shell (`CMD` when there is none).
@@ -254,4 +250,18 @@ pub fn shell_join(args: &[String]) -> String {
         return "CMD".to_owned();
     }
     args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_quote_only_what_a_shell_would_split() {
+        let args = ["/usr/bin/python3", "-c", "import scipy.stats, pandas", ""].map(String::from);
+        assert_eq!(shell_join(&args), "/usr/bin/python3 -c 'import scipy.stats, pandas' ''");
+        assert_eq!(shell_join(&[]), "CMD");
+        assert_eq!(shell_quote("$HOME/a;b"), "'$HOME/a;b'");
+        assert_eq!(shell_quote("a\0b"), r#""a\0b""#);
+    }
 }

@@ -10,7 +10,7 @@ use crate::doctor::facts::{Facts, shell_quote};
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
-use crate::units::{bytes, count, duration, plural};
+use crate::units::{base_name, bytes, count, duration, plural};
 
 /// A shared library or extension module: merging it into a data file is not a remedy.
 pub(crate) fn is_shared_object(path: &str) -> bool {
@@ -320,8 +320,4 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
         });
     }
     out
-}
-
-pub(crate) fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(path)
 }

@@ -8,11 +8,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::SegmentKind;
 use crate::doctor::facts::Facts;
-use crate::doctor::files::{base_name, is_shared_object};
+use crate::doctor::files::is_shared_object;
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
-use crate::units::{bytes, count, duration};
+use crate::units::{base_name, bytes, count, duration};
 
 struct Case {
     file: u32,

@@ -90,13 +90,6 @@ fn command_of(example: Example) -> anyhow::Result<(Example, Vec<OsString>)> {
     Ok((chosen, command))
 }
 
-/// The sudo invoker, who should own what the demo writes.
-fn invoker() -> Option<(u32, u32)> {
-    let var = |k| std::env::var(k).ok()?.parse::<u32>().ok();
-    let (uid, gid) = (var("SUDO_UID")?, var("SUDO_GID")?);
-    (uid != 0).then_some((uid, gid))
-}
-
 /// Writes `bytes` to `path` (mode 0600: reports name every path the start touched).
 fn write_private(path: &Path, bytes: &[u8], owner: Option<(u32, u32)>) -> anyhow::Result<()> {
     let mut file = fs::OpenOptions::new()
@@ -125,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let (example, command) = command_of(args.example)?;
-    let owner = invoker();
+    let owner = coldstart_launch::SudoInvoker::owner();
     fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(&args.dir, Some(uid), Some(gid))

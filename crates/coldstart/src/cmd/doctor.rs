@@ -142,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     what_if.extend(disks);
     let diagnosis = coldstart_analyze::doctor::diagnose(&trace, &analysis, &config, &what_if);
     drop(trace);
-    let mut out = super::report::output(args.output.as_ref())?;
+    let mut out = super::output(args.output.as_ref())?;
     match args.format {
         FormatArg::Text => {
             let top = args.top.unwrap_or(usize::MAX);

@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use coldstart_report::export::{self, csv::Table};
 use coldstart_trace::Trace;
 
-use super::report::output;
+use super::output;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {

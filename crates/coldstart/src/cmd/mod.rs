@@ -1,5 +1,5 @@
 //! One module per subcommand: its arguments (clap derive) and the glue that turns
-//! them into calls of the library crates.
+//! them into calls of the library crates; here, the output file they write to.
 
 pub mod anonymize;
 pub mod bench;
@@ -16,3 +16,27 @@ pub mod record;
 pub mod recover;
 pub mod report;
 pub mod run;
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+/// Opens `path` for writing (mode 0600 when created: reports name every path the
+/// start touched, like the trace), or standard output when there is none.
+pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(path) => Box::new(
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("cannot create the output file {}", path.display()))?,
+        ),
+        None => Box::new(io::stdout().lock()),
+    })
+}

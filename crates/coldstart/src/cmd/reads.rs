@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let analysis = coldstart_analyze::analyze(&trace);
     drop(trace);
     let filter = ReadFilter { pid: args.pid, path_contains: args.file };
-    let mut out = super::report::output(args.output.as_ref())?;
+    let mut out = super::output(args.output.as_ref())?;
     let written = if args.raw {
         coldstart_report::text::reads(&analysis, &filter, &mut out)
     } else {

@@ -1,9 +1,7 @@
 //! `coldstart report FILE`: analyse a trace and write the report, as text for
 //! people or as versioned JSON for programs (docs/report-json.md).
 
-use std::fs::OpenOptions;
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,23 +46,6 @@ pub struct Args {
     pub top: usize,
 }
 
-/// Opens `path` for writing (mode 0600 when created: reports name every path the
-/// start touched, like the trace), or standard output when there is none.
-pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
-    Ok(match path {
-        Some(path) => Box::new(
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(path)
-                .with_context(|| format!("cannot create the output file {}", path.display()))?,
-        ),
-        None => Box::new(io::stdout().lock()),
-    })
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
@@ -79,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None
     };
     drop(trace);
-    let mut out = output(args.output.as_ref())?;
+    let mut out = super::output(args.output.as_ref())?;
     match args.format {
         FormatArg::Text => {
             let options = coldstart_report::text::Options { top: args.top, ..Default::default() };

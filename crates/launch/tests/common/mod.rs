@@ -17,19 +17,3 @@ pub fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
-
-pub fn is_root() -> bool {
-    nix::unistd::Uid::effective().is_root()
-}
-
-/// Skips (returns true) when a capability is missing, or panics under CI=true.
-pub fn skip_without(have: bool, what: &str) -> bool {
-    if have {
-        return false;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but {what} is not available");
-    }
-    eprintln!("skipped: {what} is not available");
-    true
-}

@@ -67,11 +67,9 @@ impl Scope {
     }
 }
 
-/// CLOCK_BOOTTIME now, in nanoseconds (the clock of `trace_clock=boot`).
-pub fn boottime_ns() -> i64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
+/// CLOCK_BOOTTIME now, in nanoseconds: the launcher's clock, which is also that of
+/// `trace_clock=boot`.
+pub use coldstart_launch::boottime_ns;
 
 /// CLOCK_MONOTONIC now, in nanoseconds (the clock of proc connector timestamps).
 pub fn monotonic_ns() -> i64 {

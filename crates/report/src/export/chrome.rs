@@ -24,12 +24,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 
+use coldstart_analyze::units::base_name;
 use coldstart_analyze::{Analysis, PhaseKind, SegmentKind};
 use coldstart_trace::{BlockIo, Dev, Nanos, TextEnum, ThreadState, Trace};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-
-use super::base_name;
 
 /// The "machine" pseudo-process: CPU samples.
 pub const MACHINE_PID: i64 = 5_000_000;

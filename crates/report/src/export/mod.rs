@@ -11,15 +11,3 @@
 
 pub mod chrome;
 pub mod csv;
-
-/// The formats `coldstart export` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Chrome,
-    Csv,
-}
-
-/// The file name of a path, for short event names.
-fn base_name(path: &str) -> &str {
-    path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(path)
-}

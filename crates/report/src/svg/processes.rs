@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use coldstart_analyze::units::{bytes, duration, plural};
+use coldstart_analyze::units::{base_name, bytes, duration, plural};
 use coldstart_analyze::{Analysis, ProcessInfo};
 use coldstart_trace::{Nanos, ThreadState, Trace};
 
@@ -148,10 +148,6 @@ fn activity(
 fn busy_ns(cols: &Option<Columns>) -> Nanos {
     cols.as_ref()
         .map_or(0, |c| c.iter().map(|v| v[RUNNING] + v[RUNNABLE] + v[IO_WAIT]).sum::<f64>().round() as Nanos)
-}
-
-fn base_name(path: &str) -> &str {
-    path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(path)
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -1,4 +1,5 @@
-//! Index vectors over the trace's tables, built once and shared by every analysis.
+//! The analysis context ([`Ctx`]): the trace with index vectors over its tables,
+//! built once and shared by every analysis.
 //!
 //! Tables are never copied or sorted as structs: rows are grouped by a key (a
 //! thread, a process and file, …) with a counting sort into one vector of row
@@ -7,7 +8,7 @@
 
 use std::hash::Hash;
 
-use coldstart_trace::{FileKind, Nanos, Trace};
+use coldstart_trace::{FileKind, Nanos, ProcessIndex, Trace};
 use rustc_hash::FxHashMap;
 
 use crate::Config;
@@ -109,6 +110,8 @@ pub(crate) struct Ctx<'t> {
     pub trace: &'t Trace,
     pub config: &'t Config,
     pub page_size: u64,
+    /// Processes by pid and time (pids may be reused).
+    pub processes: ProcessIndex<'t>,
     file_slot: FxHashMap<u32, u32>,
     pid_of_tid: FxHashMap<i32, i32>,
     in_scope: FxHashMap<i32, bool>,
@@ -150,6 +153,7 @@ impl<'t> Ctx<'t> {
             trace,
             config,
             page_size,
+            processes: ProcessIndex::new(trace),
             file_slot,
             pid_of_tid,
             in_scope,

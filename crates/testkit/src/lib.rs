@@ -1,0 +1,82 @@
+//! What the integration tests of every coldstart crate share (a dev-dependency only).
+//!
+//! The CI rule: a test that needs a capability the machine lacks (root, tracefs,
+//! fanotify, Xvfb, …) fails under `CI=true`, where the capability must be there, and
+//! elsewhere skips with a one-line reason on standard error. Plus private directories
+//! on the build's disk, whose pages go through the page cache as a program's would.
+
+use std::path::Path;
+
+/// True when running under `CI=true`, where every capability a test needs must be present.
+pub fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+/// Says why `test` cannot run here and returns true (skip it), or panics under `CI=true`.
+pub fn unavailable(test: &str, why: &str) -> bool {
+    assert!(!ci(), "{test}: {why} and CI=true");
+    eprintln!("skip {test}: {why}");
+    true
+}
+
+/// True (skip) when `have` is false: see [`unavailable`]; `what` names what is missing.
+pub fn skip_without(have: bool, test: &str, what: &str) -> bool {
+    !have && unavailable(test, &format!("{what} is not available"))
+}
+
+/// Whether this process may record (root, tracefs in the kernel, fanotify); see [`unavailable`].
+pub fn can_record(test: &str) -> bool {
+    let missing = if !is_root() {
+        Some("not root")
+    } else if !Path::new("/sys/kernel/tracing").is_dir() {
+        Some("no tracefs")
+    } else if nix::sys::fanotify::Fanotify::init(
+        nix::sys::fanotify::InitFlags::FAN_CLASS_NOTIF,
+        nix::sys::fanotify::EventFFlags::O_RDONLY,
+    )
+    .is_err()
+    {
+        Some("no fanotify")
+    } else {
+        None
+    };
+    missing.is_none_or(|why| !unavailable(test, &format!("cannot record here ({why})")))
+}
+
+/// A private temporary directory under `base`, created if missing: pass the test's
+/// `env!("CARGO_TARGET_TMPDIR")` (a disk filesystem, not a tmpfs, whose pages never
+/// enter the page cache through the traced path), or use [`private_dir!`].
+pub fn private_dir_in(base: impl AsRef<Path>) -> tempfile::TempDir {
+    std::fs::create_dir_all(base.as_ref()).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+/// A private temporary directory under the calling test's `CARGO_TARGET_TMPDIR`.
+#[macro_export]
+macro_rules! private_dir {
+    () => {
+        $crate::private_dir_in(env!("CARGO_TARGET_TMPDIR"))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capability_at_hand_is_never_skipped() {
+        assert!(!skip_without(true, "t", "anything"));
+    }
+
+    #[test]
+    fn private_dirs_are_fresh_and_under_the_base() {
+        let base = tempfile::tempdir().unwrap();
+        let (a, b) = (private_dir_in(base.path().join("x")), private_dir_in(base.path().join("x")));
+        assert_ne!(a.path(), b.path());
+        assert!(a.path().starts_with(base.path().join("x")) && a.path().is_dir());
+    }
+}
