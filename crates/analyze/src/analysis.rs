@@ -7,7 +7,7 @@
 //! `sectors` 512-byte sectors. Lists are in a documented, deterministic order.
 //! Files are referred to by their trace file id (`file`), processes by `pid`.
 
-use coldstart_trace::{BlockOp, CacheState, Dev, FileKind, Loss, Mark, Nanos, Scope, Source};
+use coldstart_trace::{BlockOp, CacheState, Dev, FileKind, Loss, Mark, Nanos, ReadyReason, Scope, Source};
 use serde::{Deserialize, Serialize};
 
 /// The name written in the `schema` field of every serialized analysis.
@@ -121,8 +121,8 @@ pub struct Overview {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadyInfo {
     pub t_ns: Nanos,
-    /// As recorded: `exit`, `mark:NAME`, `idle:MS`, … (`exit` when taken from the root's exit).
-    pub reason: String,
+    /// As recorded (`exit` when taken from the root's exit).
+    pub reason: ReadyReason,
     /// `t_ns - overview.origin_ns`.
     pub time_to_ready_ns: Nanos,
     /// The process and thread that reached it (the critical path ends there).

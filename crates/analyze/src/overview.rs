@@ -2,7 +2,7 @@
 //! readiness point and the thread that reached it, and the process table with each
 //! process's time and reads.
 
-use coldstart_trace::{Nanos, ThreadState};
+use coldstart_trace::{Nanos, ReadyReason, ThreadState};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{
@@ -62,7 +62,7 @@ pub(crate) fn trace_end(ctx: &Ctx) -> Nanos {
 /// The readiness point (the recorded one, else the root's exit) and who reached it.
 pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Option<ReadyInfo> {
     let recorded = ctx.trace.meta.ready.as_ref().map(|r| (r.t_ns, r.reason.clone()));
-    let Some((t_ns, reason)) = recorded.or_else(|| root(ctx)?.end_ns.map(|t| (t, "exit".to_owned()))) else {
+    let Some((t_ns, reason)) = recorded.or_else(|| root(ctx)?.end_ns.map(|t| (t, ReadyReason::Exit))) else {
         warnings.push(Warning {
             code: WarningCode::NoReady,
             count: 1,
@@ -75,13 +75,13 @@ pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Op
     };
     let root_pid =
         ctx.trace.meta.root_pid.or_else(|| ctx.trace.processes.first().map(|p| p.pid)).unwrap_or(0);
-    let pid = match reason.strip_prefix("mark:") {
-        Some(name) => {
+    let pid = match &reason {
+        ReadyReason::Mark(name) => {
             let mark = ctx
                 .trace
                 .marks
                 .iter()
-                .filter(|m| m.name == name)
+                .filter(|m| &m.name == name)
                 .min_by_key(|m| ((m.t_ns - t_ns).abs(), m.t_ns));
             if mark.is_none() {
                 warnings.push(Warning {
@@ -92,7 +92,13 @@ pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Op
             }
             mark.and_then(|m| m.pid).unwrap_or(root_pid)
         }
-        None => root_pid,
+        ReadyReason::Exit
+        | ReadyReason::Output(_)
+        | ReadyReason::Idle(_)
+        | ReadyReason::Window
+        | ReadyReason::Timeout
+        | ReadyReason::Interrupted
+        | ReadyReason::Bootchart2End => root_pid,
     };
     Some(ReadyInfo {
         t_ns,

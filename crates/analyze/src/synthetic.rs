@@ -188,7 +188,7 @@ pub fn start_trace(events: usize, seed: u64) -> Trace {
     }
     trace.processes[0].end_ns = Some(end);
     trace.meta.duration_ns = end;
-    trace.meta.ready = Some(Ready { t_ns: end, reason: "exit".into() });
+    trace.meta.ready = Some(Ready { t_ns: end, reason: ReadyReason::Exit });
     trace.marks.push(Mark {
         t_ns: end / 2,
         pid: Some(1000),

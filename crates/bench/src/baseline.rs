@@ -64,8 +64,8 @@ impl Verdict {
 pub fn check(results: &BenchResults, baseline: &Path, max_regression_pct: f64) -> Result<Vec<Verdict>> {
     let bad = |reason: String| BenchError::Baseline { path: baseline.to_owned(), reason };
     let text = std::fs::read_to_string(baseline).map_err(|e| BenchError::file(baseline, e))?;
-    let saved: Saved =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not a benchmark JSON export: {e}")))?;
+    let saved: Saved = serde_json::from_str(&text)
+        .map_err(|source| BenchError::BaselineJson { path: baseline.to_owned(), source })?;
     let mut verdicts = Vec::new();
     for r in &results.results {
         let Some(base) = saved.results.iter().find(|b| b.command == r.command) else { continue };

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use coldstart_launch::{Ending, RunAs, Until};
 use coldstart_prefetch::ReplayOptions;
+use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
 
 /// How a cold run's page cache is emptied.
@@ -53,8 +54,9 @@ impl Cache {
         !matches!(self, Cache::Warm)
     }
 
-    pub fn word(self) -> &'static str {
-        if self.is_cold() { "cold" } else { "warm" }
+    /// Cold or warm: what the runs begin with, with or without prefetch.
+    pub fn state(self) -> CacheState {
+        if self.is_cold() { CacheState::Cold } else { CacheState::Warm }
     }
 
     /// The eviction of a cold run (with or without prefetch).

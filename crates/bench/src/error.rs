@@ -10,20 +10,22 @@ pub enum BenchError {
     Launch(#[from] coldstart_launch::LaunchError),
     #[error(transparent)]
     Trace(#[from] coldstart_trace::TraceError),
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     File { path: PathBuf, source: std::io::Error },
     #[error("--evict system needs root (it writes /proc/sys/vm/drop_caches); use --evict files without root")]
     SystemEvictNeedsRoot,
     #[error("{0}")]
     Eviction(String),
-    #[error("cannot learn the files of `{command}`: {reason}")]
-    Learn { command: String, reason: String },
+    #[error("cannot learn the files of `{command}`")]
+    Learn { command: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("command `{command}` failed in run {run}: {what} (use --ignore-failure to keep going)")]
     CommandFailed { command: String, run: usize, what: String },
     #[error("baseline {}: {reason}", path.display())]
     Baseline { path: PathBuf, reason: String },
-    #[error("export: {0}")]
-    Export(String),
+    #[error("baseline {}: not a benchmark JSON export", path.display())]
+    BaselineJson { path: PathBuf, source: serde_json::Error },
+    #[error("export")]
+    Export(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Prefetch(#[from] coldstart_prefetch::PrefetchError),
     #[error("a run with prefetch was asked for without a plan (--prefetch PLAN)")]

@@ -4,16 +4,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use coldstart_launch::Reason;
+
 use crate::config::{BenchCommand, Cache};
 use crate::error::Result;
 
 /// Everything measured in one run. Times in seconds, sizes in bytes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Seconds from the start of the command to readiness.
     pub time: f64,
-    /// Why the wait ended: `exit`, `mark:NAME`, `output:REGEX`, `idle:MS`, `window`, `timeout`, `interrupted`.
-    pub ready: String,
+    /// Why the wait ended.
+    pub ready: Reason,
     /// True when `ready` is the readiness condition asked for.
     pub met: bool,
     /// Exit status of the command (128 + signal if a signal killed it), when it exited

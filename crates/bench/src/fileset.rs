@@ -135,8 +135,11 @@ fn sample_process(pid: i32, into: &mut BTreeSet<PathBuf>) {
 
 /// Records a cold run of `argv` with the recorder (root only) and returns its trace's files.
 fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) -> Result<FileSet> {
-    let learn_error = |reason: String| BenchError::Learn { command: argv.join(" "), reason };
-    let dir = tempfile::tempdir().map_err(|e| learn_error(e.to_string()))?;
+    let learn_error = |source: Box<dyn std::error::Error + Send + Sync>| BenchError::Learn {
+        command: argv.join(" "),
+        source,
+    };
+    let dir = tempfile::tempdir().map_err(|e| learn_error(e.into()))?;
     let output = dir.path().join("learn.coldstart");
     let config = coldstart_record::RecordConfig {
         command: argv.iter().map(Into::into).collect(),
@@ -147,7 +150,7 @@ fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: D
         as_root: matches!(run_as, RunAs::Current),
         ..coldstart_record::RecordConfig::default()
     };
-    let recorded = coldstart_record::record(&config).map_err(|e| learn_error(e.to_string()))?;
+    let recorded = coldstart_record::record(&config).map_err(|e| learn_error(e.into()))?;
     let mut set = from_trace(&recorded.path)?;
     set.source = "learned by a first run recorded with `coldstart record` (cold)".into();
     Ok(set)
@@ -161,7 +164,10 @@ pub fn learn(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) 
             Ok(_) => {}
             Err(err) => {
                 let mut set = learn_by_tracing(argv, run_as, until, timeout)?;
-                set.notes.push(format!("recording the first run failed ({err}); used strace instead"));
+                set.notes.push(format!(
+                    "recording the first run failed ({}); used strace instead",
+                    coldstart_trace::error_chain(&err)
+                ));
                 return Ok(set);
             }
         }
@@ -176,8 +182,11 @@ pub fn learn_by_tracing(
     until: &Until,
     timeout: Duration,
 ) -> Result<FileSet> {
-    let learn_error = |reason: String| BenchError::Learn { command: argv.join(" "), reason };
-    let dir = tempfile::tempdir().map_err(|e| learn_error(e.to_string()))?;
+    let learn_error = |source: Box<dyn std::error::Error + Send + Sync>| BenchError::Learn {
+        command: argv.join(" "),
+        source,
+    };
+    let dir = tempfile::tempdir().map_err(|e| learn_error(e.into()))?;
     let log = dir.path().join("strace.log");
     let strace = which("strace");
     let mut full: Vec<String> = Vec::new();
@@ -191,7 +200,7 @@ pub fn learn_by_tracing(
                 coldstart_launch::resolve_user(run_as)?.map(|c| c.uid),
                 None,
             )
-            .map_err(|e| learn_error(e.to_string()))?;
+            .map_err(|e| learn_error(e.into()))?;
         }
     }
     full.extend(argv.iter().cloned());
@@ -233,7 +242,7 @@ pub fn learn_by_tracing(
     let source = match &strace {
         Some(_) => {
             let text =
-                std::fs::read_to_string(&log).map_err(|e| learn_error(format!("no strace log: {e}")))?;
+                std::fs::read_to_string(&log).map_err(|e| learn_error(BenchError::file(&log, e).into()))?;
             files.extend(text.lines().flat_map(strace_paths));
             "learned by a first run under strace -f, plus /proc sampling".to_owned()
         }

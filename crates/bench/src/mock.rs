@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use coldstart_launch::Reason;
+
 use crate::config::{BenchCommand, Cache};
 use crate::error::Result;
 use crate::executor::{Executor, Preparation, Run, Sources};
@@ -48,7 +50,7 @@ impl Executor for MockExecutor {
         let cold = cache.is_cold();
         Ok(Run {
             time,
-            ready: "exit".into(),
+            ready: Reason::Exit,
             met: true,
             exit_code: Some(if self.fail_run == Some(n) { 1 } else { 0 }),
             user: time / 2.0,

@@ -159,7 +159,7 @@ impl Executor for RealExecutor {
         });
         Ok(Run {
             time: outcome.time_to_ready().as_secs_f64(),
-            ready: outcome.reason.to_string(),
+            ready: outcome.reason,
             met: outcome.met,
             exit_code: outcome.exit_status,
             user: usage.user.as_secs_f64(),

@@ -2,6 +2,8 @@
 //! of hyperfine's result fields, plus comparisons. JSON is the stable contract:
 //! every time is in seconds, every size in bytes; the field docs below are the reference.
 
+use coldstart_launch::Reason;
+use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{BenchConfig, Cache, Evict};
@@ -39,15 +41,15 @@ pub struct ConfigResult {
     // coldstart's.
     pub command_line: Vec<String>,
     /// `cold` or `warm`.
-    pub cache: String,
+    pub cache: CacheState,
     /// The eviction method of cold runs: `system` or `files`.
     pub evict: Option<Evict>,
     /// The readiness condition, e.g. `exit`, `mark:ready`.
     pub until: String,
     /// 95% confidence interval of the mean, seconds.
     pub mean_ci95: [f64; 2],
-    /// Why each run's wait ended.
-    pub ready: Vec<String>,
+    /// Why each run's wait ended, in the words of `until`.
+    pub ready: Vec<Reason>,
     pub user_times: Vec<f64>,
     pub system_times: Vec<f64>,
     pub major_faults: Vec<u64>,
@@ -210,7 +212,7 @@ impl ConfigResult {
             max: s.max,
             exit_codes: runs.iter().map(|r| r.exit_code).collect(),
             command_line: config.commands[command].argv.clone(),
-            cache: cache.word().into(),
+            cache: cache.state(),
             evict: cache.evict(),
             until: config.until.to_string(),
             mean_ci95: [s.ci95.0, s.ci95.1],

@@ -42,7 +42,7 @@ fn prefetch_runs_are_compared_with_cold_and_warm_runs() {
     ]);
     let results = run_benchmark(&c, &mut mock, &mut Silent).unwrap();
     let along = results.results.iter().find(|r| r.prefetch.as_deref() == Some("alongside")).unwrap();
-    assert_eq!(along.cache, "cold");
+    assert_eq!(along.cache, coldstart_trace::CacheState::Cold);
     assert_eq!(along.evict, Some(Evict::System));
     assert_eq!(along.prefetch_times, vec![Some(0.25); 5]);
     assert_eq!(along.prefetch_done_before_ready, vec![Some(false); 5]);

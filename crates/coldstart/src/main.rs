@@ -14,30 +14,83 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("coldstart: error: {}", message_of(&err));
+            eprintln!("coldstart: error: {}", coldstart_trace::error_chain(err.as_ref()));
             ExitCode::from(2)
         }
     }
-}
-
-/// The error chain joined by ": ", each cause once: an error that already ends with
-/// its cause's text (one that names a file, then says what went wrong with it) is not
-/// followed by that text again.
-fn message_of(err: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if message.is_empty() {
-            message = text;
-        } else if !message.ends_with(&text) {
-            message = format!("{message}: {text}");
-        }
-    }
-    message
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use coldstart_bench::BenchError;
+    use coldstart_import::ImportError;
+    use coldstart_launch::LaunchError;
+    use coldstart_prefetch::PrefetchError;
+    use coldstart_record::RecordError;
+    use coldstart_trace::{TraceError, error_chain};
+
+    fn missing() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::NotFound)
+    }
+
+    /// Errors of the library crates with causes, some wrapped in others, as `main` meets them.
+    fn errors_with_causes() -> Vec<anyhow::Error> {
+        vec![
+            anyhow::Error::from(TraceError::io(Path::new("/t.coldstart"), missing()))
+                .context("cannot read the trace"),
+            PrefetchError::file("/p.plan", missing()).into(),
+            ImportError::Archive { path: "/b.tgz".into(), source: missing() }.into(),
+            RecordError::Launch(LaunchError::Spawn { program: "app".into(), source: missing() }).into(),
+            RecordError::Kept {
+                spool: "/var/tmp/coldstart/s".into(),
+                source: Box::new(RecordError::io("/x", missing())),
+            }
+            .into(),
+            BenchError::Learn {
+                command: "app".into(),
+                source: Box::new(RecordError::Launch(LaunchError::File {
+                    path: "/m".into(),
+                    source: missing(),
+                })),
+            }
+            .into(),
+            BenchError::Launch(LaunchError::Exec {
+                program: "app".into(),
+                what: "execve",
+                source: missing(),
+            })
+            .into(),
+        ]
+    }
+
+    #[test]
+    fn no_error_repeats_the_text_of_its_cause() {
+        for err in errors_with_causes() {
+            let links: Vec<String> = err.chain().map(ToString::to_string).collect();
+            assert!(links.len() >= 2, "{links:?} has no cause");
+            for pair in links.windows(2) {
+                assert!(!pair[0].contains(&pair[1]), "{:?} repeats its cause {:?}", pair[0], pair[1]);
+            }
+        }
+    }
+
+    #[test]
+    fn the_chain_is_printed_once_joined_by_colons() {
+        let printed: Vec<String> = errors_with_causes().iter().map(|e| error_chain(e.as_ref())).collect();
+        assert_eq!(printed[0], "cannot read the trace: /t.coldstart: entity not found");
+        assert_eq!(
+            printed[4],
+            "the trace was not made; the recording is kept in /var/tmp/coldstart/s \
+             (`coldstart recover /var/tmp/coldstart/s` tries again): /x: entity not found"
+        );
+        assert_eq!(printed[5], "cannot learn the files of `app`: /m: entity not found");
+    }
 }

@@ -324,6 +324,11 @@ fn the_systemd_unit_templates_verify() {
     let runtime = dir.path().join("run");
     std::fs::create_dir(&runtime).unwrap();
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The units' Documentation= names coldstart's own man page: `verify` looks it up, in
+    // the pages `coldstart generate man` writes, as README.md says to install them.
+    let man = dir.path().join("man");
+    coldstart().args(["generate", "man", "-o"]).arg(man.join("man1")).assert().success();
+    let manpath = format!("{}:", man.display());
     for (template, user, instance) in [
         ("coldstart-prefetch@.service", false, "coldstart-prefetch@var-lib-coldstart-plans-app.plan.service"),
         ("user/coldstart-prefetch@.service", true, "coldstart-prefetch@app.service"),
@@ -338,6 +343,7 @@ fn the_systemd_unit_templates_verify() {
         )
         .unwrap();
         let mut verify = std::process::Command::new("systemd-analyze");
+        verify.env("MANPATH", &manpath);
         if user {
             verify.arg("--user").env("XDG_RUNTIME_DIR", &runtime);
         }

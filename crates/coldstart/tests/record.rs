@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use coldstart_trace::{MarkSource, Trace};
+use coldstart_trace::{MarkSource, ReadyReason, Trace};
 
 fn instances_of(pid: u32) -> Vec<String> {
     let prefix = format!("coldstart-{pid}-");
@@ -159,7 +159,7 @@ fn until_output_stops_at_the_matching_line_and_ends_the_command() {
     let (status, trace) = record_until(dir.path(), r"output:READY on port \d+", &script);
     assert_eq!(status, Some(0), "the command was ready: record exits 0 although it ended the command");
     let ready = trace.meta.ready.clone().expect("a ready time");
-    assert_eq!(ready.reason, r"output:READY on port \d+");
+    assert_eq!(ready.reason, ReadyReason::Output(r"READY on port \d+".into()));
     assert!(ready.t_ns > 0 && ready.t_ns <= trace.meta.duration_ns, "{ready:?}");
     let output: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Output).collect();
     assert_eq!(output.len(), 1, "{:?}", trace.marks);
@@ -181,7 +181,7 @@ fn until_mark_stops_at_the_mark_and_ends_the_command() {
     let (status, trace) = record_until(dir.path(), "mark:ready", &script);
     assert_eq!(status, Some(0));
     let ready = trace.meta.ready.clone().expect("a ready time");
-    assert_eq!(ready.reason, "mark:ready");
+    assert_eq!(ready.reason, ReadyReason::Mark("ready".into()));
     let marks: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Command).collect();
     assert_eq!(marks.len(), 1, "{:?}", trace.marks);
     assert_eq!(marks[0].name, "ready");

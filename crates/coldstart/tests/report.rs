@@ -27,7 +27,7 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
             root_pid: Some(100),
             page_size: 4096,
             duration_ns: 50 * MS,
-            ready: Some(Ready { t_ns: 40 * MS, reason: "exit".into() }),
+            ready: Some(Ready { t_ns: 40 * MS, reason: ReadyReason::Exit }),
             ..Meta::default()
         },
         losses: vec![Loss { source: LossSource::Tracefs, what: "cpu0 overrun".into(), count: 7 }],
@@ -117,6 +117,35 @@ fn a_missing_trace_is_a_clear_error_with_status_2() {
         .stderr(
             "coldstart: error: cannot read the trace: /nonexistent/x.coldstart: No such file or directory (os error 2)\n",
         );
+}
+
+#[test]
+fn a_file_error_prints_its_cause_exactly_once() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["report", "/nonexistent"],
+            "coldstart: error: cannot read the trace: /nonexistent: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["prefetch", "run", "missing.plan"],
+            "coldstart: error: missing.plan: No such file or directory (os error 2)\n",
+        ),
+        (&["report", "/tmp"], "coldstart: error: cannot read the trace: /tmp: not a coldstart trace file\n"),
+    ];
+    for (args, expected) in cases {
+        coldstart().args(args).assert().code(2).stderr(expected);
+    }
+}
+
+#[test]
+fn a_plan_that_is_not_json_names_the_file_then_the_parse_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("bad.plan");
+    std::fs::write(&plan, "{").unwrap();
+    coldstart().arg("prefetch").arg("run").arg(&plan).assert().code(2).stderr(format!(
+        "coldstart: error: {} is not a usable prefetch plan: EOF while parsing an object at line 1 column 1\n",
+        plan.display()
+    ));
 }
 
 #[test]

@@ -7,9 +7,9 @@ pub type Result<T, E = ImportError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: cannot read it as a tar archive (plain or gzip-compressed): {source}", path.display())]
+    #[error("{}: cannot read it as a tar archive (plain or gzip-compressed)", path.display())]
     Archive { path: PathBuf, source: std::io::Error },
     #[error(
         "{}: not a bootchart2 log: {file} is missing (expected a folder or a .tgz holding header, \

@@ -125,7 +125,7 @@ fn example1_boot_duration() {
     let period = (last - first) as f64 / (ps.len() - 1) as f64;
     let end_ns = ((last as f64 + period - 154.0) * NS_PER_CS as f64).round() as i64;
     let ready = trace.meta.ready.as_ref().unwrap();
-    assert_eq!((ready.t_ns, ready.reason.as_str()), (end_ns, "bootchart2:end"));
+    assert_eq!((ready.t_ns, ready.reason.to_string().as_str()), (end_ns, "bootchart2:end"));
     assert_eq!(trace.meta.duration_ns, end_ns);
     // pybootchartgui: time = end − earliest start (init and kthreadd at 29 cs) = 30.31 s.
     let time = (last as f64 + period - 29.0) / 100.0;

@@ -168,7 +168,7 @@ pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
     let user_error = |user: &str, reason: String| LaunchError::User { user: user.to_owned(), reason };
     let lookup = |name: &str| -> Result<User> {
         User::from_name(name)
-            .map_err(|e| user_error(name, e.to_string()))?
+            .map_err(|source| LaunchError::UserLookup { user: name.to_owned(), source })?
             .ok_or_else(|| user_error(name, "no such user".into()))
     };
     let user = match run_as {
@@ -194,7 +194,7 @@ pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
     let c_name =
         CString::new(user.name.as_bytes()).map_err(|_| user_error(&user.name, "bad user name".into()))?;
     let groups = nix::unistd::getgrouplist(&c_name, user.gid)
-        .map_err(|e| user_error(&user.name, format!("cannot list its groups: {e}")))?;
+        .map_err(|source| LaunchError::UserGroups { user: user.name.clone(), source })?;
     Ok(Some(Credentials {
         uid: user.uid.as_raw(),
         gid: user.gid.as_raw(),

@@ -11,15 +11,19 @@ pub enum LaunchError {
     EmptyCommand,
     #[error("cannot find `{program}` in PATH")]
     NotFound { program: String },
-    #[error("cannot run `{program}`: {what} failed: {source}")]
+    #[error("cannot run `{program}`: {what} failed")]
     Exec { program: String, what: &'static str, source: std::io::Error },
-    #[error("cannot start `{program}`: {source}")]
+    #[error("cannot start `{program}`")]
     Spawn { program: String, source: std::io::Error },
     #[error("cannot run the command as {user}: {reason}")]
     User { user: String, reason: String },
-    #[error("{}: {source}", path.display())]
+    #[error("cannot run the command as {user}")]
+    UserLookup { user: String, source: nix::Error },
+    #[error("cannot run the command as {user}: cannot list its groups")]
+    UserGroups { user: String, source: nix::Error },
+    #[error("{}", path.display())]
     File { path: PathBuf, source: std::io::Error },
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io { what: &'static str, source: std::io::Error },
     #[error("invalid readiness condition {text:?}: {reason}")]
     BadUntil { text: String, reason: String },
@@ -29,6 +33,10 @@ pub enum LaunchError {
     OutputNotWatched(String),
     #[error("readiness `window`: {0}")]
     Window(String),
+    #[error("readiness `window`: cannot connect to X display {display}")]
+    XConnect { display: String, source: x11rb::errors::ConnectError },
+    #[error("readiness `window`")]
+    X11(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl LaunchError {

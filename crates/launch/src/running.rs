@@ -396,7 +396,7 @@ impl Running {
         let mut interrupted_at: Option<BootNanos> = None;
         let done =
             |reason: Reason, ready_ns: BootNanos, detail: Option<String>, l: &Launch, signal| Outcome {
-                met: reason.satisfies(until),
+                met: until.is_met_by(&reason),
                 reason,
                 started_ns: l.started_ns,
                 ready_ns: ready_ns.max(l.started_ns),
@@ -432,14 +432,14 @@ impl Running {
             if let Until::Output(re) = until
                 && let Some((t, line)) = pumped.lines.iter().find(|(_, line)| re.is_match(line))
             {
-                return Ok(done(Reason::of(until), *t, Some(line.clone()), l, signal));
+                return Ok(done(until.reason(), *t, Some(line.clone()), l, signal));
             }
             if let (Until::Mark(name), Some(watcher)) = (until, marks.as_mut())
                 && let Some(mark) = watcher.read_new()?.into_iter().find(|m| &m.name == name)
             {
                 let ready = mark.boottime_ns.min(boottime_ns());
                 let detail = mark.pid.map(|p| format!("pid {p}"));
-                return Ok(done(Reason::of(until), ready, detail, l, signal));
+                return Ok(done(until.reason(), ready, detail, l, signal));
             }
             if let Some(watcher) = window.as_mut()
                 && let Some(seen) = watcher.check()?
@@ -449,7 +449,7 @@ impl Running {
             if let Some(detector) = idle.as_mut()
                 && let Some(quiet_since) = detector.poll()
             {
-                return Ok(done(Reason::of(until), quiet_since, None, l, signal));
+                return Ok(done(until.reason(), quiet_since, None, l, signal));
             }
             if let Some((_, exit_ns)) = l.root_exit {
                 if matches!(until, Until::Exit) || interrupted_at.is_some() {

@@ -81,23 +81,14 @@ impl FromStr for Until {
     }
 }
 
-/// Why a wait ended. Its text form (`exit`, `mark:ready`, `idle:500`, `output:REGEX`,
-/// `window`, `timeout`, `interrupted`) is what traces and exports store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reason {
-    Exit,
-    Mark(String),
-    Output(String),
-    Idle(u64),
-    Window,
-    Timeout,
-    Interrupted,
-}
+/// Why a wait ended: the trace's own type, so that what launch reports is what a
+/// trace stores and an export prints, in the same words.
+pub use coldstart_trace::ReadyReason as Reason;
 
-impl Reason {
-    /// True when this reason is the one `until` asked for.
-    pub fn satisfies(&self, until: &Until) -> bool {
-        match (self, until) {
+impl Until {
+    /// True when `reason` is the one this condition asked for.
+    pub fn is_met_by(&self, reason: &Reason) -> bool {
+        match (reason, self) {
             (Reason::Exit, Until::Exit) | (Reason::Window, Until::Window) => true,
             (Reason::Mark(a), Until::Mark(b)) => a == b,
             (Reason::Output(a), Until::Output(b)) => a == b.as_str(),
@@ -106,27 +97,14 @@ impl Reason {
         }
     }
 
-    pub(crate) fn of(until: &Until) -> Reason {
-        match until {
+    /// The reason a wait for this condition ends when the condition is met.
+    pub(crate) fn reason(&self) -> Reason {
+        match self {
             Until::Exit => Reason::Exit,
             Until::Mark(name) => Reason::Mark(name.clone()),
             Until::Output(re) => Reason::Output(re.as_str().to_owned()),
             Until::Idle(quiet) => Reason::Idle(quiet.as_millis() as u64),
             Until::Window => Reason::Window,
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Reason::Exit => f.write_str("exit"),
-            Reason::Mark(name) => write!(f, "mark:{name}"),
-            Reason::Output(re) => write!(f, "output:{re}"),
-            Reason::Idle(ms) => write!(f, "idle:{ms}"),
-            Reason::Window => f.write_str("window"),
-            Reason::Timeout => f.write_str("timeout"),
-            Reason::Interrupted => f.write_str("interrupted"),
         }
     }
 }
@@ -148,8 +126,8 @@ mod tests {
         ] {
             let until: Until = text.parse().unwrap();
             assert_eq!(until.to_string(), text);
-            assert!(Reason::of(&until).satisfies(&until));
-            assert_eq!(Reason::of(&until).to_string(), text);
+            assert!(until.is_met_by(&until.reason()));
+            assert_eq!(until.reason().to_string(), text);
         }
         assert_eq!("idle".parse::<Until>().unwrap().to_string(), "idle:500");
     }
@@ -166,9 +144,10 @@ mod tests {
     #[test]
     fn other_reasons_do_not_satisfy() {
         let until: Until = "mark:ready".parse().unwrap();
-        assert!(!Reason::Mark("other".into()).satisfies(&until));
-        assert!(!Reason::Exit.satisfies(&until));
-        assert!(!Reason::Timeout.satisfies(&Until::Exit));
-        assert!(!Reason::Interrupted.satisfies(&Until::Exit));
+        assert!(!until.is_met_by(&Reason::Mark("other".into())));
+        assert!(!until.is_met_by(&Reason::Exit));
+        assert!(!Until::Exit.is_met_by(&Reason::Timeout));
+        assert!(!Until::Exit.is_met_by(&Reason::Interrupted));
+        assert!(!Until::Exit.is_met_by(&Reason::Bootchart2End));
     }
 }

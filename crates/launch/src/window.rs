@@ -46,8 +46,8 @@ pub(crate) struct WindowWatcher {
     net_wm_pid: u32,
 }
 
-fn x_error(e: impl std::fmt::Display) -> LaunchError {
-    LaunchError::Window(e.to_string())
+fn x_error(e: impl std::error::Error + Send + Sync + 'static) -> LaunchError {
+    LaunchError::X11(Box::new(e))
 }
 
 /// True when `pid` is `ancestor` or descends from it.
@@ -76,8 +76,13 @@ impl WindowWatcher {
             return Err(LaunchError::Window("no X display: DISPLAY is not set for the command".into()));
         };
         let (conn, screen) = RustConnection::connect(Some(&display))
-            .map_err(|e| LaunchError::Window(format!("cannot connect to X display {display}: {e}")))?;
-        let root = conn.setup().roots.get(screen).map(|s| s.root).ok_or_else(|| x_error("no such screen"))?;
+            .map_err(|source| LaunchError::XConnect { display: display.clone(), source })?;
+        let root = conn
+            .setup()
+            .roots
+            .get(screen)
+            .map(|s| s.root)
+            .ok_or_else(|| LaunchError::Window("no such screen".into()))?;
         let attributes = ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY);
         conn.change_window_attributes(root, &attributes).map_err(x_error)?.check().map_err(x_error)?;
         let has_res =
@@ -151,7 +156,7 @@ mod tests {
 
     #[test]
     fn without_a_display_the_error_says_so() {
-        let err = WindowWatcher::connect(1, Some("")).err().map(|e| e.to_string());
+        let err = WindowWatcher::connect(1, Some("")).err().map(|e| coldstart_trace::error_chain(&e));
         if std::env::var_os("DISPLAY").is_none() {
             assert!(err.unwrap().contains("DISPLAY is not set"));
         }

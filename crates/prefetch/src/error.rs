@@ -6,11 +6,14 @@ pub type Result<T, E = PrefetchError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrefetchError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     File { path: PathBuf, source: std::io::Error },
 
     #[error("{} is not a usable prefetch plan: {reason}", path.display())]
     BadPlan { path: PathBuf, reason: String },
+
+    #[error("{} is not a usable prefetch plan", path.display())]
+    PlanJson { path: PathBuf, source: serde_json::Error },
 
     #[error(
         "{} is a prefetch plan of format version {version}, newer than this coldstart understands (version {}): \
@@ -26,10 +29,10 @@ pub enum PrefetchError {
     )]
     NothingToPlan,
 
-    #[error("cannot start the replay threads: {0}")]
-    Threads(std::io::Error),
+    #[error("cannot start the replay threads")]
+    Threads(#[source] std::io::Error),
 
-    #[error("cannot set the I/O priority {priority}: {source}")]
+    #[error("cannot set the I/O priority {priority}")]
     IoPriority { priority: String, source: std::io::Error },
 }
 

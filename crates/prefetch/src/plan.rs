@@ -235,8 +235,7 @@ impl Plan {
             format: Option<String>,
             version: Option<u32>,
         }
-        let bad =
-            |e: serde_json::Error| PrefetchError::BadPlan { path: path.to_owned(), reason: e.to_string() };
+        let bad = |source| PrefetchError::PlanJson { path: path.to_owned(), source };
         let head: Head = serde_json::from_str(text).map_err(bad)?;
         if head.format.as_deref() != Some(FORMAT) {
             return Err(PrefetchError::BadPlan {

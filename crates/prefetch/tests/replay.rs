@@ -241,6 +241,28 @@ fn changed_replaced_and_missing_files_are_skipped_and_reported() {
 }
 
 #[test]
+fn a_planned_file_replaced_by_a_fifo_is_skipped_without_opening_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    write_file(&path, 4);
+    let plan = make_plan(vec![plan_file(&path, &[(0, 4)])]);
+    std::fs::remove_file(&path).unwrap();
+    rustix::fs::mknodat(rustix::fs::CWD, &path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from(0o600), 0)
+        .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(replay(plan, &ReplayOptions::default()));
+    });
+    let r = finished
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the replay blocked on a FIFO named in the plan")
+        .unwrap();
+    check_accounting(&r);
+    assert_eq!((r.stale_files, r.stale.bytes, r.fetched.bytes), (1, 4 * PAGE, 0), "{r:#?}");
+    assert!(r.problems[0].contains("no longer a regular file"), "{:?}", r.problems);
+}
+
+#[test]
 fn a_regular_file_planned_as_a_block_device_is_not_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("disk");

@@ -21,8 +21,11 @@ pub enum RecordError {
     NoTracefs(String),
     #[error("tracefs event {0} is missing from this kernel; the recorder needs it ({1})")]
     MissingEvent(String, String),
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// A system call the recorder depends on failed: `what` names it.
+    #[error("{what}")]
+    System { what: &'static str, source: std::io::Error },
     #[error("cannot understand a tracefs format description: {0}")]
     Format(String),
     #[error("fanotify: {0}")]
@@ -31,18 +34,33 @@ pub enum RecordError {
     Trace(#[from] coldstart_trace::TraceError),
     #[error("{0}")]
     Spool(String),
+    /// A spool file that is not the JSON the recorder writes, or a value it could not write.
+    #[error("{}: not a spool record coldstart can read or write", path.display())]
+    SpoolJson { path: PathBuf, source: serde_json::Error },
     #[error(
         "unsafe spool directory: {0}; a spool must be a real directory that root owns and no one \
          else can write, on a path only root can change (choose one with --spool-dir)"
     )]
     UnsafeSpool(crate::spool::Distrust),
-    #[error("{0}")]
-    Launch(String),
+    #[error(
+        "the trace was not made; the recording is kept in {} (`coldstart recover {}` tries again)",
+        spool.display(),
+        spool.display()
+    )]
+    Kept { spool: PathBuf, source: Box<RecordError> },
+    #[error("no command to record (write it after `--`)")]
+    NoCommand,
+    #[error(transparent)]
+    Launch(#[from] coldstart_launch::LaunchError),
 }
 
 impl RecordError {
     pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> RecordError {
         RecordError::Io { path: path.as_ref().to_owned(), source }
+    }
+
+    pub(crate) fn system(what: &'static str, source: impl Into<std::io::Error>) -> RecordError {
+        RecordError::System { what, source: source.into() }
     }
 }
 

@@ -35,9 +35,9 @@ impl Guardian {
             dirs: instance_dirs.iter().filter_map(|d| cstr(d.clone())).collect(),
         };
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| RecordError::Spool(format!("guardian pipe: {e}")))?;
+            .map_err(|e| RecordError::system("guardian pipe", e))?;
         // SAFETY: the child only calls async-signal-safe functions on pre-built data.
-        match unsafe { fork() }.map_err(|e| RecordError::Spool(format!("guardian fork: {e}")))? {
+        match unsafe { fork() }.map_err(|e| RecordError::system("guardian fork", e))? {
             ForkResult::Child => {
                 // SAFETY: as above; `_exit` never returns.
                 unsafe {

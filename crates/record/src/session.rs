@@ -255,7 +255,7 @@ fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<EnabledEvents> {
 /// Records `config.command` and writes the trace.
 pub fn record(config: &RecordConfig) -> Result<Recorded> {
     if config.command.is_empty() {
-        return Err(RecordError::Launch("no command to record (write it after `--`)".into()));
+        return Err(RecordError::NoCommand);
     }
     let tracefs = preflight()?;
     let spool_root = SpoolRoot::create(&config.spool_root)?;
@@ -266,7 +266,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     for r in recovery.rebuilt {
         match r {
             Ok(done) => recovered.push(done),
-            Err(e) => recover_errors.push(e.to_string()),
+            Err(e) => recover_errors.push(coldstart_trace::error_chain(&e)),
         }
     }
     let output = config.output.clone().unwrap_or_else(|| default_output(&config.command));
@@ -401,13 +401,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     spool.write_json("end.json", &end)?;
     unfinished_spool.0 = None;
 
-    let kept = |e: RecordError| {
-        RecordError::Spool(format!(
-            "{e}; the recording is kept in {} (`coldstart recover {}` tries again)",
-            spool.dir.display(),
-            spool.dir.display()
-        ))
-    };
+    let kept = |e: RecordError| RecordError::Kept { spool: spool.dir.clone(), source: Box::new(e) };
     let assembled = assemble(&spool).map_err(kept)?;
     let start = spool.start()?;
     write_trace(&assembled.trace, &output, start.chown).map_err(kept)?;
@@ -438,15 +432,13 @@ fn run_command(
     page_size: usize,
     notes: &mut Vec<String>,
 ) -> Result<(SpoolEnd, i32)> {
-    let launch_err = |e: coldstart_launch::LaunchError| RecordError::Launch(e.to_string());
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
     command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
     if matches!(config.until, Until::Output(_)) {
         command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
     }
-    let user = coldstart_launch::resolve_user(&command.run_as)
-        .map_err(launch_err)?
+    let user = coldstart_launch::resolve_user(&command.run_as)?
         .map(|c| c.name)
         .or_else(|| std::env::var("USER").ok());
     let eviction = if config.cold {
@@ -455,7 +447,7 @@ fn run_command(
     } else {
         None
     };
-    let paused = PausedChild::spawn(&command).map_err(launch_err)?;
+    let paused = PausedChild::spawn(&command)?;
     let root_pid = paused.pid();
     if !config.system {
         instances.list[0].add_pids(&[root_pid])?;
@@ -508,9 +500,9 @@ fn run_command(
         notes: Vec::new(),
     };
     spool.write_json("start.json", &start)?;
-    let mut running = paused.resume().map_err(launch_err)?;
+    let mut running = paused.resume()?;
     let options = WaitOptions { timeout: config.timeout, ..WaitOptions::default() };
-    let outcome = running.wait(&config.until, &options).map_err(launch_err)?;
+    let outcome = running.wait(&config.until, &options)?;
     let t_end_boot_ns = boottime_ns();
     let diskstats_end = crate::system::diskstats();
     for inst in &instances.list {
@@ -518,7 +510,7 @@ fn run_command(
     }
     stop.fire();
     let _ = spool.copy_in("marks", running.marks_path());
-    let finished = running.finish(&Ending::default()).map_err(launch_err)?;
+    let finished = running.finish(&Ending::default())?;
     if finished.marks.bad_lines > 0 {
         notes.push(format!("{} lines of the marks file were not marks", finished.marks.bad_lines));
     }

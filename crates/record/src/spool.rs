@@ -415,7 +415,8 @@ impl Spool {
 
     pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let tmp = format!(".{name}.tmp");
-        let text = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Spool(e.to_string()))?;
+        let text = serde_json::to_vec_pretty(value)
+            .map_err(|source| RecordError::SpoolJson { path: self.path(name), source })?;
         match rustix::fs::unlinkat(&*self.fd, tmp.as_str(), AtFlags::empty()) {
             Ok(()) | Err(Errno::NOENT) => {}
             Err(e) => return Err(io_at(self.path(&tmp), e)),
@@ -433,7 +434,7 @@ impl Spool {
         match self.read_file(name) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| RecordError::Spool(format!("{}: {e}", path.display()))),
+                .map_err(|source| RecordError::SpoolJson { path: path.clone(), source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(RecordError::io(path, e)),
         }
@@ -551,7 +552,8 @@ impl LineWriter {
     }
 
     pub fn push<T: Serialize>(&mut self, value: &T) -> Result<()> {
-        serde_json::to_writer(&mut self.out, value).map_err(|e| RecordError::Spool(e.to_string()))?;
+        serde_json::to_writer(&mut self.out, value)
+            .map_err(|source| RecordError::SpoolJson { path: self.path.clone(), source })?;
         self.out.write_all(b"\n").at(&self.path)
     }
 

@@ -319,7 +319,7 @@ fn a_spool_is_assembled_through_the_system_view() {
     let meta = &trace.meta;
     assert_eq!((meta.host.as_str(), meta.page_size, meta.duration_ns), ("fakehost", 4096, 100 * MS));
     let ready = meta.ready.as_ref().unwrap();
-    assert_eq!((ready.t_ns, ready.reason.as_str()), (40 * MS, "exit"));
+    assert_eq!((ready.t_ns, &ready.reason), (40 * MS, &coldstart_trace::ReadyReason::Exit));
     assert_eq!((meta.exit_code, meta.partial), (Some(3), false));
 }
 

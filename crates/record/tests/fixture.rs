@@ -122,7 +122,7 @@ fn the_trace_holds_exactly_the_pages_the_fixture_read() {
     assert_eq!(trace.meta.exit_code, Some(7));
     assert_eq!(trace.meta.root_pid, Some(pid));
     assert!(!trace.meta.partial);
-    assert_eq!(trace.meta.ready.as_ref().map(|r| r.reason.as_str()), Some("exit"));
+    assert_eq!(trace.meta.ready.as_ref().map(|r| &r.reason), Some(&coldstart_trace::ReadyReason::Exit));
 
     let marks: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Command).collect();
     let names: Vec<&str> = marks.iter().map(|m| m.name.as_str()).collect();

@@ -1,4 +1,7 @@
-//! Errors of reading and writing trace files, each naming the file it concerns.
+//! Errors of reading and writing trace files, each naming the file it concerns, and
+//! [`error_chain`], the one way every crate of coldstart writes an error out in full.
+//!
+//! An error keeps its cause once: as its `source`, never also in its own message.
 
 use std::path::{Path, PathBuf};
 
@@ -6,11 +9,11 @@ pub type Result<T, E = TraceError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Sqlite { path: PathBuf, source: rusqlite::Error },
-    #[error("{0}")]
+    #[error(transparent)]
     Row(#[from] rusqlite::Error),
     #[error("{}: not a coldstart trace file", .0.display())]
     NotATrace(PathBuf),
@@ -21,6 +24,18 @@ pub enum TraceError {
     NewerFormat { path: PathBuf, found: i32, supported: i32 },
     #[error("unexpected value in table {table}, column {column}: {value:?}")]
     BadValue { table: &'static str, column: &'static str, value: String },
+}
+
+/// An error and its causes, joined by ": " (as ripgrep prints them).
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 impl TraceError {

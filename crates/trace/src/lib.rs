@@ -17,8 +17,8 @@ mod writer;
 
 pub use anonymize::{ANONYMOUS_HOST, ANONYMOUS_USER, Anonymized, anonymize};
 pub use dev::{Dev, ParseDevError};
-pub use error::{Result, TraceError};
+pub use error::{Result, TraceError, error_chain};
 pub use index::{FileIndex, ProcessIndex};
 pub use model::*;
-pub use text::{OpenTextEnum, TextEnum};
+pub use text::{OpenTextEnum, ParseReadyReasonError, TextEnum};
 pub use writer::TraceWriter;

@@ -76,8 +76,31 @@ pub enum CacheState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ready {
     pub t_ns: Nanos,
-    /// What ended the start: `exit`, `mark:NAME`, `idle:MS`, `output:REGEX`, `window`, `timeout`, `interrupted`.
-    pub reason: String,
+    pub reason: ReadyReason,
+}
+
+/// What ended the wait for a start. Stored and shown as its words (`exit`,
+/// `mark:NAME`, …: see [`ReadyReason::from_str`](std::str::FromStr)); a kind that
+/// carries a value writes it after a colon.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum ReadyReason {
+    /// `exit`: the command itself exited.
+    Exit,
+    /// `mark:NAME`: a mark with this name appeared.
+    Mark(String),
+    /// `output:REGEX`: a line of the command's output matched this expression.
+    Output(String),
+    /// `idle:MS`: the machine was quiet for this many milliseconds.
+    Idle(u64),
+    /// `window`: the command's tree mapped its first top-level X11 window.
+    Window,
+    /// `timeout`: the condition was not met in time.
+    Timeout,
+    /// `interrupted`: SIGINT or SIGTERM ended the wait.
+    Interrupted,
+    /// `bootchart2:end`: the end of an imported bootchart2 log.
+    Bootchart2End,
 }
 
 /// One row per key of the `meta` table.

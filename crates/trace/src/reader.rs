@@ -83,7 +83,14 @@ impl Reader<'_> {
             _ => None,
         };
         let ready = match (int("ready_ns"), text("ready_reason")) {
-            (Some(t_ns), Some(reason)) => Some(Ready { t_ns, reason }),
+            (Some(t_ns), Some(reason)) => Some(Ready {
+                t_ns,
+                reason: reason.parse().map_err(|_| TraceError::BadValue {
+                    table: "meta",
+                    column: "ready_reason",
+                    value: reason,
+                })?,
+            }),
             _ => None,
         };
         Ok(Meta {

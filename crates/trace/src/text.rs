@@ -1,21 +1,21 @@
 //! The text forms of the model's enums, as stored in the trace file and shown in reports.
 
+use std::fmt;
+use std::str::FromStr;
+
 use crate::model::{
-    AccessKind, BlockOp, CacheState, FileKind, LossSource, MarkSource, NoteSource, PageOrigin, Scope, Source,
-    ThreadState,
+    AccessKind, BlockOp, CacheState, FileKind, LossSource, MarkSource, NoteSource, PageOrigin, ReadyReason,
+    Scope, Source, ThreadState,
 };
 
-/// An enum stored as one of a fixed set of words.
-pub trait TextEnum: Sized + Copy + 'static {
-    /// Every value with its word.
+/// An enum stored as one of a fixed set of words. Implemented only through
+/// `text_enum!`, whose exhaustive `match` makes a variant without a word a compile
+/// error, and which builds [`TextEnum::WORDS`] from the same list.
+pub trait TextEnum: Sized + Copy + PartialEq + 'static {
+    /// Every value with its word, in declaration order.
     const WORDS: &'static [(Self, &'static str)];
 
-    fn as_str(self) -> &'static str
-    where
-        Self: PartialEq,
-    {
-        Self::WORDS.iter().find(|(value, _)| *value == self).map(|(_, word)| *word).unwrap_or("?")
-    }
+    fn as_str(self) -> &'static str;
 
     fn from_word(word: &str) -> Option<Self> {
         Self::WORDS.iter().find(|(_, w)| *w == word).map(|(value, _)| *value)
@@ -32,93 +32,54 @@ pub trait OpenTextEnum: TextEnum {
     }
 }
 
-impl TextEnum for Source {
-    const WORDS: &'static [(Self, &'static str)] =
-        &[(Source::Record, "record"), (Source::Bootchart2, "bootchart2"), (Source::Synthetic, "synthetic")];
+macro_rules! text_enum {
+    ($($type:ident { $($variant:ident => $word:literal),+ $(,)? })+) => {$(
+        impl TextEnum for $type {
+            const WORDS: &'static [(Self, &'static str)] = &[$(($type::$variant, $word)),+];
+
+            fn as_str(self) -> &'static str {
+                match self {
+                    $($type::$variant => $word),+
+                }
+            }
+        }
+    )+};
 }
 
-impl TextEnum for Scope {
-    const WORDS: &'static [(Self, &'static str)] = &[(Scope::Tree, "tree"), (Scope::System, "system")];
+text_enum! {
+    Source { Record => "record", Bootchart2 => "bootchart2", Synthetic => "synthetic" }
+    Scope { Tree => "tree", System => "system" }
+    CacheState { Cold => "cold", Warm => "warm", Unknown => "unknown" }
+    FileKind { Regular => "regular", Directory => "directory", DeviceMetadata => "device_metadata", Other => "other" }
+    PageOrigin { Fault => "fault", Read => "read", Readahead => "readahead" }
+    AccessKind { Read => "read", Fault => "fault", MapAround => "map_around" }
+    BlockOp { Read => "read", Write => "write", Flush => "flush", Discard => "discard", Other => "other" }
+    ThreadState {
+        Running => "running",
+        Runnable => "runnable",
+        IoWait => "io_wait",
+        Sleeping => "sleeping",
+        Stopped => "stopped",
+    }
+    MarkSource {
+        Command => "command",
+        MarksFile => "marks_file",
+        TraceMarker => "trace_marker",
+        Output => "output",
+        Import => "import",
+    }
+    LossSource {
+        Tracefs => "tracefs",
+        Fanotify => "fanotify",
+        ProcConnector => "proc connector",
+        Files => "files",
+        Spool => "spool",
+        Bootchart2 => "bootchart2",
+        Other => "other",
+    }
+    NoteSource { Record => "record", Recover => "recover", Files => "files", Bootchart2 => "bootchart2", Other => "other" }
 }
 
-impl TextEnum for CacheState {
-    const WORDS: &'static [(Self, &'static str)] =
-        &[(CacheState::Cold, "cold"), (CacheState::Warm, "warm"), (CacheState::Unknown, "unknown")];
-}
-
-impl TextEnum for FileKind {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (FileKind::Regular, "regular"),
-        (FileKind::Directory, "directory"),
-        (FileKind::DeviceMetadata, "device_metadata"),
-        (FileKind::Other, "other"),
-    ];
-}
-
-impl TextEnum for PageOrigin {
-    const WORDS: &'static [(Self, &'static str)] =
-        &[(PageOrigin::Fault, "fault"), (PageOrigin::Read, "read"), (PageOrigin::Readahead, "readahead")];
-}
-
-impl TextEnum for AccessKind {
-    const WORDS: &'static [(Self, &'static str)] =
-        &[(AccessKind::Read, "read"), (AccessKind::Fault, "fault"), (AccessKind::MapAround, "map_around")];
-}
-
-impl TextEnum for BlockOp {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (BlockOp::Read, "read"),
-        (BlockOp::Write, "write"),
-        (BlockOp::Flush, "flush"),
-        (BlockOp::Discard, "discard"),
-        (BlockOp::Other, "other"),
-    ];
-}
-
-impl TextEnum for ThreadState {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (ThreadState::Running, "running"),
-        (ThreadState::Runnable, "runnable"),
-        (ThreadState::IoWait, "io_wait"),
-        (ThreadState::Sleeping, "sleeping"),
-        (ThreadState::Stopped, "stopped"),
-    ];
-}
-
-impl TextEnum for MarkSource {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (MarkSource::Command, "command"),
-        (MarkSource::MarksFile, "marks_file"),
-        (MarkSource::TraceMarker, "trace_marker"),
-        (MarkSource::Output, "output"),
-        (MarkSource::Import, "import"),
-    ];
-}
-
-impl TextEnum for LossSource {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (LossSource::Tracefs, "tracefs"),
-        (LossSource::Fanotify, "fanotify"),
-        (LossSource::ProcConnector, "proc connector"),
-        (LossSource::Files, "files"),
-        (LossSource::Spool, "spool"),
-        (LossSource::Bootchart2, "bootchart2"),
-        (LossSource::Other, "other"),
-    ];
-}
-
-impl TextEnum for NoteSource {
-    const WORDS: &'static [(Self, &'static str)] = &[
-        (NoteSource::Record, "record"),
-        (NoteSource::Recover, "recover"),
-        (NoteSource::Files, "files"),
-        (NoteSource::Bootchart2, "bootchart2"),
-        (NoteSource::Other, "other"),
-    ];
-}
-
-/// Makes a [`TextEnum`] open ([`OpenTextEnum`], unknown words read as `$unknown`),
-/// shown as its word (`Display`), and serialized as its word (serde `into`/`from`).
 macro_rules! open_text_enum {
     ($type:ty, $unknown:expr) => {
         impl OpenTextEnum for $type {
@@ -148,6 +109,71 @@ macro_rules! open_text_enum {
 open_text_enum!(LossSource, LossSource::Other);
 open_text_enum!(NoteSource, NoteSource::Other);
 
+impl fmt::Display for ReadyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadyReason::Exit => f.write_str("exit"),
+            ReadyReason::Mark(name) => write!(f, "mark:{name}"),
+            ReadyReason::Output(regex) => write!(f, "output:{regex}"),
+            ReadyReason::Idle(ms) => write!(f, "idle:{ms}"),
+            ReadyReason::Window => f.write_str("window"),
+            ReadyReason::Timeout => f.write_str("timeout"),
+            ReadyReason::Interrupted => f.write_str("interrupted"),
+            ReadyReason::Bootchart2End => f.write_str("bootchart2:end"),
+        }
+    }
+}
+
+/// Text that is not a ready reason's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not a ready reason: {0:?} (expected exit, mark:NAME, output:REGEX, idle:MS, window, timeout, \
+     interrupted or bootchart2:end)"
+)]
+pub struct ParseReadyReasonError(String);
+
+impl FromStr for ReadyReason {
+    type Err = ParseReadyReasonError;
+
+    /// The inverse of `Display`: a kind, then for the kinds that carry one, `:` and a
+    /// non-empty value (which may itself hold colons).
+    fn from_str(text: &str) -> Result<ReadyReason, ParseReadyReasonError> {
+        let (kind, value) = match text.split_once(':') {
+            Some((kind, value)) => (kind, Some(value).filter(|v| !v.is_empty())),
+            None => (text, None),
+        };
+        let reason = match (kind, value) {
+            ("exit", None) if kind == text => ReadyReason::Exit,
+            ("window", None) if kind == text => ReadyReason::Window,
+            ("timeout", None) if kind == text => ReadyReason::Timeout,
+            ("interrupted", None) if kind == text => ReadyReason::Interrupted,
+            ("mark", Some(name)) => ReadyReason::Mark(name.to_owned()),
+            ("output", Some(regex)) => ReadyReason::Output(regex.to_owned()),
+            ("idle", Some(ms)) => match ms.parse() {
+                Ok(ms) => ReadyReason::Idle(ms),
+                Err(_) => return Err(ParseReadyReasonError(text.to_owned())),
+            },
+            ("bootchart2", Some("end")) => ReadyReason::Bootchart2End,
+            _ => return Err(ParseReadyReasonError(text.to_owned())),
+        };
+        Ok(reason)
+    }
+}
+
+impl From<ReadyReason> for String {
+    fn from(reason: ReadyReason) -> String {
+        reason.to_string()
+    }
+}
+
+impl TryFrom<String> for ReadyReason {
+    type Error = ParseReadyReasonError;
+
+    fn try_from(text: String) -> Result<ReadyReason, ParseReadyReasonError> {
+        text.parse()
+    }
+}
+
 impl BlockOp {
     /// The operation named by a kernel `rwbs` string: an optional leading `F`
     /// (preflush) then `R`, `W`, `D`, `E` or `N`; a bare `F` is a flush.
@@ -172,12 +198,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_word_round_trips() {
-        fn check<T: TextEnum + PartialEq + std::fmt::Debug>() {
+    fn every_word_round_trips_and_is_the_serde_name() {
+        fn check<T: TextEnum + std::fmt::Debug + serde::Serialize>() {
             for (value, word) in T::WORDS {
                 assert_eq!(value.as_str(), *word);
                 assert_eq!(T::from_word(word), Some(*value));
+                assert_eq!(serde_json::to_value(value).unwrap(), *word, "{value:?}");
             }
+            let distinct: std::collections::HashSet<&str> = T::WORDS.iter().map(|(_, w)| *w).collect();
+            assert_eq!(
+                distinct.len(),
+                T::WORDS.len(),
+                "two values of {} share a word",
+                std::any::type_name::<T>()
+            );
             assert_eq!(T::from_word("no such word"), None);
         }
         check::<Source>();
@@ -208,6 +242,63 @@ mod tests {
         assert_eq!(json, r#"{"source":"proc connector","what":"x","count":1}"#);
         let note: crate::Note = serde_json::from_str(r#"{"source":"someone else","text":"t"}"#).unwrap();
         assert_eq!(note.source, NoteSource::Other);
+    }
+
+    #[test]
+    fn every_ready_reason_round_trips_through_its_words() {
+        let every_kind = [
+            (ReadyReason::Exit, "exit"),
+            (ReadyReason::Mark("first paint".into()), "mark:first paint"),
+            (ReadyReason::Mark("a:b".into()), "mark:a:b"),
+            (ReadyReason::Output("^Listening on \\d+".into()), "output:^Listening on \\d+"),
+            (ReadyReason::Idle(500), "idle:500"),
+            (ReadyReason::Window, "window"),
+            (ReadyReason::Timeout, "timeout"),
+            (ReadyReason::Interrupted, "interrupted"),
+            (ReadyReason::Bootchart2End, "bootchart2:end"),
+        ];
+        // Adding a variant breaks this exhaustive match; its new index then fails the
+        // assertion below until the variant's words are added to the list above.
+        let kind_index = |reason: &ReadyReason| match reason {
+            ReadyReason::Exit => 0,
+            ReadyReason::Mark(_) => 1,
+            ReadyReason::Output(_) => 2,
+            ReadyReason::Idle(_) => 3,
+            ReadyReason::Window => 4,
+            ReadyReason::Timeout => 5,
+            ReadyReason::Interrupted => 6,
+            ReadyReason::Bootchart2End => 7,
+        };
+        let covered: std::collections::BTreeSet<usize> =
+            every_kind.iter().map(|(r, _)| kind_index(r)).collect();
+        assert_eq!(covered, (0..=7).collect());
+        for (reason, words) in every_kind {
+            assert_eq!(reason.to_string(), words);
+            assert_eq!(words.parse::<ReadyReason>(), Ok(reason.clone()));
+            assert_eq!(serde_json::to_value(&reason).unwrap(), words);
+            assert_eq!(serde_json::from_value::<ReadyReason>(words.into()).unwrap(), reason);
+        }
+    }
+
+    #[test]
+    fn malformed_ready_reasons_are_refused() {
+        for text in [
+            "",
+            "exit:1",
+            "window:",
+            "mark",
+            "mark:",
+            "output:",
+            "idle",
+            "idle:",
+            "idle:-1",
+            "idle:5ms",
+            "ready",
+            "bootchart2:x",
+            "EXIT",
+        ] {
+            assert!(text.parse::<ReadyReason>().is_err(), "{text:?} was accepted");
+        }
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl TraceWriter {
             ("boottime_offset_ns", int(meta.boottime_offset_ns)),
             ("duration_ns", int(meta.duration_ns)),
             ("ready_ns", meta.ready.as_ref().map_or(Value::Null, |r| int(r.t_ns))),
-            ("ready_reason", meta.ready.as_ref().map_or(Value::Null, |r| text(&r.reason))),
+            ("ready_reason", meta.ready.as_ref().map_or(Value::Null, |r| Value::Text(r.reason.to_string()))),
             ("cache", text(meta.cache.as_str())),
             ("eviction", opt_text(&meta.eviction)),
             ("exit_code", meta.exit_code.map_or(Value::Null, |c| int(c.into()))),

@@ -51,7 +51,7 @@ fn files_that_are_not_traces_are_refused_by_name() {
     let err = Trace::read(&other_db).unwrap_err().to_string();
     assert!(err.contains("not a coldstart trace"), "{err}");
 
-    let err = Trace::read(&dir.path().join("missing")).unwrap_err().to_string();
+    let err = error_chain(&Trace::read(&dir.path().join("missing")).unwrap_err());
     assert!(err.contains("missing") && err.contains("No such file or directory"), "{err}");
 
     let err = Trace::read(dir.path()).unwrap_err().to_string();

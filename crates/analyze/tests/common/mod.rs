@@ -181,7 +181,7 @@ impl Builder {
     }
 
     pub fn ready(mut self, t_ns: Nanos, reason: &str) -> Builder {
-        self.trace.meta.ready = Some(Ready { t_ns, reason: reason.into() });
+        self.trace.meta.ready = Some(Ready { t_ns, reason: reason.parse().expect("a ready reason") });
         self
     }
 

@@ -238,7 +238,7 @@ impl Start {
     }
 
     pub fn ready(mut self, t: Nanos) -> Start {
-        self.trace.meta.ready = Some(Ready { t_ns: t, reason: "exit".into() });
+        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit });
         for p in self.trace.processes.iter_mut().filter(|p| p.pid == 100) {
             p.end_ns = Some(t);
         }

@@ -1,6 +1,8 @@
 //! `--export-csv`: hyperfine's columns (command, mean, stddev, median, user, system,
 //! min, max), then coldstart's. Seconds and bytes.
 
+use coldstart_trace::TextEnum;
+
 use super::Exporter;
 use crate::error::{BenchError, Result};
 use crate::result::BenchResults;
@@ -9,7 +11,7 @@ pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
     fn serialize(&self, results: &BenchResults) -> Result<Vec<u8>> {
-        let err = |e: csv::Error| BenchError::Export(e.to_string());
+        let err = |e: csv::Error| BenchError::Export(e.into());
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record([
             "command",
@@ -42,7 +44,7 @@ impl Exporter for CsvExporter {
                 r.system.to_string(),
                 r.min.to_string(),
                 r.max.to_string(),
-                r.cache.clone(),
+                r.cache.as_str().to_owned(),
                 r.evict.map(|e| e.name().to_owned()).unwrap_or_default(),
                 r.until.clone(),
                 r.times.len().to_string(),
@@ -54,6 +56,6 @@ impl Exporter for CsvExporter {
             ])
             .map_err(err)?;
         }
-        w.into_inner().map_err(|e| BenchError::Export(e.to_string()))
+        w.into_inner().map_err(|e| BenchError::Export(e.into_error().into()))
     }
 }

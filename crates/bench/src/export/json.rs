@@ -8,7 +8,7 @@ pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn serialize(&self, results: &BenchResults) -> Result<Vec<u8>> {
-        let mut out = serde_json::to_vec_pretty(results).map_err(|e| BenchError::Export(e.to_string()))?;
+        let mut out = serde_json::to_vec_pretty(results).map_err(|e| BenchError::Export(e.into()))?;
         out.push(b'\n');
         Ok(out)
     }

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use coldstart_trace::TextEnum;
+
 use super::Exporter;
 use crate::error::Result;
 use crate::result::BenchResults;
@@ -19,7 +21,7 @@ impl Exporter for MarkdownExporter {
         for r in &results.results {
             let cache = match r.evict {
                 Some(e) => format!("cold ({})", e.name()),
-                None => r.cache.clone(),
+                None => r.cache.as_str().to_owned(),
             };
             let read = r.median_read_bytes.map_or("–".into(), |b| format!("{:.1}", b / 1e6));
             let faults = r.median_major_faults.map_or("–".into(), |f| format!("{f:.0}"));

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!("next: coldstart report {}", path.display());
             }
             Err(e) => {
-                eprintln!("coldstart: error: {e}");
+                eprintln!("coldstart: error: {}", coldstart_trace::error_chain(&e));
                 failed = true;
             }
         }

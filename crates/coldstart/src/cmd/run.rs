@@ -67,7 +67,7 @@ struct RunReport {
     prefetch: &'static str,
     /// From the command's start to readiness.
     time_s: f64,
-    ready: String,
+    ready: coldstart_launch::Reason,
     met: bool,
     exit_code: Option<i32>,
     /// For `ahead`: the replay before the start.
@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(_), false) => "alongside",
         },
         time_s: outcome.time_to_ready().as_secs_f64(),
-        ready: outcome.reason.to_string(),
+        ready: outcome.reason.clone(),
         met: outcome.met,
         exit_code,
         ahead_s: ahead.as_ref().map(|r| r.elapsed_s),

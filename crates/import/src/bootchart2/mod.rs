@@ -36,7 +36,7 @@ mod taskstats;
 
 use std::path::Path;
 
-use coldstart_trace::{CacheState, Meta, Note, NoteSource, Ready, Scope, Source, Trace};
+use coldstart_trace::{CacheState, Meta, Note, NoteSource, Ready, ReadyReason, Scope, Source, Trace};
 
 use crate::error::{ImportError, Result};
 use header::Header;
@@ -48,8 +48,6 @@ use problems::Problems;
 
 /// The value of `meta.clock` in imported traces: the logs' /proc/uptime is CLOCK_BOOTTIME.
 pub const CLOCK: &str = "boot";
-/// The `ready.reason` of imported traces.
-pub const READY_REASON: &str = "bootchart2:end";
 
 const NS_PER_CS: i64 = 10_000_000;
 const USER_HZ: u64 = 100;
@@ -169,7 +167,7 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
             start_clock_ns: t0_cs * NS_PER_CS,
             boottime_offset_ns: 0,
             duration_ns: to_ns(last_cs),
-            ready: Some(Ready { t_ns: to_ns(end_cs), reason: READY_REASON.to_owned() }),
+            ready: Some(Ready { t_ns: to_ns(end_cs), reason: ReadyReason::Bootchart2End }),
             cache: CacheState::Cold,
             eviction: Some("boot".to_owned()),
             exit_code: None,

@@ -127,8 +127,12 @@ fn identity_problem(file: &PlanFile, st: &Stat) -> Option<String> {
     }
 }
 
+/// Opens a planned file for reading. `NONBLOCK` and `NOCTTY` because the path may have
+/// become a FIFO or a terminal since the identity check before the open: such an open
+/// must neither wait for a writer nor take a controlling terminal (the check after it
+/// then refuses the file).
 fn open(path: &str) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
     match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
         Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty()),
         other => other,
@@ -146,10 +150,17 @@ fn file_fd(shared: &Shared<'_>, f: usize, local: &mut Local) -> Result<(Arc<Owne
         FileState::Closed | FileState::Unopened => {}
     }
     let file = &shared.plan.files[f];
-    let opened = open(&file.path).map_err(|e| match e {
+    let gone_or_unreadable = |e: rustix::io::Errno, what: &str| match e {
         rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => (Skip::Missing, "gone".to_owned()),
-        e => (Skip::Unreadable, format!("cannot open: {}", std::io::Error::from(e))),
-    });
+        e => (Skip::Unreadable, format!("cannot {what}: {}", std::io::Error::from(e))),
+    };
+    // The identity is checked before the open too, so that a path that now names a FIFO,
+    // a character device or another file is never opened (an open can block or have side
+    // effects), and again on the descriptor, against a swap in between.
+    let opened = rustix::fs::stat(file.path.as_str())
+        .map_err(|e| gone_or_unreadable(e, "stat"))
+        .and_then(|st| identity_problem(file, &st).map_or(Ok(()), |why| Err((Skip::Stale, why))))
+        .and_then(|()| open(&file.path).map_err(|e| gone_or_unreadable(e, "open")));
     let checked = opened.and_then(|fd| match rustix::fs::fstat(&fd) {
         Ok(st) => match identity_problem(file, &st) {
             Some(why) => Err((Skip::Stale, why)),

@@ -329,7 +329,9 @@ fn meta(data: &SpoolData, clock: &Clock, host: Host, tree: &ProcTree) -> Meta {
         start_clock_ns: t0,
         boottime_offset_ns: start.boottime_offset_ns,
         duration_ns: clock.duration,
-        ready: end.and_then(|e| Some(Ready { t_ns: e.ready_boot_ns? - t0, reason: e.ready_reason.clone()? })),
+        ready: end.and_then(|e| {
+            Some(Ready { t_ns: e.ready_boot_ns? - t0, reason: e.ready_reason.as_deref()?.parse().ok()? })
+        }),
         cache: if start.cold { CacheState::Cold } else { CacheState::Warm },
         eviction: start.eviction.clone(),
         exit_code: end.and_then(|e| e.exit_code).or(root_exit),

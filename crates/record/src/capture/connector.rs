@@ -78,13 +78,13 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 impl ProcWatch {
     pub fn new() -> Result<ProcWatch> {
-        let err = |what: &str| RecordError::Spool(format!("proc connector: {what}: {}", Errno::last()));
+        let err = |what: &'static str| RecordError::system(what, Errno::last());
         // SAFETY: plain socket(2); the fd is owned right away.
         let raw = unsafe {
             libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_CONNECTOR)
         };
         if raw < 0 {
-            return Err(err("socket"));
+            return Err(err("proc connector: socket"));
         }
         // SAFETY: `raw` is a fresh, valid fd.
         let sock = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -113,7 +113,7 @@ impl ProcWatch {
             libc::bind(raw, (&addr as *const libc::sockaddr_nl).cast(), size_of::<libc::sockaddr_nl>() as u32)
         };
         if r < 0 {
-            return Err(err("bind"));
+            return Err(err("proc connector: bind"));
         }
         let mut msg = [0u8; NLMSG_HDRLEN + CN_MSG_HDRLEN + 4];
         let len = msg.len() as u32;
@@ -127,7 +127,7 @@ impl ProcWatch {
         // SAFETY: send(2) of an initialized buffer.
         let r = unsafe { libc::send(raw, msg.as_ptr().cast(), msg.len(), 0) };
         if r < 0 {
-            return Err(err("subscribe"));
+            return Err(err("proc connector: subscribe"));
         }
         Ok(ProcWatch { sock })
     }
@@ -144,7 +144,7 @@ impl ProcWatch {
                 ];
                 match poll(&mut fds, PollTimeout::NONE) {
                     Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(RecordError::Spool(format!("proc connector poll: {e}"))),
+                    Err(e) => return Err(RecordError::system("proc connector poll", e)),
                 }
                 fds[1].revents().is_some_and(|r| !r.is_empty())
             };
@@ -161,7 +161,7 @@ impl ProcWatch {
                             out.push(&ProcRecord::Lost { t: crate::capture::monotonic_ns() })?;
                             continue;
                         }
-                        e => return Err(RecordError::Spool(format!("proc connector recv: {e}"))),
+                        e => return Err(RecordError::system("proc connector recv", e)),
                     }
                 }
                 let mut at = 0;

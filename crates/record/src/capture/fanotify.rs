@@ -104,7 +104,7 @@ impl OpenWatch {
                 ];
                 match poll(&mut fds, PollTimeout::NONE) {
                     Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(RecordError::Fanotify(format!("poll: {e}"))),
+                    Err(e) => return Err(RecordError::system("fanotify: poll", e)),
                 }
                 fds[1].revents().is_some_and(|r| !r.is_empty())
             };
@@ -117,7 +117,7 @@ impl OpenWatch {
                 let events = match self.group.read_events() {
                     Ok(ev) => ev,
                     Err(Errno::EAGAIN) | Err(Errno::EINTR) => break,
-                    Err(e) => return Err(RecordError::Fanotify(format!("read: {e}"))),
+                    Err(e) => return Err(RecordError::system("fanotify: read", e)),
                 };
                 if events.is_empty() {
                     break;

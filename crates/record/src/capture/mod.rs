@@ -21,8 +21,8 @@ pub struct Stop {
 
 impl Stop {
     pub fn new() -> Result<Arc<Stop>> {
-        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| RecordError::Spool(format!("pipe: {e}")))?;
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| RecordError::system("pipe", e))?;
         Ok(Arc::new(Stop { read, write: Mutex::new(Some(write)) }))
     }
 

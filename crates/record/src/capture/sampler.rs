@@ -124,13 +124,13 @@ pub fn run(hz: f64, mut out: LineWriter, scope: SharedScope, stop: Arc<Stop>) ->
     let period = Duration::from_secs_f64(1.0 / hz.clamp(0.1, 1000.0));
     let spec = Timespec { tv_sec: period.as_secs() as i64, tv_nsec: period.subsec_nanos() as i64 };
     let timer = rustix::time::timerfd_create(TimerfdClockId::Boottime, TimerfdFlags::CLOEXEC)
-        .map_err(|e| RecordError::Spool(format!("timerfd: {e}")))?;
+        .map_err(|e| RecordError::system("timerfd", e))?;
     rustix::time::timerfd_settime(
         &timer,
         TimerfdTimerFlags::empty(),
         &Itimerspec { it_interval: spec, it_value: spec },
     )
-    .map_err(|e| RecordError::Spool(format!("timerfd: {e}")))?;
+    .map_err(|e| RecordError::system("timerfd", e))?;
     let mut count = 0;
     loop {
         out.push(&sample(&scope))?;
@@ -140,7 +140,7 @@ pub fn run(hz: f64, mut out: LineWriter, scope: SharedScope, stop: Arc<Stop>) ->
             [PollFd::new(timer.as_fd(), PollFlags::POLLIN), PollFd::new(stop.fd(), PollFlags::POLLIN)];
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) | Err(Errno::EINTR) => {}
-            Err(e) => return Err(RecordError::Spool(format!("sampler poll: {e}"))),
+            Err(e) => return Err(RecordError::system("sampler poll", e)),
         }
         if fds[1].revents().is_some_and(|r| !r.is_empty()) {
             out.push(&sample(&scope))?;

@@ -19,7 +19,7 @@ use std::io::{self, Write};
 
 use coldstart_analyze::Analysis;
 use coldstart_analyze::units::{duration, secs};
-use coldstart_trace::{Nanos, Trace};
+use coldstart_trace::{Nanos, ReadyReason, Trace};
 
 use processes::StateSource;
 use scale::TimeScale;
@@ -234,7 +234,9 @@ fn milestones<W: Write>(
     let o = &analysis.overview;
     // A mark that is the readiness point is drawn once, as the readiness line.
     let is_ready = |m: &coldstart_trace::Mark| {
-        o.ready.as_ref().is_some_and(|r| r.t_ns == m.t_ns && r.reason == format!("mark:{}", m.name))
+        o.ready.as_ref().is_some_and(|r| {
+            r.t_ns == m.t_ns && matches!(&r.reason, ReadyReason::Mark(name) if *name == m.name)
+        })
     };
     let mut lines: Vec<(Nanos, &str, &str, String)> = analysis
         .marks

@@ -69,7 +69,7 @@ pub fn fixture() -> Trace {
             page_size: 4096,
             clock: "boot".into(),
             duration_ns: 120 * MS,
-            ready: Some(Ready { t_ns: 100 * MS, reason: "mark:ready".into() }),
+            ready: Some(Ready { t_ns: 100 * MS, reason: ReadyReason::Mark("ready".into()) }),
             cache: CacheState::Cold,
             eviction: Some("drop_caches".into()),
             exit_code: Some(0),

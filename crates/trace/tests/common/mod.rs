@@ -24,7 +24,7 @@ pub fn full_trace() -> Trace {
             start_clock_ns: 98_765_432_100,
             boottime_offset_ns: 0,
             duration_ns: 1_830_000_000,
-            ready: Some(Ready { t_ns: 1_800_000_000, reason: "mark:ready".into() }),
+            ready: Some(Ready { t_ns: 1_800_000_000, reason: ReadyReason::Mark("ready".into()) }),
             cache: CacheState::Cold,
             eviction: Some("drop_caches".into()),
             exit_code: Some(0),
