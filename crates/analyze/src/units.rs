@@ -97,7 +97,7 @@ pub struct QuantityError {
 
 impl fmt::Display for QuantityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not a {} below 2^64 ({})", self.kind, self.syntax)
+        write!(f, "not a {} ({})", self.kind, self.syntax)
     }
 }
 
