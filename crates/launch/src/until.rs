@@ -1,5 +1,5 @@
 //! Readiness conditions (`--until`) and the reasons a wait ends, with their text
-//! forms: `exit`, `mark:NAME`, `output:REGEX`, `idle[:MS]`, `window`.
+//! forms, listed once in [`Until::FORMS`] for help texts and errors.
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,6 +30,33 @@ pub enum Until {
     Window,
 }
 
+impl Until {
+    /// Every text form with what it waits for: the one list that help texts and parse
+    /// errors show, so that a new kind is added here and in the parser only.
+    pub const FORMS: [(&str, &str); 5] = [
+        ("exit", "the command itself exits (not its descendants)"),
+        ("mark:NAME", "the program runs `coldstart mark NAME`"),
+        ("output:REGEX", "a line of its stdout or stderr matches"),
+        ("idle[:MS]", "no disk reads and CPUs under 10% busy for MS milliseconds (default 500)"),
+        ("window", "a process of its tree maps its first top-level X11 window"),
+    ];
+
+    /// The forms as a list: `exit, mark:NAME, … or window`.
+    pub fn forms_list() -> String {
+        let forms: Vec<&str> = Until::FORMS.iter().map(|(form, _)| *form).collect();
+        match forms.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => forms.concat(),
+        }
+    }
+
+    /// True when readiness is read from the command's output, which must then be
+    /// [`crate::Output::Watch`]ed.
+    pub fn watches_output(&self) -> bool {
+        matches!(self, Until::Output(_))
+    }
+}
+
 impl PartialEq for Until {
     fn eq(&self, other: &Until) -> bool {
         self.to_string() == other.to_string()
@@ -51,7 +78,7 @@ impl fmt::Display for Until {
 impl FromStr for Until {
     type Err = LaunchError;
 
-    /// Parses `exit`, `mark:NAME`, `output:REGEX`, `idle`, `idle:MS` or `window`.
+    /// Parses one of [`Until::FORMS`].
     fn from_str(text: &str) -> Result<Until, LaunchError> {
         let bad = |reason: &str| LaunchError::BadUntil { text: text.to_owned(), reason: reason.to_owned() };
         let (kind, arg) = match text.split_once(':') {
@@ -76,7 +103,7 @@ impl FromStr for Until {
             }
             ("exit" | "window", Some(_)) => Err(bad("takes no argument")),
             ("mark" | "output", _) => Err(bad(&format!("write it as {kind}:{}", kind.to_uppercase()))),
-            _ => Err(bad("expected exit, mark:NAME, output:REGEX, idle[:MS] or window")),
+            _ => Err(bad(&format!("expected {}", Until::forms_list()))),
         }
     }
 }
@@ -139,6 +166,12 @@ mod tests {
         {
             assert!(text.parse::<Until>().is_err(), "{text:?} should not parse");
         }
+    }
+
+    #[test]
+    fn an_unknown_kind_is_told_every_form() {
+        let err = "ready".parse::<Until>().unwrap_err().to_string();
+        assert!(err.ends_with("expected exit, mark:NAME, output:REGEX, idle[:MS] or window"), "{err}");
     }
 
     #[test]

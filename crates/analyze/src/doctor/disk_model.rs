@@ -13,6 +13,7 @@ use coldstart_trace::{BlockOp, Nanos};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::DiskAnalysis;
+use crate::units::{ByteSize, TimeSpan};
 
 const SECTOR: i64 = 512;
 /// Read requests this small measure the fixed cost of a request.
@@ -457,45 +458,15 @@ impl FromStr for DiskParams {
     }
 }
 
-/// `8ms`, `0.1ms`, `70us`, `70µs`, `1s`, `500ns`, `0`.
+/// A time of the disk spec (`8ms`, `70us`, `0`), read by the one rule of [`TimeSpan`].
 fn parse_duration(s: &str) -> Option<Nanos> {
-    let s = s.trim();
-    let units: [(&str, f64); 6] = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("", 1.0)];
-    for (suffix, scale) in units {
-        if let Some(Ok(v)) = s.strip_suffix(suffix).map(|n| n.trim().parse::<f64>())
-            && v >= 0.0
-            && v.is_finite()
-            && (!suffix.is_empty() || v == 0.0)
-        {
-            return Some((v * scale).round() as Nanos);
-        }
-    }
-    None
+    let span: TimeSpan = s.parse().ok()?;
+    Nanos::try_from(span.0.as_nanos()).ok()
 }
 
-/// `512KiB`, `1MiB`, `150MB`, `4096`, `1.5GB`.
+/// A size of the disk spec (`512KiB`, `150MB`), read by the one rule of [`ByteSize`].
 fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let units: [(&str, f64); 9] = [
-        ("KiB", 1024.0),
-        ("MiB", 1024.0 * 1024.0),
-        ("GiB", 1024.0 * 1024.0 * 1024.0),
-        ("KB", 1e3),
-        ("MB", 1e6),
-        ("GB", 1e9),
-        ("kB", 1e3),
-        ("B", 1.0),
-        ("", 1.0),
-    ];
-    for (suffix, scale) in units {
-        if let Some(Ok(v)) = s.strip_suffix(suffix).map(|n| n.trim().parse::<f64>())
-            && v >= 0.0
-            && v.is_finite()
-        {
-            return Some((v * scale).round() as u64);
-        }
-    }
-    None
+    s.parse::<ByteSize>().ok().map(|size| size.0)
 }
 
 #[cfg(test)]
@@ -522,7 +493,8 @@ mod tests {
         assert!("custom:seek=fast".parse::<DiskParams>().is_err());
         assert!("custom:speed=1".parse::<DiskParams>().is_err());
         assert!("custom:queue_depth=0".parse::<DiskParams>().is_err());
-        assert!("custom:seek=8".parse::<DiskParams>().is_err(), "a time needs a unit");
+        assert!("custom:seek=-8ms".parse::<DiskParams>().is_err());
+        assert!("custom:bandwidth=nanMB/s".parse::<DiskParams>().is_err());
     }
 
     #[test]
@@ -552,8 +524,14 @@ mod tests {
         assert_eq!(parse_duration("70µs"), Some(70_000));
         assert_eq!(parse_duration("0"), Some(0));
         assert_eq!(parse_duration("-1ms"), None);
+        assert_eq!(
+            parse_duration("8"),
+            Some(8_000_000_000),
+            "a bare number is seconds, as on the command line"
+        );
         assert_eq!(parse_size("512KiB"), Some(512 * 1024));
         assert_eq!(parse_size("60MB"), Some(60_000_000));
         assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("1e400"), None);
     }
 }

@@ -6,12 +6,19 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use coldstart_analyze::units::TimeSpan;
 use coldstart_bench::export::{CsvExporter, Exporter, JsonExporter, MarkdownExporter};
 use coldstart_bench::{
     BenchCommand, BenchConfig, BenchError, Evict, FileSource, Modes, PrefetchSetup, Progress, RealExecutor,
     Step, baseline, evict, run_benchmark, summary,
 };
-use coldstart_launch::{Ending, RunAs, Until};
+use coldstart_launch::Ending;
+
+use crate::cmd::launch_args::LaunchArgs;
+use crate::cmd::values;
+
+/// How long a run may take before it fails, unless `--timeout` says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Benchmark cold and warm starts: real cache eviction with or without root, readiness other than exit.
 #[derive(Debug, clap::Args)]
@@ -47,10 +54,6 @@ import). Nor does `files` evict pages mapped by running processes (libc, libm: `
 those too), files outside the set, or dirty pages. What stayed cached of the set and its
 filesystems' metadata is reported after eviction. See docs/bench-eviction.md and BENCHMARKS.md.
 
-Readiness (--until): exit (default), mark:NAME (the program runs `coldstart mark NAME`), output:REGEX
-(a line of stdout/stderr), idle[:MS] (no disk reads and CPUs under 10% busy for MS, default 500),
-window (its first top-level X11 window). The command and everything it started are then ended.
-
 Exit status: 0 success; 1 a configuration regressed beyond --max-regression against --baseline;
 2 an error of coldstart (arguments, eviction impossible, a command that cannot start); 3 a
 benchmarked command failed (non-zero exit or readiness not reached; see --ignore-failure);
@@ -62,6 +65,7 @@ is ready) and ahead of it (replayed to its end after eviction, then the command 
 is not in the time). They are compared with the cold runs without prefetch and, with --both, with
 the warm runs (ratios of means and of medians, with 95% confidence intervals). --depth, --method,
 --max-memory and --ioprio set the replay as for `coldstart prefetch run`.")]
+#[command(mut_arg("timeout", |arg| arg.help(timeout_help())))]
 pub struct Args {
     /// Measure cold starts only (the default).
     #[arg(long, group = "mode")]
@@ -76,7 +80,7 @@ pub struct Args {
     #[arg(short, long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub runs: u64,
     /// Unmeasured warm runs of each command first [default: 1 with warm runs, else 0].
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "N")]
     pub warmup: Option<usize>,
     /// Run each configuration once more and drop its first run.
     #[arg(long)]
@@ -90,18 +94,11 @@ pub struct Args {
     /// Evict the files listed in this file (one path per line).
     #[arg(long)]
     pub files: Option<PathBuf>,
-    /// When a run counts as ready: exit, mark:NAME, output:REGEX, idle[:MS], window.
-    #[arg(long, default_value = "exit")]
-    pub until: String,
-    /// Give up on a run after this many seconds (the run fails).
-    #[arg(long, default_value_t = 600.0)]
-    pub timeout: f64,
-    /// Seconds between SIGTERM and SIGKILL when ending the command's tree.
-    #[arg(long, default_value_t = 2.0)]
-    pub grace: f64,
-    /// Keep root's credentials for the command (by default a sudo invoker's are used).
-    #[arg(long)]
-    pub as_root: bool,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+    /// Time between SIGTERM and SIGKILL when ending the command's tree: seconds (2) or with a unit (500ms).
+    #[arg(long, value_name = "DURATION", default_value = "2", value_parser = values::duration)]
+    pub grace: Duration,
     /// Show the commands' output (discarded by default).
     #[arg(long)]
     pub show_output: bool,
@@ -127,7 +124,7 @@ pub struct Args {
     #[arg(long, requires = "max_regression")]
     pub baseline: Option<PathBuf>,
     /// Percent by which a median may exceed the baseline's before the exit status is 1.
-    #[arg(long, requires = "baseline")]
+    #[arg(long, value_name = "PCT", requires = "baseline", value_parser = values::non_negative_number)]
     pub max_regression: Option<f64>,
     /// Do not draw a progress bar.
     #[arg(long)]
@@ -140,6 +137,10 @@ pub struct Args {
     /// The command (after `--`); separate several with `:::`.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+fn timeout_help() -> String {
+    format!("Give up on a run after this long (the run fails) [default: {}]", TimeSpan(DEFAULT_TIMEOUT))
 }
 
 fn commands(args: &Args) -> anyhow::Result<Vec<BenchCommand>> {
@@ -211,10 +212,6 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         (_, true) => Modes { cold: true, warm: true },
         _ => Modes { cold: true, warm: false },
     };
-    let until: Until = args.until.parse()?;
-    if !(args.timeout > 0.0 && args.grace >= 0.0) {
-        bail!("--timeout must be positive and --grace not negative");
-    }
     Ok(BenchConfig {
         commands: commands(args)?,
         modes,
@@ -227,16 +224,16 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
             (_, Some(list)) => FileSource::List(list.clone()),
             _ => FileSource::Learn,
         },
-        until,
-        timeout: Duration::from_secs_f64(args.timeout),
-        ending: Ending::Terminate { grace: Duration::from_secs_f64(args.grace) },
-        run_as: if args.as_root { RunAs::Current } else { RunAs::Invoker },
+        until: args.launch.until.clone(),
+        timeout: args.launch.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        ending: Ending::Terminate { grace: args.grace },
+        run_as: args.launch.run_as(),
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
-        prefetch: match &args.prefetch {
-            Some(plan) => Some(PrefetchSetup { plan: plan.clone(), options: args.replay.options()? }),
-            None => None,
-        },
+        prefetch: args
+            .prefetch
+            .as_ref()
+            .map(|plan| PrefetchSetup { plan: plan.clone(), options: args.replay.options() }),
     })
 }
 

@@ -9,6 +9,7 @@ pub mod export;
 pub mod generate;
 pub mod import;
 pub mod info;
+pub mod launch_args;
 pub mod mark;
 pub mod prefetch;
 pub mod reads;
@@ -16,6 +17,7 @@ pub mod record;
 pub mod recover;
 pub mod report;
 pub mod run;
+pub mod values;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};

@@ -4,12 +4,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use coldstart_analyze::units::{ByteSize, SIZE_SYNTAX};
 use coldstart_prefetch::show::ShowOptions;
 use coldstart_prefetch::{IoPriority, Method, Order, Plan, PlanSettings, ReplayOptions};
 use coldstart_trace::Trace;
+
+use crate::cmd::values;
 
 /// Make a prefetch plan from a trace, show it, or replay it into the page cache.
 #[derive(Debug, clap::Args)]
@@ -66,13 +70,13 @@ pub struct PlanArgs {
     #[arg(long, value_enum, default_value = "first-need")]
     pub order: OrderArg,
     /// Window of --order blend, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = values::positive_number)]
     pub blend_window_ms: f64,
     /// Largest gap between two used ranges of a file that may be read through, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 256)]
     pub gap_kib: u64,
     /// Merge gaps only while the plan stays within this many times the bytes the start read.
-    #[arg(long, value_name = "RATIO", default_value_t = 1.0)]
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = values::positive_number)]
     pub max_size: f64,
     /// Longest range, KiB; longer ones are split, each part with its own first-need time.
     #[arg(long, value_name = "KIB", default_value_t = 2048)]
@@ -159,12 +163,11 @@ pub struct ReplayArgs {
     /// How ranges are fetched.
     #[arg(long, value_enum, default_value = "read")]
     pub method: MethodArg,
-    /// Most memory to fill: MiB (`512`), with a unit (`2G`), or a share of MemAvailable (`25%`) [default: 50%].
-    #[arg(long, value_name = "SIZE")]
-    pub max_memory: Option<String>,
+    #[arg(long, value_name = "SIZE", help = max_memory_help())]
+    pub max_memory: Option<MemoryBudget>,
     /// I/O priority of the replay: be:0-7, idle, rt:0-7 (root) [default: inherited].
     #[arg(long, value_name = "PRIO")]
-    pub ioprio: Option<String>,
+    pub ioprio: Option<IoPriority>,
     /// CPU scheduling class of the replay threads: `normal` (inherited) or `idle`
     /// (SCHED_IDLE: they run only when the CPU would otherwise be idle).
     #[arg(long, value_enum, value_name = "CLASS")]
@@ -188,9 +191,9 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    pub fn options(&self) -> anyhow::Result<ReplayOptions> {
+    pub fn options(&self) -> ReplayOptions {
         let defaults = ReplayOptions::default();
-        let mut options = ReplayOptions {
+        ReplayOptions {
             depth: self.depth.map_or(defaults.depth, |d| d as usize),
             alongside_depth: self.depth.map_or(defaults.alongside_depth, |d| d as usize),
             method: match self.method {
@@ -204,51 +207,56 @@ impl ReplayArgs {
             stat_entries: self.stat_entries,
             cpu: self.cpu.map_or(defaults.cpu, Into::into),
             alongside_cpu: self.cpu.map_or(defaults.alongside_cpu, Into::into),
+            io_priority: self.ioprio.or(defaults.io_priority),
+            memory_share: match self.max_memory {
+                Some(MemoryBudget::Share(share)) => share,
+                _ => defaults.memory_share,
+            },
+            max_memory: match self.max_memory {
+                Some(MemoryBudget::Bytes(bytes)) => Some(bytes),
+                _ => defaults.max_memory,
+            },
             ..defaults
-        };
-        if let Some(p) = &self.ioprio {
-            options.io_priority = Some(p.parse::<IoPriority>().map_err(anyhow::Error::msg)?);
         }
-        if let Some(m) = &self.max_memory {
-            match parse_memory(m)? {
-                Memory::Share(s) => options.memory_share = s,
-                Memory::Bytes(b) => options.max_memory = Some(b),
-            }
-        }
-        Ok(options)
     }
 }
 
-enum Memory {
+fn max_memory_help() -> String {
+    format!(
+        "Most memory to fill: a size (512MiB, 2GB; {SIZE_SYNTAX}) or a share of MemAvailable (25%) [default: 50%]"
+    )
+}
+
+/// The replay's memory budget (`--max-memory`): a size, or a share of MemAvailable.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MemoryBudget {
+    /// A fraction, above 0 and at most 1.
     Share(f64),
     Bytes(u64),
 }
 
-fn parse_memory(text: &str) -> anyhow::Result<Memory> {
-    let bad = || {
-        anyhow::anyhow!(
-            "--max-memory takes MiB (512), a size with a unit (512M, 2G) or a share (25%): {text:?}"
-        )
-    };
-    let t = text.trim();
-    if let Some(p) = t.strip_suffix('%') {
-        let share: f64 = p.trim().parse().map_err(|_| bad())?;
-        anyhow::ensure!(share > 0.0 && share <= 100.0, "--max-memory share must be within 0–100%");
-        return Ok(Memory::Share(share / 100.0));
+/// The smallest budget that holds a page.
+const PAGE_BYTES: u64 = 4096;
+
+impl FromStr for MemoryBudget {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<MemoryBudget, String> {
+        if let Some(percent) = text.trim().strip_suffix('%') {
+            let share = values::percentage(percent)?;
+            return if share > 0.0 {
+                Ok(MemoryBudget::Share(share / 100.0))
+            } else {
+                Err("a share above 0%".into())
+            };
+        }
+        let ByteSize(bytes) =
+            text.parse().map_err(|e: coldstart_analyze::units::QuantityError| e.to_string())?;
+        if bytes < PAGE_BYTES {
+            return Err(format!("{bytes} bytes is less than a page (a bare number is bytes: write 512MiB)"));
+        }
+        Ok(MemoryBudget::Bytes(bytes))
     }
-    let (number, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((i, _)) => (&t[..i], t[i..].to_ascii_uppercase()),
-        None => (t, "M".to_owned()),
-    };
-    let value: f64 = number.trim().parse().map_err(|_| bad())?;
-    let scale = match unit.trim_end_matches("IB").trim_end_matches('B') {
-        "K" => 1u64 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return Err(bad()),
-    };
-    anyhow::ensure!(value > 0.0, "--max-memory must be positive");
-    Ok(Memory::Bytes((value * scale as f64) as u64))
 }
 
 /// Replay a plan into the page cache now (files that changed since are skipped and reported).
@@ -271,7 +279,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Exit with status 4 when more than this percentage of planned bytes is stale or missing.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = values::percentage)]
     pub max_stale: Option<f64>,
     /// Print nothing (errors and --max-stale excepted).
     #[arg(short, long)]
@@ -286,8 +294,6 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if args.output.exists() && !args.force {
         bail!("{} exists; use --force to overwrite it", args.output.display());
     }
-    anyhow::ensure!(args.max_size > 0.0, "--max-size must be positive");
-    anyhow::ensure!(args.blend_window_ms > 0.0, "--blend-window-ms must be positive");
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let settings = PlanSettings {
         order: match args.order {
@@ -335,11 +341,8 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
-    if let Some(p) = args.max_stale {
-        anyhow::ensure!((0.0..=100.0).contains(&p), "--max-stale takes a percentage (0–100)");
-    }
     let plan = load_plan(&args.plan)?;
-    let report = coldstart_prefetch::replay(plan, &args.replay.options()?)?;
+    let report = coldstart_prefetch::replay(plan, &args.replay.options())?;
     if !args.quiet {
         eprint!("{}", coldstart_prefetch::summary::render(&report));
     }
@@ -384,7 +387,7 @@ mod tests {
 
     fn options(args: &[&str]) -> ReplayOptions {
         use clap::Parser;
-        Cli::parse_from(std::iter::once("x").chain(args.iter().copied())).replay.options().unwrap()
+        Cli::parse_from(std::iter::once("x").chain(args.iter().copied())).replay.options()
     }
 
     #[test]
@@ -396,12 +399,25 @@ mod tests {
     }
 
     #[test]
-    fn memory_sizes_parse() {
-        assert!(matches!(parse_memory("512").unwrap(), Memory::Bytes(b) if b == 512 << 20));
-        assert!(matches!(parse_memory("2G").unwrap(), Memory::Bytes(b) if b == 2 << 30));
-        assert!(matches!(parse_memory("64MiB").unwrap(), Memory::Bytes(b) if b == 64 << 20));
-        assert!(matches!(parse_memory("25%").unwrap(), Memory::Share(s) if (s - 0.25).abs() < 1e-9));
-        assert!(parse_memory("lots").is_err());
-        assert!(parse_memory("150%").is_err());
+    fn memory_budgets_are_sizes_by_the_one_rule_or_shares() {
+        let budget = |text: &str| text.parse::<MemoryBudget>();
+        assert_eq!(budget("64MiB"), Ok(MemoryBudget::Bytes(64 << 20)));
+        assert_eq!(budget("2GB"), Ok(MemoryBudget::Bytes(2_000_000_000)));
+        assert_eq!(budget("2G"), Ok(MemoryBudget::Bytes(2_000_000_000)), "SI, as in kB, MB, GB");
+        assert_eq!(budget("1048576"), Ok(MemoryBudget::Bytes(1 << 20)), "a bare number is bytes");
+        assert_eq!(budget("25%"), Ok(MemoryBudget::Share(0.25)));
+        let err = budget("512").unwrap_err();
+        assert!(err.contains("less than a page") && err.contains("512MiB"), "{err}");
+        for bad in ["lots", "150%", "0%", "nan%", "-1", "nan", "", "1e400"] {
+            assert!(budget(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_memory_budget_and_io_priority_reach_the_options() {
+        let o = options(&["--max-memory", "1GiB", "--ioprio", "idle"]);
+        assert_eq!((o.max_memory, o.io_priority), (Some(1 << 30), Some(IoPriority::Idle)));
+        let o = options(&["--max-memory", "10%"]);
+        assert_eq!((o.max_memory, o.memory_share), (None, 0.1));
     }
 }

@@ -5,11 +5,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::Context;
-use coldstart_launch::Until;
 use coldstart_record::{RecordConfig, Recorded, Summary};
+
+use crate::cmd::launch_args::LaunchArgs;
+use crate::cmd::values;
 
 /// Record every page, block request, process and milestone of a command's start (as root).
 #[derive(Debug, clap::Args)]
@@ -31,20 +31,13 @@ pub struct Args {
     /// Record every process on the machine, not only the command's tree.
     #[arg(long)]
     pub system: bool,
-    /// When the start is over: exit, mark:NAME, output:REGEX, idle[:MS] or window.
-    #[arg(long, value_name = "WHEN", default_value = "exit")]
-    pub until: String,
-    /// Stop after this many seconds whatever happens.
-    #[arg(long, value_name = "S")]
-    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
     /// Evict the page cache before the start (sync; drop_caches).
     #[arg(long)]
     pub cold: bool,
-    /// Under sudo, run the command as root instead of as the invoking user.
-    #[arg(long)]
-    pub as_root: bool,
-    /// Rate of the CPU, disk and process samples, per second.
-    #[arg(long, value_name = "HZ", default_value_t = 50.0)]
+    /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000).
+    #[arg(long, value_name = "HZ", default_value_t = 50.0, value_parser = sample_rate)]
     pub sample_hz: f64,
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
@@ -57,20 +50,20 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
+fn sample_rate(text: &str) -> Result<f64, String> {
+    let hz = values::positive_number(text)?;
+    if hz <= 1000.0 { Ok(hz) } else { Err("at most 1000 per second".to_owned()) }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let until: Until = args.until.parse().context("bad --until")?;
-    if let Some(t) = args.timeout {
-        anyhow::ensure!(t > 0.0 && t.is_finite(), "--timeout takes a positive number of seconds");
-    }
-    anyhow::ensure!(args.sample_hz > 0.0 && args.sample_hz <= 1000.0, "--sample-hz takes 0 < HZ ≤ 1000");
     let config = RecordConfig {
         command: args.command,
         output: args.output,
         system: args.system,
-        until,
-        timeout: args.timeout.map(Duration::from_secs_f64),
+        until: args.launch.until,
+        timeout: args.launch.timeout,
         cold: args.cold,
-        as_root: args.as_root,
+        as_root: args.launch.as_root,
         sample_hz: args.sample_hz,
         buffer_kb: args.buffer_kb,
         spool_root: args.spool_dir,

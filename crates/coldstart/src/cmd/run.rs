@@ -5,13 +5,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
-use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitOptions};
+use coldstart_launch::{Command, Ending, Output, PausedChild, WaitOptions};
 use coldstart_prefetch::{Replay, ReplayReport};
 use serde::Serialize;
 
+use crate::cmd::launch_args::LaunchArgs;
 use crate::cmd::prefetch::{ReplayArgs, load_plan};
 
 /// Start a command with a prefetch plan replayed alongside it (or before it), and time it.
@@ -39,15 +39,8 @@ pub struct Args {
     pub ahead: bool,
     #[command(flatten)]
     pub replay: ReplayArgs,
-    /// When the start is over: exit, mark:NAME, output:REGEX, idle[:MS] or window.
-    #[arg(long, value_name = "WHEN", default_value = "exit")]
-    pub until: String,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "S")]
-    pub timeout: Option<f64>,
-    /// Under sudo, run the command as root instead of as the invoking user.
-    #[arg(long)]
-    pub as_root: bool,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
     /// Write the time to ready and the replay report as JSON.
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
@@ -78,13 +71,13 @@ struct RunReport {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let until: Until = args.until.parse().context("bad --until")?;
+    let until = &args.launch.until;
     let plan = args.prefetch.as_deref().map(load_plan).transpose()?;
-    let options = args.replay.options()?;
+    let options = args.replay.options();
     let mut command = Command::new(args.command.clone());
     let watched = Output::Watch { echo: true };
-    let output = if matches!(until, Until::Output(_)) { watched } else { Output::Inherit };
-    command.stdout(output).stderr(output).run_as(if args.as_root { RunAs::Current } else { RunAs::Invoker });
+    let output = if until.watches_output() { watched } else { Output::Inherit };
+    command.stdout(output).stderr(output).run_as(args.launch.run_as());
 
     let mut ahead = None;
     if let (Some(plan), true) = (&plan, args.ahead) {
@@ -97,8 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let mut running = paused.resume()?;
-    let wait = WaitOptions { timeout: args.timeout.map(Duration::from_secs_f64), ..WaitOptions::default() };
-    let outcome = running.wait(&until, &wait);
+    let wait = WaitOptions { timeout: args.launch.timeout, ..WaitOptions::default() };
+    let outcome = running.wait(until, &wait);
     let done_before_ready = replay.as_ref().map(Replay::is_finished);
     if let Some(r) = &replay {
         r.cancel();

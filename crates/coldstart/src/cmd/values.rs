@@ -1,0 +1,72 @@
+//! Value parsers of the subcommands' numeric arguments. clap calls them while it
+//! parses the command line, so a bad value (`nan`, `inf`, a negative or zero where
+//! that means nothing) is refused there in one line with exit status 2, and the
+//! subcommands only ever see checked, typed values. Durations and sizes follow the
+//! one rule of [`coldstart_analyze::units`].
+
+use std::time::Duration;
+
+use coldstart_analyze::units::TimeSpan;
+
+/// A duration above zero (`--timeout`): `60`, `1.5s`, `500ms`.
+pub fn positive_duration(text: &str) -> Result<Duration, String> {
+    let span = duration(text)?;
+    if span.is_zero() { Err("must be longer than zero".to_owned()) } else { Ok(span) }
+}
+
+/// A duration, zero included (`--grace`).
+pub fn duration(text: &str) -> Result<Duration, String> {
+    text.parse::<TimeSpan>().map(|span| span.0).map_err(|e| e.to_string())
+}
+
+/// A finite number above zero.
+pub fn positive_number(text: &str) -> Result<f64, String> {
+    let n = finite_number(text)?;
+    if n > 0.0 { Ok(n) } else { Err("must be above zero".to_owned()) }
+}
+
+/// A finite number, zero or above.
+pub fn non_negative_number(text: &str) -> Result<f64, String> {
+    let n = finite_number(text)?;
+    if n >= 0.0 { Ok(n) } else { Err("must not be negative".to_owned()) }
+}
+
+/// A percentage, 0 to 100.
+pub fn percentage(text: &str) -> Result<f64, String> {
+    let n = finite_number(text)?;
+    if (0.0..=100.0).contains(&n) { Ok(n) } else { Err("must be a percentage, 0 to 100".to_owned()) }
+}
+
+fn finite_number(text: &str) -> Result<f64, String> {
+    text.trim().parse::<f64>().ok().filter(|n| n.is_finite()).ok_or_else(|| "not a finite number".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_that_mean_nothing_are_refused() {
+        for bad in ["nan", "inf", "-inf", "1e400", "", "x"] {
+            assert!(positive_number(bad).is_err(), "{bad:?}");
+            assert!(non_negative_number(bad).is_err(), "{bad:?}");
+            assert!(percentage(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(positive_number("2.5"), Ok(2.5));
+        assert!(positive_number("0").is_err());
+        assert_eq!(non_negative_number("0"), Ok(0.0));
+        assert!(non_negative_number("-0.1").is_err());
+        assert_eq!(percentage("100"), Ok(100.0));
+        assert!(percentage("100.5").is_err());
+    }
+
+    #[test]
+    fn durations_are_seconds_or_carry_a_unit() {
+        assert_eq!(positive_duration("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(positive_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        for bad in ["0", "0ms", "-1", "nan", "inf", "1e400"] {
+            assert!(positive_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+}

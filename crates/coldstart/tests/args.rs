@@ -1,0 +1,80 @@
+//! Bad launch, duration, size and number arguments are refused while the command
+//! line is parsed: exit status 2, one line saying what is wrong (plus clap's hint),
+//! never a panic, and nothing started.
+
+mod support;
+
+use support::coldstart;
+
+/// Runs coldstart with `args` and checks the refusal; returns its error line.
+fn refused(args: &[&str]) -> String {
+    let output = coldstart().args(args).timeout(std::time::Duration::from_secs(60)).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    let lines: Vec<&str> =
+        stderr.lines().filter(|l| !l.is_empty() && !l.starts_with("For more information")).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line expected, got {stderr}");
+    assert!(lines[0].starts_with("error: invalid value"), "{args:?}: {stderr}");
+    lines[0].to_owned()
+}
+
+#[test]
+fn a_timeout_that_is_not_a_positive_duration_exits_2() {
+    refused(&["run", "--timeout", "nan", "--", "true"]);
+    refused(&["bench", "--warm", "--timeout", "inf", "--", "true"]);
+    refused(&["record", "--timeout", "0", "--", "true"]);
+    let line = refused(&["run", "--timeout", "1e400", "--", "true"]);
+    assert!(line.contains("a bare number is seconds"), "{line}");
+}
+
+#[test]
+fn a_negative_timeout_starts_nothing() {
+    let dir = support::private_dir();
+    let witness = dir.path().join("started");
+    let touch = format!("touch {}", witness.display());
+    refused(&["run", "--timeout=-1", "--", "sh", "-c", &touch]);
+    assert!(!witness.exists(), "the command ran although its --timeout was refused");
+}
+
+#[test]
+fn a_grace_that_is_not_a_duration_exits_2() {
+    refused(&["bench", "--warm", "--grace", "nan", "--", "true"]);
+    refused(&["bench", "--warm", "--grace=-2", "--", "true"]);
+}
+
+#[test]
+fn a_malformed_readiness_condition_exits_2_naming_every_form() {
+    refused(&["run", "--until", "idle:0", "--", "true"]);
+    refused(&["record", "--until", "mark:", "--", "true"]);
+    let line = refused(&["bench", "--warm", "--until", "bogus", "--", "true"]);
+    assert!(line.contains("exit, mark:NAME, output:REGEX, idle[:MS] or window"), "{line}");
+}
+
+#[test]
+fn numbers_that_mean_nothing_exit_2() {
+    refused(&["record", "--sample-hz", "nan", "--", "true"]);
+    refused(&["record", "--sample-hz", "5000", "--", "true"]);
+    refused(&["bench", "--baseline", "b.json", "--max-regression", "inf", "--", "true"]);
+    refused(&["prefetch", "plan", "t.coldstart", "-o", "p.plan", "--max-size", "nan"]);
+    refused(&["prefetch", "plan", "t.coldstart", "-o", "p.plan", "--blend-window-ms", "0"]);
+    refused(&["prefetch", "run", "p.plan", "--max-stale", "101"]);
+    refused(&["prefetch", "run", "p.plan", "--ioprio", "be:9"]);
+}
+
+#[test]
+fn a_memory_budget_takes_a_unit_or_a_share() {
+    let line = refused(&["prefetch", "run", "p.plan", "--max-memory", "512"]);
+    assert!(line.contains("less than a page") && line.contains("512MiB"), "{line}");
+    refused(&["run", "--max-memory", "nan", "--", "true"]);
+    refused(&["prefetch", "run", "p.plan", "--max-memory", "0%"]);
+}
+
+#[test]
+fn good_values_with_units_are_taken() {
+    coldstart()
+        .args(["run", "--quiet", "--timeout", "30s", "--until", "exit", "--", "sh", "-c", "exit 7"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(7);
+}
