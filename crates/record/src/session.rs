@@ -435,7 +435,7 @@ fn run_command(
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
     command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
-    if matches!(config.until, Until::Output(_)) {
+    if config.until.watches_output() {
         command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
     }
     let user = coldstart_launch::resolve_user(&command.run_as)?
