@@ -7,6 +7,8 @@
 //! fails on odd data: what it could not make sense of becomes a [`Warning`].
 //! It never touches the live system.
 
+#![forbid(unsafe_code)]
+
 mod analysis;
 mod critical;
 mod disk;
@@ -102,7 +104,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         io_wait_ns: times.threads.iter().map(|t| t.time.io_wait_ns).sum(),
         unresolved_files: problems.unresolved_files,
         fills_without_file: problems.fills_without_file,
-        lost: trace.losses.iter().map(|l| l.count).sum(),
+        lost: trace.losses.iter().fold(0, |sum, l| sum.saturating_add(l.count)),
     };
     let mut marks = trace.marks.clone();
     marks.sort_by(|a, b| a.t_ns.cmp(&b.t_ns).then(a.name.cmp(&b.name)));
