@@ -9,6 +9,7 @@
 
 pub mod mutate;
 
+use std::backtrace::Backtrace;
 use std::cell::RefCell;
 use std::fmt;
 use std::io::{Read, Write};
@@ -51,21 +52,21 @@ fn seconds_from_env(name: &str, default: f64) -> Duration {
 /// Why one input failed.
 #[derive(Debug)]
 enum Failure {
-    Panic(String),
+    Panic { message: String, backtrace: Arc<Backtrace> },
     Hang(Duration),
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Panic(message) => write!(f, "panics: {message}"),
+            Failure::Panic { message, .. } => write!(f, "panics: {message}"),
             Failure::Hang(limit) => write!(f, "hangs: still running after {:.1} s", limit.as_secs_f64()),
         }
     }
 }
 
 thread_local! {
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    static LAST_PANIC: RefCell<Option<(String, Backtrace)>> = const { RefCell::new(None) };
 }
 
 /// Panics on the worker thread are expected findings: keep their message for the
@@ -76,7 +77,8 @@ fn quiet_worker_panics() {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
             if thread::current().name() == Some(WORKER_NAME) {
-                LAST_PANIC.with(|last| *last.borrow_mut() = Some(info.to_string()));
+                let panic = (info.to_string(), Backtrace::force_capture());
+                LAST_PANIC.with(|last| *last.borrow_mut() = Some(panic));
             } else {
                 previous(info);
             }
@@ -84,7 +86,7 @@ fn quiet_worker_panics() {
     });
 }
 
-type Reply = std::result::Result<(), String>;
+type Reply = std::result::Result<(), (String, Backtrace)>;
 
 /// A thread that runs the check on one input at a time; after a hang it is abandoned
 /// and a fresh one takes over.
@@ -109,8 +111,10 @@ impl Worker {
             .stack_size(16 << 20)
             .spawn(move || {
                 for input in input_rx {
-                    let outcome = panic::catch_unwind(AssertUnwindSafe(|| check(&input)))
-                        .map_err(|_| LAST_PANIC.with(|last| last.borrow_mut().take()).unwrap_or_default());
+                    let outcome = panic::catch_unwind(AssertUnwindSafe(|| check(&input))).map_err(|_| {
+                        let last = LAST_PANIC.with(|last| last.borrow_mut().take());
+                        last.unwrap_or_else(|| (String::new(), Backtrace::disabled()))
+                    });
                     if reply_tx.send(outcome).is_err() {
                         return;
                     }
@@ -123,12 +127,16 @@ impl Worker {
     fn run(&mut self, input: &[u8]) -> Result<(), Failure> {
         self.inputs.send(input.to_vec()).expect("the fuzzing worker thread is gone");
         match self.replies.recv_timeout(self.limit) {
-            Ok(outcome) => outcome.map_err(Failure::Panic),
+            Ok(outcome) => outcome
+                .map_err(|(message, backtrace)| Failure::Panic { message, backtrace: Arc::new(backtrace) }),
             Err(RecvTimeoutError::Timeout) => {
                 (self.inputs, self.replies) = Worker::spawn(self.check.clone());
                 Err(Failure::Hang(self.limit))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(Failure::Panic("the worker thread died".into())),
+            Err(RecvTimeoutError::Disconnected) => Err(Failure::Panic {
+                message: "the worker thread died".into(),
+                backtrace: Arc::new(Backtrace::disabled()),
+            }),
         }
     }
 }
@@ -145,6 +153,23 @@ fn gunzip(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).ok()?;
     Some(out)
+}
+
+/// The frames of a panic's backtrace in coldstart's code, where the fix goes.
+fn our_frames(failure: &Failure) -> String {
+    let Failure::Panic { backtrace, .. } = failure else { return String::new() };
+    let text = backtrace.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.contains("coldstart_")).take(8) {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(at) = lines.get(i + 1).filter(|l| l.trim_start().starts_with("at ")) {
+            out.push_str(at);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The checked-in inputs of a target (past failures, `.gz` when large), by file name.
@@ -212,7 +237,7 @@ pub fn fuzz(
     let mut replayed = 0;
     for (label, input) in named_seeds.chain(named_corpus) {
         if let Err(failure) = worker.run(input) {
-            panic!("fuzz {name}: {label} {failure}");
+            panic!("fuzz {name}: {label} {failure}\n{}", our_frames(&failure));
         }
         replayed += 1;
     }
@@ -235,7 +260,7 @@ pub fn fuzz(
                 let saved = save(name, "hang", &input);
                 panic!("fuzz {name}: input {} {hang} (saved; replayed first from now on)", saved.display());
             }
-            Err(Failure::Panic(first)) => {
+            Err(first @ Failure::Panic { .. }) => {
                 let worker = RefCell::new(worker);
                 let shrunk = runner.run_one(tree, |input| {
                     worker
@@ -243,15 +268,17 @@ pub fn fuzz(
                         .run(&input)
                         .map_err(|failure| TestCaseError::fail(failure.to_string()))
                 });
-                let (why, minimal) = match shrunk {
-                    Err(TestError::Fail(why, minimal)) => (why.to_string(), minimal),
-                    _ => (format!("panics: {first}"), input),
+                let minimal = match shrunk {
+                    Err(TestError::Fail(_, minimal)) => minimal,
+                    _ => input,
                 };
+                let failure = worker.borrow_mut().run(&minimal).err().unwrap_or(first);
                 let saved = save(name, "crash", &minimal);
                 panic!(
-                    "fuzz {name}: input {} ({} bytes, shrunk) {why}\n(saved; replayed first from now on)",
+                    "fuzz {name}: input {} ({} bytes, shrunk) {failure}\n{}(saved; replayed first from now on)",
                     saved.display(),
-                    minimal.len()
+                    minimal.len(),
+                    our_frames(&failure)
                 );
             }
         }

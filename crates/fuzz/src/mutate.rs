@@ -268,24 +268,28 @@ pub fn base(bases: &Bases) -> impl Strategy<Value = Vec<u8>> + use<> {
     pick().prop_map(move |i| bases[i.index(bases.len())].clone())
 }
 
-/// A base with 1 to 8 byte edits.
-pub fn bytes(bases: &Bases) -> BoxedStrategy<Vec<u8>> {
-    (base(bases), prop::collection::vec(byte_edit(), 1..8))
-        .prop_map(|(mut bytes, edits)| {
-            edits.iter().for_each(|e| apply_byte_edit(&mut bytes, e));
+/// A base with 1 to 8 edits of `edit`, applied in order by `apply`.
+fn edited<E: Clone + std::fmt::Debug + 'static>(
+    bases: &Bases,
+    edit: impl Strategy<Value = E> + 'static,
+    apply: fn(&mut Vec<u8>, &E),
+) -> BoxedStrategy<Vec<u8>> {
+    (base(bases), prop::collection::vec(edit, 1..8))
+        .prop_map(move |(mut bytes, edits)| {
+            edits.iter().for_each(|e| apply(&mut bytes, e));
             bytes
         })
         .boxed()
 }
 
+/// A base with 1 to 8 byte edits.
+pub fn bytes(bases: &Bases) -> BoxedStrategy<Vec<u8>> {
+    edited(bases, byte_edit(), apply_byte_edit)
+}
+
 /// A base with 1 to 8 text edits.
 pub fn text(bases: &Bases) -> BoxedStrategy<Vec<u8>> {
-    (base(bases), prop::collection::vec(text_edit(), 1..8))
-        .prop_map(|(mut text, edits)| {
-            edits.iter().for_each(|e| apply_text_edit(&mut text, e));
-            text
-        })
-        .boxed()
+    edited(bases, text_edit(), apply_text_edit)
 }
 
 #[cfg(test)]

@@ -156,6 +156,30 @@ fn check(bytes: &[u8]) {
     Plan::from_json(&plan.to_json(), Path::new("again.plan")).expect("a plan written back reads");
 }
 
+/// The first seed with its first range's `offset` and `length` set.
+fn with_first_range(offset: u64, length: u64) -> String {
+    let mut plan: Value = serde_json::from_slice(&seeds()[0]).unwrap();
+    let files = plan["files"].as_array_mut().unwrap();
+    let file = files.iter_mut().find(|f| !f["ranges"].as_array().unwrap().is_empty()).unwrap();
+    file["ranges"][0]["offset"] = json!(offset);
+    file["ranges"][0]["length"] = json!(length);
+    plan.to_string()
+}
+
+#[test]
+fn a_range_that_ends_past_2_64_is_a_bad_plan() {
+    let err = Plan::from_json(&with_first_range(u64::MAX - 10, 11), Path::new("p")).unwrap_err();
+    assert!(err.to_string().contains("ends past 2^64 (offset 18446744073709551605, length 11)"), "{err}");
+}
+
+#[test]
+fn lengths_that_add_up_past_u64_show_saturated() {
+    let plan = Plan::from_json(&with_first_range(0, u64::MAX), Path::new("p")).unwrap();
+    assert_eq!(plan.planned_bytes(), u64::MAX);
+    let shown = show::render(&plan, ShowOptions { max_files: None, ranges: false });
+    assert!(shown.contains(&(u64::MAX / 1024).to_string()), "{shown}");
+}
+
 #[test]
 fn plan_file() {
     fuzz(
