@@ -161,7 +161,8 @@ fn our_frames(failure: &Failure) -> String {
     let text = backtrace.to_string();
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
-    for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.contains("coldstart_")).take(8) {
+    let ours = |line: &&str| line.contains("coldstart_") && !line.contains("coldstart_fuzz");
+    for (i, line) in lines.iter().enumerate().filter(|(_, l)| ours(l)).take(8) {
         out.push_str(line);
         out.push('\n');
         if let Some(at) = lines.get(i + 1).filter(|l| l.trim_start().starts_with("at ")) {
