@@ -355,6 +355,15 @@ fn losses_that_add_up_past_u64_do_not_overflow_the_total() {
 }
 
 #[test]
+fn a_sequential_read_of_exabytes_is_costed_without_allocating_a_request_each() {
+    use coldstart_analyze::doctor::{DiskClass, DiskParams};
+    let disk = DiskParams::class_defaults(DiskClass::Hdd);
+    let small = disk.sequential_read_ns(3 * disk.max_request_bytes + 1);
+    assert!(small > 0 && small < 1_000_000_000, "{small}");
+    assert!(disk.sequential_read_ns(u64::MAX) > small);
+}
+
+#[test]
 fn trace_file() {
     fuzz(
         "trace",
