@@ -56,7 +56,7 @@ pub(crate) fn disks(ctx: &Ctx) -> Vec<DiskAnalysis> {
         for &r in ctx.fills_by_stream.rows(g) {
             let fill = &trace.page_fills[r as usize];
             let start = fill.index.saturating_mul(ctx.page_size);
-            map.ranges.push((start, start + ctx.bytes(u64::from(fill.pages)), Owner::Metadata));
+            map.ranges.push((start, start.saturating_add(ctx.bytes(u64::from(fill.pages))), Owner::Metadata));
         }
     }
     maps.values_mut().for_each(RangeMap::finish);

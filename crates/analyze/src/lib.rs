@@ -7,6 +7,8 @@
 //! fails on odd data: what it could not make sense of becomes a [`Warning`].
 //! It never touches the live system.
 
+#![forbid(unsafe_code)]
+
 mod analysis;
 mod context;
 mod critical;
@@ -98,11 +100,11 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         bytes_read: ctx.bytes(cu.iter().map(|u| u.pages).sum()),
         block_read_requests: disks.iter().map(|d| d.traced_read_requests).sum(),
         block_read_bytes: disks.iter().map(|d| d.traced_read_bytes).sum(),
-        cpu_ns: times.threads.iter().map(|t| t.time.running_ns).sum(),
-        io_wait_ns: times.threads.iter().map(|t| t.time.io_wait_ns).sum(),
+        cpu_ns: times.threads.iter().fold(0, |sum, t| sum.saturating_add(t.time.running_ns)),
+        io_wait_ns: times.threads.iter().fold(0, |sum, t| sum.saturating_add(t.time.io_wait_ns)),
         unresolved_files: problems.unresolved_files,
         fills_without_file: problems.fills_without_file,
-        lost: trace.losses.iter().map(|l| l.count).sum(),
+        lost: trace.losses.iter().fold(0, |sum, l| sum.saturating_add(l.count)),
     };
     let mut marks = trace.marks.clone();
     marks.sort_by(|a, b| a.t_ns.cmp(&b.t_ns).then(a.name.cmp(&b.name)));

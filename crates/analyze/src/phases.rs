@@ -492,9 +492,13 @@ fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
     if ctx.trace.sched.is_empty() {
         // Imported traces: the processes' own CPU samples.
         for sample in &ctx.trace.process_samples {
-            let (start, end) = (sample.t_ns - sample.dt_ns, sample.t_ns);
-            let ns = ((sample.cpu_user + sample.cpu_system) * (end - start) as f64) as Nanos;
-            if ns <= 0 || end <= start {
+            let (start, end) = (sample.t_ns.saturating_sub(sample.dt_ns), sample.t_ns);
+            if end <= start {
+                continue;
+            }
+            let span = end.saturating_sub(start);
+            let ns = ((sample.cpu_user + sample.cpu_system) * span as f64) as Nanos;
+            if ns <= 0 {
                 continue;
             }
             let first = phases.partition_point(|p| p.end_ns <= start);
@@ -503,7 +507,9 @@ fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
                 if overlap <= 0 {
                     break;
                 }
-                *cpu.entry((i, sample.pid)).or_default() += ns * overlap / (end - start);
+                let share = i128::from(ns) * i128::from(overlap) / i128::from(span);
+                let total = cpu.entry((i, sample.pid)).or_default();
+                *total = total.saturating_add(share.try_into().unwrap_or(Nanos::MAX));
             }
         }
     }

@@ -98,11 +98,11 @@ impl RankRow {
     }
 
     fn add(&mut self, u: &FileUse, page_size: u64) {
-        self.reads += u.reads;
-        self.seeks += u.seeks;
-        self.pages += u.pages;
-        self.bytes += u.pages * page_size;
-        self.io_wait_ns += u.io_wait_ns;
+        self.reads = self.reads.saturating_add(u.reads);
+        self.seeks = self.seeks.saturating_add(u.seeks);
+        self.pages = self.pages.saturating_add(u.pages);
+        self.bytes = self.bytes.saturating_add(u.pages.saturating_mul(page_size));
+        self.io_wait_ns = self.io_wait_ns.saturating_add(u.io_wait_ns);
         self.spread += 1;
     }
 }

@@ -57,7 +57,7 @@ fn add_state(times: &mut StateTimes, state: ThreadState, ns: Nanos) {
         ThreadState::Sleeping => &mut times.sleeping_ns,
         ThreadState::Stopped => &mut times.stopped_ns,
     };
-    *slot += ns;
+    *slot = slot.saturating_add(ns);
 }
 
 /// Scheduler data that does not tile a thread's time.
@@ -103,7 +103,7 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
         let sched_rows = ctx.sched_by_tid.rows_of(tid);
         let fill_rows = ctx.fills_by_tid.rows_of(tid);
         let mut time = StateTimes::default();
-        let mut attributed = 0;
+        let mut attributed: Nanos = 0;
         let mut prev: Option<&SchedInterval> = None;
         for (k, &r) in sched_rows.iter().enumerate() {
             let interval = &sched[r as usize];
@@ -114,13 +114,14 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
             if let Some(p) = prev {
                 if interval.start_ns < p.end_ns {
                     anomalies.overlaps += 1;
-                } else if interval.start_ns - p.end_ns > ctx.config.sched_gap_ns {
+                } else if interval.start_ns.saturating_sub(p.end_ns) > ctx.config.sched_gap_ns {
                     anomalies.gaps += 1;
-                    anomalies.gap_ns += interval.start_ns - p.end_ns;
+                    anomalies.gap_ns =
+                        anomalies.gap_ns.saturating_add(interval.start_ns.saturating_sub(p.end_ns));
                 }
             }
             prev = Some(interval);
-            let ns = interval.end_ns - interval.start_ns;
+            let ns = interval.end_ns.saturating_sub(interval.start_ns);
             add_state(&mut time, interval.state, ns);
             if interval.state == ThreadState::IoWait && !fill_rows.is_empty() {
                 wait_files(ctx, sched_rows, k, fill_rows, &mut files);
@@ -129,9 +130,9 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
                 }
                 for (&(fill_pid, file, _), share) in files.iter().zip(split(ns, files.iter().map(|f| f.2))) {
                     if let Some(g) = ctx.fills_by_stream.find((fill_pid, file)) {
-                        file_uses[g].io_wait_ns += share;
+                        file_uses[g].io_wait_ns = file_uses[g].io_wait_ns.saturating_add(share);
                     }
-                    attributed += share;
+                    attributed = attributed.saturating_add(share);
                 }
             }
         }

@@ -4,6 +4,8 @@
 //! Each importer is pure: it reads the files it is given (a folder or an archive)
 //! and never looks at the live system. Today there is one, [`bootchart2`].
 
+#![forbid(unsafe_code)]
+
 pub mod bootchart2;
 mod error;
 

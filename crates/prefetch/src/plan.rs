@@ -274,8 +274,16 @@ impl Plan {
         })
     }
 
-    /// Every index a step names exists.
+    /// Every index a step names exists, and every range ends inside a 64-bit file.
     fn check(&self) -> std::result::Result<(), String> {
+        for file in &self.files {
+            if let Some(r) = file.ranges.iter().find(|r| r.offset.checked_add(r.length).is_none()) {
+                return Err(format!(
+                    "a range of {} ends past 2^64 (offset {}, length {})",
+                    file.path, r.offset, r.length
+                ));
+            }
+        }
         for step in &self.steps {
             let ok = match *step {
                 Step::Directory(d) => d < self.directories.len(),
@@ -291,6 +299,6 @@ impl Plan {
 
     /// Bytes of the planned ranges.
     pub fn planned_bytes(&self) -> u64 {
-        self.files.iter().flat_map(|f| &f.ranges).map(|r| r.length).sum()
+        self.files.iter().flat_map(|f| &f.ranges).fold(0, |sum, r| sum.saturating_add(r.length))
     }
 }

@@ -144,7 +144,7 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
     let _ = writeln!(out, "{:>6} {:>10} {:>7} {:>11}  path", "step", "KiB", "ranges", "first need");
     for &f in order.iter().take(shown) {
         let file = &plan.files[f];
-        let bytes: u64 = file.ranges.iter().map(|r| r.length).sum();
+        let bytes = file.ranges.iter().fold(0, |sum: u64, r| sum.saturating_add(r.length));
         let kind = if file.kind == PlanFileKind::BlockDevice { "  [metadata]" } else { "" };
         let _ = writeln!(
             out,

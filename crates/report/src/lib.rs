@@ -12,6 +12,8 @@
 //! Renderers write to any [`std::io::Write`] and never touch the live system;
 //! output is deterministic (ties are sorted), so it can be compared in golden tests.
 
+#![forbid(unsafe_code)]
+
 pub mod export;
 pub mod findings;
 pub mod html;

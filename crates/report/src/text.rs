@@ -446,7 +446,9 @@ fn top_processes(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
 /// Running, CPU wait, I/O wait (with the files it was for) and sleep of the busiest
 /// processes, with their threads when they have several.
 fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
-    let busy = |t: &coldstart_analyze::StateTimes| t.running_ns + t.runnable_ns + t.io_wait_ns;
+    let busy = |t: &coldstart_analyze::StateTimes| {
+        t.running_ns.saturating_add(t.runnable_ns).saturating_add(t.io_wait_ns)
+    };
     let mut procs: Vec<_> = a.processes.iter().filter(|p| busy(&p.time) > 0).collect();
     procs.sort_by(|x, y| busy(&y.time).cmp(&busy(&x.time)).then(x.pid.cmp(&y.pid)));
     let shown = options.top.min(procs.len());

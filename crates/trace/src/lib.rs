@@ -5,6 +5,8 @@
 //! the model ([`Trace`] and one struct per table), the writer (atomic, mode 0600)
 //! and the reader. It never touches the live system.
 
+#![forbid(unsafe_code)]
+
 mod anonymize;
 mod dev;
 mod error;

@@ -30,6 +30,25 @@ fn list(table: &'static str, column: &'static str, text: &str) -> Result<Vec<Str
     serde_json::from_str(text).map_err(|_| TraceError::BadValue { table, column, value: text.to_owned() })
 }
 
+/// A column of counts, sizes or positions: SQLite stores them signed, no real one
+/// reaches 2^63, and a negative one would become a huge number.
+fn unsigned(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<u64> {
+    let value: i64 = row.get(at)?;
+    u64::try_from(value).map_err(|_| TraceError::BadValue { table, column, value: value.to_string() })
+}
+
+fn unsigned_or_null(
+    row: &Row<'_>,
+    table: &'static str,
+    column: &'static str,
+    at: usize,
+) -> Result<Option<u64>> {
+    match row.get::<_, Option<i64>>(at)? {
+        None => Ok(None),
+        Some(_) => unsigned(row, table, column, at).map(Some),
+    }
+}
+
 impl Reader<'_> {
     fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
         let sqlite = |e| TraceError::sqlite(self.path, e);
@@ -133,16 +152,16 @@ impl Reader<'_> {
                     name: r.get(1)?,
                     model: r.get(2)?,
                     rotational: r.get(3)?,
-                    size_bytes: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
-                    read_bytes: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
-                    read_ios: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-                    write_bytes: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
-                    write_ios: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+                    size_bytes: unsigned_or_null(r, "disk", "size_bytes", 4)?,
+                    read_bytes: unsigned_or_null(r, "disk", "read_bytes", 5)?,
+                    read_ios: unsigned_or_null(r, "disk", "read_ios", 6)?,
+                    write_bytes: unsigned_or_null(r, "disk", "write_bytes", 7)?,
+                    write_ios: unsigned_or_null(r, "disk", "write_ios", 8)?,
                 })
             })?,
             losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {
                 let source = LossSource::from_any_word(&r.get::<_, String>(0)?);
-                Ok(Loss { source, what: r.get(1)?, count: r.get::<_, i64>(2)? as u64 })
+                Ok(Loss { source, what: r.get(1)?, count: unsigned(r, "loss", "count", 2)? })
             })?,
             notes: self.rows("SELECT * FROM note ORDER BY rowid", |r| {
                 Ok(Note { source: NoteSource::from_any_word(&r.get::<_, String>(0)?), text: r.get(1)? })
@@ -181,10 +200,11 @@ impl Reader<'_> {
                 Ok(File {
                     id: r.get(0)?,
                     dev: dev("file", "dev", &r.get::<_, String>(1)?)?,
+                    // Inode numbers use all 64 bits on some filesystems; the writer stores them cast.
                     ino: r.get::<_, i64>(2)? as u64,
                     path: r.get(3)?,
                     kind: word("file", "kind", &r.get::<_, String>(4)?)?,
-                    size: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
+                    size: unsigned_or_null(r, "file", "size", 5)?,
                     mtime_ns: r.get(6)?,
                 })
             })?,
@@ -192,9 +212,9 @@ impl Reader<'_> {
                 Ok(Extent {
                     file_id: r.get(0)?,
                     disk: dev("extent", "disk", &r.get::<_, String>(1)?)?,
-                    logical: r.get::<_, i64>(2)? as u64,
-                    physical: r.get::<_, i64>(3)? as u64,
-                    length: r.get::<_, i64>(4)? as u64,
+                    logical: unsigned(r, "extent", "logical", 2)?,
+                    physical: unsigned(r, "extent", "physical", 3)?,
+                    length: unsigned(r, "extent", "length", 4)?,
                     flags: r.get(5)?,
                 })
             })?,
@@ -207,7 +227,7 @@ impl Reader<'_> {
                     pid: r.get(1)?,
                     tid: r.get(2)?,
                     file_id: r.get(3)?,
-                    index: r.get::<_, i64>(4)? as u64,
+                    index: unsigned(r, "page_fill", "page_index", 4)?,
                     pages: r.get(5)?,
                     origin: page_origin(r.get(6)?)?,
                 })
@@ -221,7 +241,7 @@ impl Reader<'_> {
                         pid: r.get(1)?,
                         tid: r.get(2)?,
                         file_id: r.get(3)?,
-                        index: r.get::<_, i64>(4)? as u64,
+                        index: unsigned(r, "page_access", "page_index", 4)?,
                         pages: r.get(5)?,
                         kind: word("page_access", "kind", &r.get::<_, String>(6)?)?,
                     })
@@ -232,7 +252,7 @@ impl Reader<'_> {
                     issue_ns: r.get(0)?,
                     complete_ns: r.get(1)?,
                     dev: dev("block_io", "dev", &r.get::<_, String>(2)?)?,
-                    sector: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    sector: unsigned_or_null(r, "block_io", "sector", 3)?,
                     bytes: r.get(4)?,
                     op: word("block_io", "op", &r.get::<_, String>(5)?)?,
                     rwbs: r.get(6)?,
@@ -278,10 +298,10 @@ impl Reader<'_> {
                     t_ns: r.get(0)?,
                     dt_ns: r.get(1)?,
                     dev: dev("disk_sample", "dev", &r.get::<_, String>(2)?)?,
-                    read_bytes: r.get::<_, i64>(3)? as u64,
-                    read_ios: r.get::<_, i64>(4)? as u64,
-                    write_bytes: r.get::<_, i64>(5)? as u64,
-                    write_ios: r.get::<_, i64>(6)? as u64,
+                    read_bytes: unsigned(r, "disk_sample", "read_bytes", 3)?,
+                    read_ios: unsigned(r, "disk_sample", "read_ios", 4)?,
+                    write_bytes: unsigned(r, "disk_sample", "write_bytes", 5)?,
+                    write_ios: unsigned(r, "disk_sample", "write_ios", 6)?,
                     busy: r.get(7)?,
                 })
             })?,
@@ -293,8 +313,8 @@ impl Reader<'_> {
                     state: r.get::<_, String>(3)?.chars().next().unwrap_or('?'),
                     cpu_user: r.get(4)?,
                     cpu_system: r.get(5)?,
-                    major_faults: r.get::<_, i64>(6)? as u64,
-                    rss_bytes: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+                    major_faults: unsigned(r, "process_sample", "major_faults", 6)?,
+                    rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes", 7)?,
                 })
             })?,
         })

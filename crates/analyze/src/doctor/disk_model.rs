@@ -178,15 +178,15 @@ impl DiskParams {
         if bytes == 0 {
             return 0;
         }
+        // `cost_ns` of the n requests, worked out without listing them (n comes from a
+        // trace's figures, and can be anything).
         let n = bytes.div_ceil(self.max_request_bytes.max(1));
-        let mut requests =
-            vec![RequestShape { bytes: self.max_request_bytes, distance_bytes: Some(0) }; n as usize];
-        requests[0].distance_bytes = None;
-        let last = bytes - (n - 1) * self.max_request_bytes;
-        if let Some(r) = requests.last_mut() {
-            r.bytes = last;
-        }
-        self.cost_ns(&requests)
+        let first = self.request_ns.saturating_add(self.positioning_ns(None));
+        let others = self.request_ns.saturating_add(self.positioning_ns(Some(0)));
+        let serial =
+            Nanos::try_from(n - 1).unwrap_or(Nanos::MAX).saturating_mul(others).saturating_add(first);
+        let parallel = u64::from(self.queue_depth.max(1)).min(n) as Nanos;
+        (serial / parallel).saturating_add(self.transfer_ns(bytes))
     }
 
     /// Measures the recorded disk from its read requests; parameters without enough

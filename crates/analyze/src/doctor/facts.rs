@@ -55,12 +55,13 @@ impl<'a> Facts<'a> {
     pub fn new(trace: &'a Trace, a: &'a Analysis, config: &'a DoctorConfig) -> Facts<'a> {
         let origin = a.overview.origin_ns;
         let ready = a.overview.end_ns;
-        let time_to_ready = (ready - origin).max(0);
+        let time_to_ready = ready.saturating_sub(origin).max(0);
         let path = a.critical_path.as_ref();
         let mut wait: FxHashMap<u32, Nanos> = FxHashMap::default();
         if path.is_none() {
             for u in &a.file_uses {
-                *wait.entry(u.file).or_default() += u.io_wait_ns;
+                let total = wait.entry(u.file).or_default();
+                *total = total.saturating_add(u.io_wait_ns);
             }
         }
         let mut files: FxHashMap<u32, FileStats> = FxHashMap::default();

@@ -218,8 +218,14 @@ pub struct Decoder {
     pub state_bits: Vec<(u64, String)>,
 }
 
+/// The bytes of `size` at `offset`, or none when the record is shorter (or the
+/// format's numbers are out of range).
+fn bytes_at(data: &[u8], offset: usize, size: usize) -> Option<&[u8]> {
+    data.get(offset..offset.checked_add(size)?)
+}
+
 fn int(data: &[u8], f: &Field) -> i64 {
-    let Some(b) = data.get(f.offset..f.offset + f.size) else { return 0 };
+    let Some(b) = bytes_at(data, f.offset, f.size) else { return 0 };
     match (f.size, f.signed) {
         (1, false) => i64::from(b[0]),
         (1, true) => i64::from(b[0] as i8),
@@ -235,14 +241,14 @@ fn int(data: &[u8], f: &Field) -> i64 {
 /// The bytes of a text field, fixed-size or dynamic, up to its NUL.
 fn text_bytes<'a>(data: &'a [u8], f: &Field) -> &'a [u8] {
     let bytes = match f.dynamic() {
-        None => data.get(f.offset..f.offset + f.size).unwrap_or(&[]),
+        None => bytes_at(data, f.offset, f.size).unwrap_or(&[]),
         Some(kind) => {
             let loc = int(data, &Field { size: 4, signed: false, ..f.clone() }) as u32;
             let (mut start, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
             if kind == DynamicKind::RelLoc {
-                start += f.offset + f.size;
+                start = start.saturating_add(f.offset).saturating_add(f.size);
             }
-            data.get(start..start + len).unwrap_or(&[])
+            bytes_at(data, start, len).unwrap_or(&[])
         }
     };
     let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
@@ -254,7 +260,7 @@ fn text(data: &[u8], f: &Field) -> String {
 }
 
 fn comm(data: &[u8], f: &Field) -> Comm {
-    Comm::from_bytes(data.get(f.offset..f.offset + f.size).unwrap_or(&[]))
+    Comm::from_bytes(bytes_at(data, f.offset, f.size).unwrap_or(&[]))
 }
 
 impl Decoder {
@@ -551,6 +557,26 @@ mod tests {
         assert_eq!(
             d.decode(&record(22, 0, 4, &rest)),
             Some(Event::Readahead { tid: 4, dev, ino, kind: ReadaheadKind::Sync { index: 5, count: 9 } })
+        );
+    }
+
+    #[test]
+    fn a_format_with_offsets_past_the_end_of_memory_decodes_zeros_instead_of_panicking() {
+        let huge = usize::MAX - 1;
+        let fork = format(
+            "sched",
+            "sched_process_fork",
+            7,
+            &format!(
+                "\tfield:pid_t parent_pid;\toffset:{huge};\tsize:4;\tsigned:1;\n\
+\tfield:__rel_loc char[] child_comm;\toffset:{huge};\tsize:4;\tsigned:0;\n\
+\tfield:pid_t child_pid;\toffset:8;\tsize:{huge};\tsigned:1;\n"
+            ),
+        );
+        let d = Decoder::new(&[fork]).unwrap();
+        assert_eq!(
+            d.decode(&record(7, 0, 10, &[1; 16])),
+            Some(Event::Fork { parent_tid: 0, child_tid: 0, child_comm: String::new() })
         );
     }
 }

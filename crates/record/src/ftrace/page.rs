@@ -47,11 +47,11 @@ pub struct PageEvents<'a> {
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
 }
 
 /// Splits a page into its events. A page too short for its header yields nothing.
@@ -64,7 +64,7 @@ pub fn page_events<'a>(page: &'a [u8], header: &PageHeader) -> PageEvents<'a> {
     };
     let Some(commit) = commit else { return empty };
     let len = (commit & !COMMIT_FLAGS & 0xffff_ffff) as usize;
-    let end = (header.data_offset + len).min(page.len());
+    let end = header.data_offset.saturating_add(len).min(page.len());
     let data = page.get(header.data_offset..end).unwrap_or(&[]);
     let missed = if commit & MISSED_EVENTS == 0 {
         Missed::None
@@ -98,7 +98,7 @@ impl<'a> Iterator for PageEvents<'a> {
                 }
                 TYPE_TIME_EXTEND => {
                     let Some(high) = u32_at(self.data, at + 4) else { return self.fail() };
-                    self.ts += (u64::from(high) << TS_SHIFT) | delta;
+                    self.ts = self.ts.wrapping_add((u64::from(high) << TS_SHIFT) | delta);
                     self.pos = at + 8;
                 }
                 TYPE_TIME_STAMP => {
@@ -107,7 +107,7 @@ impl<'a> Iterator for PageEvents<'a> {
                     if self.ts & TS_MSB != 0 {
                         abs |= self.ts & TS_MSB;
                         if abs < self.ts {
-                            abs += 1 << 59;
+                            abs = abs.wrapping_add(1 << 59);
                         }
                     }
                     self.ts = abs;
@@ -118,7 +118,7 @@ impl<'a> Iterator for PageEvents<'a> {
                     let start = at + 8;
                     let Some(end) = (start + len as usize).checked_sub(4) else { return self.fail() };
                     let Some(data) = self.data.get(start..end) else { return self.fail() };
-                    self.ts += delta;
+                    self.ts = self.ts.wrapping_add(delta);
                     self.pos = end;
                     return Some(RawEvent { ts: self.ts, data });
                 }
@@ -126,7 +126,7 @@ impl<'a> Iterator for PageEvents<'a> {
                     let start = at + 4;
                     let end = start + n as usize * 4;
                     let Some(data) = self.data.get(start..end) else { return self.fail() };
-                    self.ts += delta;
+                    self.ts = self.ts.wrapping_add(delta);
                     self.pos = end;
                     return Some(RawEvent { ts: self.ts, data });
                 }
@@ -217,5 +217,37 @@ mod tests {
         let mut events = page_events(&p, &HEADER);
         assert_eq!(events.next(), None);
         assert!(events.corrupt);
+    }
+
+    #[test]
+    fn a_page_timestamp_near_the_top_of_u64_wraps_instead_of_panicking() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&word(1, 9));
+        body.extend_from_slice(&[1, 1, 1, 1]);
+        body.extend_from_slice(&word(TYPE_TIME_EXTEND, 1));
+        body.extend_from_slice(&u32::MAX.to_le_bytes());
+        body.extend_from_slice(&word(1, 0));
+        body.extend_from_slice(&[2, 2, 2, 2]);
+        let p = page(u64::MAX - 4, 0, &body);
+        let got: Vec<u64> = page_events(&p, &HEADER).map(|e| e.ts).collect();
+        let extended = 4u64.wrapping_add((u64::from(u32::MAX) << TS_SHIFT) | 1);
+        assert_eq!(got, [4, extended]);
+    }
+
+    #[test]
+    fn a_header_page_with_offsets_past_the_end_of_memory_gives_an_empty_page() {
+        let huge =
+            PageHeader { timestamp_offset: usize::MAX, commit_offset: 8, commit_size: 8, data_offset: 16 };
+        assert_eq!(page_events(&page(0, 0, &word(1, 1)), &huge).count(), 0);
+        let huge = PageHeader {
+            timestamp_offset: 0,
+            commit_offset: usize::MAX - 2,
+            commit_size: 4,
+            data_offset: 16,
+        };
+        assert_eq!(page_events(&page(0, 0, &word(1, 1)), &huge).count(), 0);
+        let huge =
+            PageHeader { timestamp_offset: 0, commit_offset: 8, commit_size: 8, data_offset: usize::MAX };
+        assert_eq!(page_events(&page(0, 0, &word(1, 1)), &huge).count(), 0);
     }
 }
