@@ -33,6 +33,7 @@ pub enum Command {
     Anonymize(cmd::anonymize::Args),
     Mark(cmd::mark::Args),
     Recover(cmd::recover::Args),
+    Storage(cmd::storage::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -51,5 +52,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Prefetch(args) => cmd::prefetch::run(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Storage(args) => cmd::storage::run(args),
     }
 }

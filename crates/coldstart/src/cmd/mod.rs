@@ -15,3 +15,4 @@ pub mod record;
 pub mod recover;
 pub mod report;
 pub mod run;
+pub mod storage;

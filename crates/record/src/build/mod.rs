@@ -4,7 +4,7 @@
 
 mod block;
 mod decode;
-mod fiemap;
+pub mod fiemap;
 mod files;
 mod pages;
 mod procs;
