@@ -22,6 +22,7 @@ use crate::clock::{DeviceClock, Stats};
 pub const IMAGE_NAME: &str = "disk.img";
 const CHUNK: u64 = 64 * 1024;
 const IMAGE_INODE: u64 = 2;
+const MAX_FUSE_REQUEST: u32 = 1 << 20;
 const TTL: Duration = Duration::from_secs(3600);
 
 /// The disk's bytes: chunks of `CHUNK` bytes, absent ones read as zeros.
@@ -255,8 +256,12 @@ impl ImageFs {
 
 impl Filesystem for ImageFs {
     /// Runs on the FUSE loop's thread, before any request.
-    fn init(&mut self, _req: &Request, _config: &mut fuser::KernelConfig) -> std::io::Result<()> {
+    fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
         crate::sys::make_timely();
+        // Let a request of the loop device through whole (up to FUSE's 256 pages), so the
+        // model sees the disk's requests rather than FUSE's pieces of them.
+        let _ = config.set_max_write(MAX_FUSE_REQUEST);
+        let _ = config.set_max_readahead(MAX_FUSE_REQUEST);
         Ok(())
     }
 
