@@ -10,8 +10,9 @@ use coldstart_analyze::doctor::DiskParams;
 use coldstart_trace::Nanos;
 
 /// The longest pause between two pieces of one request of the loop device (a FUSE round
-/// trip) that still counts them as one request.
-pub const PIECE_GAP_NS: Nanos = 1_000_000;
+/// trip, a few ms on a busy machine) that still counts them as one request. A real disk
+/// serves such a quick contiguous follow-up from its read-ahead buffer as cheaply.
+pub const PIECE_GAP_NS: Nanos = 5_000_000;
 
 /// The state of one emulated device, in nanoseconds of any monotonic clock.
 #[derive(Clone, Debug)]
