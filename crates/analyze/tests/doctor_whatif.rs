@@ -28,7 +28,7 @@ fn one_read() -> Trace {
 
 #[test]
 fn a_wait_is_costed_again_on_a_hard_disk() {
-    let d = diagnose_with(&one_read(), &config(), &[class(DiskClass::Hdd)]);
+    let d = diagnose_with(&one_read(), &config(), &[class(DiskClass::Hdd7200)]);
     let w = &d.what_if[0];
     // 0.1 ms per request + 8 ms seek + 4.17 ms rotation + 4096 B at 150 MB/s (27,306 ns).
     let hdd_read = 100_000 + 8_000_000 + 4_170_000 + 27_306;
@@ -54,7 +54,7 @@ fn a_request_in_flight_before_the_wait_counts_for_its_part_inside_it() {
         .run(100, 15 * MS, 30 * MS)
         .ready(30 * MS)
         .build();
-    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd)]);
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd7200)]);
     // Half of the request's time fell inside the wait: half of 12.27 ms + half of 27,306 ns.
     assert_eq!(d.what_if[0].predicted_path_io_wait_ns, 6_135_000 + 13_653);
 }
@@ -67,8 +67,11 @@ fn flash_overlaps_the_fixed_cost_of_queued_requests() {
         s = s.file(i + 1, &format!("/usr/lib/app/part{i}"), 4096).fill(9 * MS, 100, 100, i + 1, 0, 1, None);
         s = s.request(10 * MS, 19 * MS, i + 1, 0, 4096, 100, "app");
     }
-    let d =
-        diagnose_with(&s.ready(30 * MS).build(), &config(), &[class(DiskClass::Nvme), class(DiskClass::Hdd)]);
+    let d = diagnose_with(
+        &s.ready(30 * MS).build(),
+        &config(),
+        &[class(DiskClass::Nvme), class(DiskClass::Hdd7200)],
+    );
     // nvme: 4 × 70 µs over 32 queue slots (4 used) + 4 × 1,365 ns at 3 GB/s.
     assert_eq!(d.what_if[0].predicted_path_io_wait_ns, 70_000 + 4 * 1_365);
     // hdd: one at a time, each far from the previous one (the files are 64 MiB apart).
@@ -85,7 +88,7 @@ fn waits_without_a_request_and_requests_of_other_processes_are_said() {
         .run(100, 15 * MS, 20 * MS)
         .ready(20 * MS)
         .build();
-    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd)]);
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd7200)]);
     let w = &d.what_if[0];
     assert_eq!((w.path_waits, w.path_waits_kept, w.requests, w.requests_left_out), (1, 1, 0, 1));
     assert_eq!(w.predicted_ns, 20 * MS, "the wait keeps its recorded length");

@@ -34,6 +34,7 @@ pub enum Command {
     Mark(cmd::mark::Args),
     Recover(cmd::recover::Args),
     Generate(cmd::generate::Args),
+    Storage(cmd::storage::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -53,5 +54,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prefetch(args) => cmd::prefetch::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Generate(args) => cmd::generate::run(args),
+        Command::Storage(args) => cmd::storage::run(args),
     }
 }

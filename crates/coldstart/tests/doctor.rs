@@ -105,7 +105,7 @@ fn doctor_prints_findings_the_disk_model_and_the_what_if() {
         ))
         .stdout(predicate::str::contains("Verify     coldstart bench --cold --runs 10 -- app"))
         .stdout(predicate::str::contains("What-if: time to ready on other storage (recorded 0.300 s"))
-        .stdout(predicate::str::contains("hdd: 7200 rpm hard disk"))
+        .stdout(predicate::str::contains("hdd: 5400 rpm laptop hard disk"))
         .stdout(predicate::str::contains("LANG=fr_FR.UTF-8 of the user running coldstart doctor"));
 }
 
@@ -156,12 +156,11 @@ fn the_report_shows_the_findings_in_text_and_json() {
 fn a_bad_disk_class_is_a_clear_error_with_status_2() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path());
-    coldstart()
-        .args(["doctor", "--disk", "floppy"])
-        .arg(&trace)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("unknown disk class \"floppy\": expected hdd, ssd, nvme or custom"));
+    coldstart().args(["doctor", "--disk", "floppy"]).arg(&trace).assert().code(2).stderr(
+        predicate::str::contains(
+            "unknown disk class \"floppy\": expected hdd, hdd7200, ssd, nvme, sd, cloud or custom",
+        ),
+    );
     coldstart()
         .args(["doctor", "--disk", "custom:seek=fast"])
         .arg(&trace)

@@ -2,9 +2,11 @@
 //! a request costs a fixed time, plus positioning (seek and rotation) unless it
 //! continues the previous request, plus its bytes at the sequential bandwidth; a
 //! device that serves `queue_depth` requests at once overlaps their fixed and
-//! positioning costs. The recorded disk's parameters are measured from the trace's
-//! block requests where there are enough of them; the classes (hdd, ssd, nvme) have
-//! documented defaults (docs/doctor.md), and `custom` takes any of them.
+//! positioning costs; an IOPS-limited volume also counts each request in units of at most
+//! `iops_unit_bytes`. The recorded disk's parameters are measured from the trace's block
+//! requests where there are enough of them; the classes (hdd, hdd7200, ssd, nvme, sd, cloud)
+//! have documented defaults (docs/doctor.md), and `custom` takes any of them. The emulated
+//! devices of `coldstart storage` (crates/storage) serve their requests by this same model.
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,12 +42,18 @@ pub(crate) const HIDDEN_QUEUE_MIN_REQUESTS: f64 = 32.0;
 pub enum DiskClass {
     /// The recorded disk, measured from the trace's requests.
     Measured,
-    /// A 7200 rpm hard disk.
+    /// A 5400 rpm laptop hard disk.
     Hdd,
+    /// A 7200 rpm desktop hard disk.
+    Hdd7200,
     /// A SATA solid-state disk.
     Ssd,
     /// An NVMe solid-state disk.
     Nvme,
+    /// An SD card or eMMC.
+    Sd,
+    /// An IOPS-limited cloud volume.
+    Cloud,
     /// Parameters given by the user.
     Custom,
 }
@@ -55,8 +63,11 @@ impl DiskClass {
         match self {
             DiskClass::Measured => "measured",
             DiskClass::Hdd => "hdd",
+            DiskClass::Hdd7200 => "hdd7200",
             DiskClass::Ssd => "ssd",
             DiskClass::Nvme => "nvme",
+            DiskClass::Sd => "sd",
+            DiskClass::Cloud => "cloud",
             DiskClass::Custom => "custom",
         }
     }
@@ -77,19 +88,31 @@ pub struct DiskParams {
     pub description: String,
     /// Fixed cost of every request (command overhead; the read latency of flash).
     pub request_ns: Nanos,
-    /// Positioning cost of a request farther than `far_bytes` from where the previous one ended.
+    /// Positioning cost of a request farther than `far_bytes` from where the previous one ended
+    /// (with a seek span: of a full stroke).
     pub seek_ns: Nanos,
-    /// Positioning cost of a request nearer than that that does not continue the previous one.
+    /// Positioning cost of a request nearer than that that does not continue the previous one
+    /// (with a seek span: of a track-to-track seek).
     pub near_seek_ns: Nanos,
     /// Average rotational latency, paid by every request that does not continue the previous one.
     pub rotation_ns: Nanos,
     pub far_bytes: u64,
+    /// When not 0, the seek grows with the distance instead of in two steps: from `near_seek_ns`
+    /// to `seek_ns` as the square root of the distance over this span (the arm's full stroke).
+    #[serde(default)]
+    pub seek_span_bytes: u64,
     /// Sequential transfer rate.
     pub bandwidth_bytes_per_s: f64,
     /// Requests served at once: their fixed and positioning costs overlap.
     pub queue_depth: u32,
     /// A sequential read is split into requests of at most this size.
     pub max_request_bytes: u64,
+    /// I/O operations per second the device allows, 0 for no limit.
+    #[serde(default)]
+    pub iops_limit: f64,
+    /// A request counts as one I/O per this many bytes (rounded up) against `iops_limit`.
+    #[serde(default)]
+    pub iops_unit_bytes: u64,
     /// Where each value came from (measured, default of the class, given).
     pub sources: Vec<ParamSource>,
 }
@@ -105,27 +128,51 @@ pub struct RequestShape {
 impl DiskParams {
     /// The documented defaults of a class (`Measured` and `Custom` start from the SSD's).
     pub fn class_defaults(class: DiskClass) -> DiskParams {
-        let (description, request_ns, seek_ns, near_seek_ns, rotation_ns, bandwidth, queue_depth) =
-            match class {
-                DiskClass::Hdd => ("7200 rpm hard disk", 100_000, 8_000_000, 1_000_000, 4_170_000, 150e6, 1),
-                DiskClass::Nvme => ("NVMe solid-state disk", 70_000, 0, 0, 0, 3000e6, 32),
-                DiskClass::Ssd | DiskClass::Measured | DiskClass::Custom => {
-                    ("SATA solid-state disk", 100_000, 0, 0, 0, 500e6, 8)
-                }
-            };
         let mut p = DiskParams {
             class,
-            description: description.to_owned(),
-            request_ns,
-            seek_ns,
-            near_seek_ns,
-            rotation_ns,
+            description: String::new(),
+            request_ns: 100_000,
+            seek_ns: 0,
+            near_seek_ns: 0,
+            rotation_ns: 0,
             far_bytes: 1 << 20,
-            bandwidth_bytes_per_s: bandwidth,
-            queue_depth,
+            seek_span_bytes: 0,
+            bandwidth_bytes_per_s: 500e6,
+            queue_depth: 8,
             max_request_bytes: 512 * 1024,
+            iops_limit: 0.0,
+            iops_unit_bytes: 0,
             sources: Vec::new(),
         };
+        let description = match class {
+            DiskClass::Hdd => {
+                // 5400 rpm: half a revolution is 30 s / 5400 = 5.56 ms.
+                (p.seek_ns, p.near_seek_ns, p.rotation_ns) = (20_000_000, 1_000_000, 5_555_556);
+                p.seek_span_bytes = 500_000_000_000;
+                (p.bandwidth_bytes_per_s, p.queue_depth) = (80e6, 1);
+                "5400 rpm laptop hard disk"
+            }
+            DiskClass::Hdd7200 => {
+                (p.seek_ns, p.near_seek_ns, p.rotation_ns) = (8_000_000, 1_000_000, 4_170_000);
+                (p.bandwidth_bytes_per_s, p.queue_depth) = (150e6, 1);
+                "7200 rpm hard disk"
+            }
+            DiskClass::Nvme => {
+                (p.request_ns, p.bandwidth_bytes_per_s, p.queue_depth) = (70_000, 3000e6, 32);
+                "NVMe solid-state disk"
+            }
+            DiskClass::Sd => {
+                (p.request_ns, p.bandwidth_bytes_per_s, p.queue_depth) = (1_000_000, 25e6, 1);
+                "SD card or eMMC"
+            }
+            DiskClass::Cloud => {
+                (p.request_ns, p.bandwidth_bytes_per_s, p.queue_depth) = (500_000, 125e6, 32);
+                (p.iops_limit, p.iops_unit_bytes, p.max_request_bytes) = (3000.0, 256 * 1024, 256 * 1024);
+                "IOPS-limited cloud volume"
+            }
+            DiskClass::Ssd | DiskClass::Measured | DiskClass::Custom => "SATA solid-state disk",
+        };
+        p.description = description.to_owned();
         let source = format!("default of the {} class", class_name(class));
         for param in PARAMS {
             p.set_source(param, &source);
@@ -147,11 +194,39 @@ impl DiskParams {
 
     /// The positioning cost of a request at `distance_bytes` from the previous one.
     pub fn positioning_ns(&self, distance_bytes: Option<i64>) -> Nanos {
+        if distance_bytes == Some(0) {
+            return 0;
+        }
+        if self.seek_span_bytes > 0 {
+            // Over distances spread evenly on the span, sqrt(distance / span) averages 2/3.
+            let fraction = distance_bytes.map_or(2.0 / 3.0, |d| {
+                (d.unsigned_abs().min(self.seek_span_bytes) as f64 / self.seek_span_bytes as f64).sqrt()
+            });
+            let stroke = (self.seek_ns - self.near_seek_ns).max(0) as f64;
+            return self.near_seek_ns + (stroke * fraction).round() as Nanos + self.rotation_ns;
+        }
         match distance_bytes {
-            Some(0) => 0,
             Some(d) if d.unsigned_abs() <= self.far_bytes => self.near_seek_ns + self.rotation_ns,
             _ => self.seek_ns + self.rotation_ns,
         }
+    }
+
+    /// The I/Os a request of `bytes` counts for against the IOPS limit.
+    pub fn io_count(&self, bytes: u64) -> u64 {
+        match self.iops_unit_bytes {
+            0 => 1,
+            unit => bytes.div_ceil(unit).max(1),
+        }
+    }
+
+    /// The time the IOPS limit allows for `ios` I/Os (0 without a limit).
+    pub fn iops_ns(&self, ios: u64) -> Nanos {
+        if self.iops_limit > 0.0 { (ios as f64 / self.iops_limit * 1e9) as Nanos } else { 0 }
+    }
+
+    /// The time one request takes on an idle device: its fixed cost, positioning and transfer.
+    pub fn service_ns(&self, request: RequestShape) -> Nanos {
+        self.request_ns + self.positioning_ns(request.distance_bytes) + self.transfer_ns(request.bytes)
     }
 
     /// Time to transfer `bytes` at the sequential bandwidth.
@@ -160,7 +235,7 @@ impl DiskParams {
     }
 
     /// Time to serve `requests`: fixed and positioning costs overlapped `queue_depth` at a
-    /// time, transfers one after the other.
+    /// time, transfers one after the other, and never faster than the IOPS limit allows.
     pub fn cost_ns(&self, requests: &[RequestShape]) -> Nanos {
         if requests.is_empty() {
             return 0;
@@ -169,7 +244,8 @@ impl DiskParams {
             requests.iter().map(|r| self.request_ns + self.positioning_ns(r.distance_bytes)).sum();
         let transfer = self.transfer_ns(requests.iter().map(|r| r.bytes).sum());
         let parallel = (self.queue_depth.max(1) as usize).min(requests.len()) as Nanos;
-        serial / parallel + transfer
+        let ios = requests.iter().map(|r| self.io_count(r.bytes)).sum();
+        (serial / parallel + transfer).max(self.iops_ns(ios))
     }
 
     /// Time to read `bytes` in one sequential pass from one place of the disk: one
@@ -209,7 +285,7 @@ impl DiskParams {
             (None, Some(rotational)) => !rotational,
             (None, None) => true,
         };
-        let base = if flash_like { DiskClass::Ssd } else { DiskClass::Hdd };
+        let base = if flash_like { DiskClass::Ssd } else { DiskClass::Hdd7200 };
         let mut p = DiskParams::class_defaults(base);
         p.class = DiskClass::Measured;
         p.description = format!("{} as recorded", disk.name);
@@ -315,16 +391,39 @@ impl DiskParams {
     }
 }
 
-const PARAMS: [&str; 9] = [
+const PARAMS: [&str; 12] = [
     "request_ns",
     "seek_ns",
     "near_seek_ns",
     "rotation_ns",
     "far_bytes",
+    "seek_span_bytes",
     "bandwidth_bytes_per_s",
     "queue_depth",
     "max_request_bytes",
+    "iops_limit",
+    "iops_unit_bytes",
     "class",
+];
+
+/// The classes by the names `--disk` and profiles take.
+pub const CLASSES: [DiskClass; 6] =
+    [DiskClass::Hdd, DiskClass::Hdd7200, DiskClass::Ssd, DiskClass::Nvme, DiskClass::Sd, DiskClass::Cloud];
+
+/// The keys of a `custom:` disk and of a profile file, with the parameter each sets.
+pub const CUSTOM_KEYS: [(&str, &str); 12] = [
+    ("base", "class"),
+    ("request", "request_ns"),
+    ("seek", "seek_ns"),
+    ("near_seek", "near_seek_ns"),
+    ("rotation", "rotation_ns"),
+    ("far", "far_bytes"),
+    ("seek_span", "seek_span_bytes"),
+    ("bandwidth", "bandwidth_bytes_per_s"),
+    ("queue_depth", "queue_depth"),
+    ("max_request", "max_request_bytes"),
+    ("iops", "iops_limit"),
+    ("iops_unit", "iops_unit_bytes"),
 ];
 
 fn class_name(class: DiskClass) -> &'static str {
@@ -369,24 +468,33 @@ impl fmt::Display for DiskSpecError {
 
 impl std::error::Error for DiskSpecError {}
 
+impl DiskClass {
+    /// The class named `name` (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`).
+    pub fn by_name(name: &str) -> Option<DiskClass> {
+        CLASSES.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+fn class_names() -> String {
+    CLASSES.map(DiskClass::as_str).join(", ")
+}
+
 impl FromStr for DiskParams {
     type Err = DiskSpecError;
 
-    /// `hdd`, `ssd`, `nvme`, or `custom:KEY=VALUE,…` where keys are the parameters without
-    /// their unit (`request`, `seek`, `near_seek`, `rotation`, `far`, `bandwidth`,
-    /// `queue_depth`, `max_request`) and `base=hdd|ssd|nvme` (default hdd) gives the rest.
+    /// A class name (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`), or `custom:KEY=VALUE,…`
+    /// where keys are the parameters without their unit (see `CUSTOM_KEYS`) and
+    /// `base=CLASS` (default hdd) gives the rest.
     fn from_str(spec: &str) -> Result<DiskParams, DiskSpecError> {
         let spec = spec.trim();
-        match spec {
-            "hdd" => return Ok(DiskParams::class_defaults(DiskClass::Hdd)),
-            "ssd" => return Ok(DiskParams::class_defaults(DiskClass::Ssd)),
-            "nvme" => return Ok(DiskParams::class_defaults(DiskClass::Nvme)),
-            _ => {}
+        if let Some(class) = DiskClass::by_name(spec) {
+            return Ok(DiskParams::class_defaults(class));
         }
         let Some(rest) = spec.strip_prefix("custom").map(|r| r.trim_start_matches(':')) else {
             return Err(DiskSpecError(format!(
-                "unknown disk class {spec:?}: expected hdd, ssd, nvme or custom:KEY=VALUE,… \
-                 (for example custom:request=10ms,seek=0,rotation=0,bandwidth=60MB/s,queue_depth=1)"
+                "unknown disk class {spec:?}: expected {} or custom:KEY=VALUE,… \
+                 (for example custom:request=10ms,seek=0,rotation=0,bandwidth=60MB/s,queue_depth=1)",
+                class_names()
             )));
         };
         let pairs: Vec<(&str, &str)> = rest
@@ -399,31 +507,32 @@ impl FromStr for DiskParams {
             })
             .collect::<Result<_, _>>()?;
         let base = match pairs.iter().find(|p| p.0 == "base").map(|p| p.1) {
-            None | Some("hdd") => DiskClass::Hdd,
-            Some("ssd") => DiskClass::Ssd,
-            Some("nvme") => DiskClass::Nvme,
-            Some(other) => return Err(DiskSpecError(format!("base={other}: expected hdd, ssd or nvme"))),
+            None => DiskClass::Hdd,
+            Some(name) => DiskClass::by_name(name)
+                .ok_or_else(|| DiskSpecError(format!("base={name}: expected {}", class_names())))?,
         };
         let mut p = DiskParams::class_defaults(base);
         p.class = DiskClass::Custom;
         p.description = format!("custom ({spec})");
         for (key, value) in pairs {
             let bad = |what: &str| DiskSpecError(format!("{key}={value}: {what}"));
+            let time = |example: &str| {
+                parse_duration(value).ok_or_else(|| bad(&format!("expected a time like {example}")))
+            };
+            let size = |example: &str| {
+                parse_size(value).ok_or_else(|| bad(&format!("expected a size like {example}")))
+            };
             match key {
                 "base" => continue,
-                "request" => {
-                    p.request_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 0.1ms"))?
-                }
-                "seek" => p.seek_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 8ms"))?,
-                "near_seek" => {
-                    p.near_seek_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 1ms"))?
-                }
-                "rotation" => {
-                    p.rotation_ns = parse_duration(value).ok_or_else(|| bad("expected a time like 4.17ms"))?
-                }
-                "far" => p.far_bytes = parse_size(value).ok_or_else(|| bad("expected a size like 1MiB"))?,
+                "request" => p.request_ns = time("0.1ms")?,
+                "seek" => p.seek_ns = time("8ms")?,
+                "near_seek" => p.near_seek_ns = time("1ms")?,
+                "rotation" => p.rotation_ns = time("4.17ms")?,
+                "far" => p.far_bytes = size("1MiB")?,
+                "seek_span" => p.seek_span_bytes = size("500GB")?,
+                "iops_unit" => p.iops_unit_bytes = size("256KiB")?,
                 "max_request" => {
-                    p.max_request_bytes = parse_size(value)
+                    p.max_request_bytes = Some(size("512KiB")?)
                         .filter(|&b| b > 0)
                         .ok_or_else(|| bad("expected a size like 512KiB"))?
                 }
@@ -439,23 +548,33 @@ impl FromStr for DiskParams {
                     p.queue_depth =
                         value.parse().ok().filter(|&q| q > 0).ok_or_else(|| bad("expected a count like 1"))?
                 }
+                "iops" => {
+                    p.iops_limit = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|&q| q >= 0.0 && q.is_finite())
+                        .ok_or_else(|| bad("expected a count per second like 3000, or 0 for no limit"))?
+                }
                 _ => {
+                    let keys: Vec<&str> = CUSTOM_KEYS.iter().map(|k| k.0).collect();
                     return Err(DiskSpecError(format!(
-                        "unknown key {key:?} in the custom disk: expected base, request, seek, near_seek, rotation, \
-                         far, bandwidth, queue_depth or max_request"
+                        "unknown key {key:?} in the custom disk: expected one of {}",
+                        keys.join(", ")
                     )));
                 }
             }
-            let param = match key {
-                "request" | "seek" | "near_seek" | "rotation" => format!("{key}_ns"),
-                "far" | "max_request" => format!("{key}_bytes"),
-                "bandwidth" => "bandwidth_bytes_per_s".to_owned(),
-                other => other.to_owned(),
-            };
-            p.set_source(&param, "given");
+            if let Some((_, param)) = CUSTOM_KEYS.iter().find(|k| k.0 == key) {
+                p.set_source(param, "given");
+            }
         }
         Ok(p)
     }
+}
+
+/// A size as `custom:` disks and `coldstart storage --size` write them (`512KiB`, `4GiB`,
+/// `60MB`, `4096`), read by the one rule of [`ByteSize`].
+pub fn parse_disk_size(s: &str) -> Option<u64> {
+    parse_size(s)
 }
 
 /// A time of the disk spec (`8ms`, `70us`, `0`), read by the one rule of [`TimeSpan`].
@@ -475,7 +594,7 @@ mod tests {
 
     #[test]
     fn classes_and_custom_specs_parse() {
-        let hdd: DiskParams = "hdd".parse().unwrap();
+        let hdd: DiskParams = "hdd7200".parse().unwrap();
         assert_eq!(hdd.seek_ns, 8_000_000);
         assert_eq!(hdd.queue_depth, 1);
         let rig: DiskParams =
@@ -495,11 +614,68 @@ mod tests {
         assert!("custom:queue_depth=0".parse::<DiskParams>().is_err());
         assert!("custom:seek=-8ms".parse::<DiskParams>().is_err());
         assert!("custom:bandwidth=nanMB/s".parse::<DiskParams>().is_err());
+        assert!("custom:seek=-1ms".parse::<DiskParams>().is_err(), "a seek is never negative");
+        assert!("custom:iops=-5".parse::<DiskParams>().is_err());
+        let cloud: DiskParams = "custom:base=cloud,iops=16000".parse().unwrap();
+        assert_eq!((cloud.iops_limit, cloud.iops_unit_bytes), (16000.0, 256 * 1024));
+        assert_eq!(cloud.source_of("iops_limit"), "given");
+        for class in CLASSES {
+            assert_eq!(class.as_str().parse::<DiskParams>().unwrap().class, class);
+        }
+    }
+
+    #[test]
+    fn the_laptop_disk_seeks_longer_the_farther_it_goes() {
+        let hdd = DiskParams::class_defaults(DiskClass::Hdd);
+        assert_eq!(hdd.rotation_ns, 5_555_556, "half a revolution at 5400 rpm");
+        let seek = |d: i64| hdd.positioning_ns(Some(d)) - hdd.rotation_ns;
+        assert_eq!(hdd.positioning_ns(Some(0)), 0, "a request that continues the previous one");
+        // Track to track plus (full stroke - track to track) * sqrt(distance / span).
+        assert_eq!(seek(4096), 1_000_000 + (19e6 * (4096.0f64 / 500e9).sqrt()).round() as Nanos);
+        assert_eq!(seek(125_000_000_000), 1_000_000 + 9_500_000, "a quarter of the span: half the stroke");
+        assert_eq!(seek(500_000_000_000), 20_000_000, "the full stroke");
+        assert_eq!(seek(-500_000_000_000), 20_000_000, "backwards too");
+        assert_eq!(seek(900_000_000_000), 20_000_000, "never more than the full stroke");
+        assert!(seek(1 << 20) < seek(1 << 30) && seek(1 << 30) < seek(1 << 36));
+        // An unknown distance costs the average over the span: two thirds of the stroke.
+        assert_eq!(hdd.positioning_ns(None), 1_000_000 + 12_666_667 + 5_555_556);
+        // 80 MB/s, one request at a time: 64 MiB in 128 requests of 512 KiB, one positioning.
+        assert_eq!(hdd.sequential_read_ns(64 << 20), 128 * 100_000 + 19_222_223 + 838_860_800);
+    }
+
+    #[test]
+    fn the_sd_card_has_no_seek_and_one_request_at_a_time() {
+        let sd = DiskParams::class_defaults(DiskClass::Sd);
+        assert_eq!(sd.positioning_ns(None), 0);
+        assert_eq!(sd.positioning_ns(Some(1 << 30)), 0);
+        // 1 ms per request plus 4 KiB at 25 MB/s (163.84 µs), whatever the distance.
+        let random = RequestShape { bytes: 4096, distance_bytes: Some(7 << 20) };
+        assert_eq!(sd.service_ns(random), 1_163_840);
+        assert_eq!(sd.cost_ns(&[random; 4096]), 4096 * 1_000_000 + 671_088_640);
+    }
+
+    #[test]
+    fn the_cloud_volume_counts_merged_requests_in_units_of_256_kib() {
+        let cloud = DiskParams::class_defaults(DiskClass::Cloud);
+        assert_eq!(cloud.io_count(4096), 1);
+        assert_eq!(cloud.io_count(256 * 1024), 1);
+        assert_eq!(cloud.io_count(256 * 1024 + 1), 2);
+        assert_eq!(cloud.io_count(1 << 20), 4);
+        // 3000 scattered 4 KiB requests: the IOPS limit (1 s) wins over 32-deep latency.
+        let small = RequestShape { bytes: 4096, distance_bytes: None };
+        assert_eq!(cloud.cost_ns(&[small; 3000]), 1_000_000_000);
+        // One merged request of 1 MiB counts as 4 I/Os, where 256 of 4 KiB count as 256.
+        let merged = RequestShape { bytes: 1 << 20, distance_bytes: None };
+        assert_eq!(cloud.iops_ns(cloud.io_count(merged.bytes)), 1_333_333);
+        assert_eq!(cloud.cost_ns(&[small; 256]), 85_333_333);
+        // 125 MB/s bounds large reads: 1 GB of 256 KiB requests is 3815 I/Os (1.27 s) but 8 s of transfer.
+        let large = RequestShape { bytes: 256 * 1024, distance_bytes: Some(0) };
+        assert_eq!(cloud.cost_ns(&[large; 3815]), 3815 * 500_000 / 32 + cloud.transfer_ns(3815 * 256 * 1024));
     }
 
     #[test]
     fn the_cost_of_requests_adds_positioning_and_overlaps_it_by_queue_depth() {
-        let hdd = DiskParams::class_defaults(DiskClass::Hdd);
+        let hdd = DiskParams::class_defaults(DiskClass::Hdd7200);
         // One far 4 KiB read: 0.1 + 8 + 4.17 ms + 4096 B at 150 MB/s (27 µs).
         let far = RequestShape { bytes: 4096, distance_bytes: None };
         assert_eq!(hdd.cost_ns(&[far]), 100_000 + 8_000_000 + 4_170_000 + 27_306);

@@ -67,7 +67,7 @@ pub(crate) fn scattered_layout(f: &Facts) -> Vec<Finding> {
             format!(
                 "{} per far request (seek + rotation of the {} class: not measurable from this trace)",
                 duration(seek),
-                DiskClass::Hdd.as_str()
+                DiskClass::Hdd7200.as_str()
             )
         };
         out.push(Finding {

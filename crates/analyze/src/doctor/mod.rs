@@ -30,7 +30,9 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::Analysis;
 
 pub use config::{DoctorConfig, Languages};
-pub use disk_model::{DiskClass, DiskParams, DiskSpecError, ParamSource, RequestShape};
+pub use disk_model::{
+    CLASSES, CUSTOM_KEYS, DiskClass, DiskParams, DiskSpecError, ParamSource, RequestShape, parse_disk_size,
+};
 pub use facts::{shell_join, shell_quote};
 pub use finding::*;
 pub use locale::language_of;

@@ -17,6 +17,7 @@ pub mod record;
 pub mod recover;
 pub mod report;
 pub mod run;
+pub mod storage;
 pub mod values;
 
 use std::fs::OpenOptions;

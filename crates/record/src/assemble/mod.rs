@@ -9,7 +9,7 @@
 mod block;
 mod decode;
 mod disks;
-mod fiemap;
+pub mod fiemap;
 mod files;
 mod marks;
 mod pages;

@@ -1,0 +1,158 @@
+//! `coldstart storage`: emulated slow disks (docs/storage.md). `show` prints a profile's
+//! resolved parameters; `mount` makes a device of that profile, mounts it, runs a
+//! command or waits for Ctrl-C, and tears everything down.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::thread;
+
+use anyhow::{Context, bail};
+use coldstart_analyze::doctor::{DiskParams, parse_disk_size};
+use coldstart_storage::EmulatedDisk;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Emulated slow disks: a laptop hard disk, an SD card, a cloud volume, as block devices.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+PROFILE is a class (hdd, hdd7200, ssd, nvme, sd, cloud: the doctor's --disk models), a
+custom:KEY=VALUE,… spec, or a TOML file with the same keys (docs/storage.md).
+
+Examples:
+  coldstart storage show hdd
+  coldstart storage show ./usb-stick.toml
+  sudo coldstart storage mount sd --size 2GiB --at /mnt/sd              # until Ctrl-C
+  sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
+
+Limits: the device has no cache of its own, does not reorder requests (no NCQ), and the
+loop device and FUSE add some CPU per request; docs/storage.md has the rest.")]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Print a profile's parameters, with their units and where each came from.
+    Show {
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        profile: String,
+    },
+    /// Make an emulated device, mount it, run COMMAND (or wait for Ctrl-C), tear it down. Needs root.
+    Mount {
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        profile: String,
+        /// The device's size, e.g. 4GiB (memory is spent only on what is written).
+        #[arg(long, default_value = "1GiB")]
+        size: String,
+        /// An existing directory to mount the device's ext4 at.
+        #[arg(long, value_name = "DIR")]
+        at: PathBuf,
+        /// The command to run while the device is mounted.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Show { profile } => {
+            let params = coldstart_storage::resolve(&profile)?;
+            print!("{}", describe(&params));
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Mount { profile, size, at, command } => mount(&profile, &size, at, command),
+    }
+}
+
+fn describe(p: &DiskParams) -> String {
+    let ms = |ns: i64| format!("{:.3} ms", ns as f64 / 1e6);
+    let mib = |b: u64| format!("{b} bytes ({:.2} MiB)", b as f64 / 1048576.0);
+    let rows = [
+        ("request_ns", ms(p.request_ns)),
+        ("seek_ns", ms(p.seek_ns)),
+        ("near_seek_ns", ms(p.near_seek_ns)),
+        ("rotation_ns", ms(p.rotation_ns)),
+        ("far_bytes", mib(p.far_bytes)),
+        (
+            "seek_span_bytes",
+            if p.seek_span_bytes == 0 { "0 (two-step seeks)".into() } else { mib(p.seek_span_bytes) },
+        ),
+        ("bandwidth_bytes_per_s", format!("{:.1} MB/s", p.bandwidth_bytes_per_s / 1e6)),
+        ("queue_depth", format!("{} requests", p.queue_depth)),
+        ("max_request_bytes", mib(p.max_request_bytes)),
+        (
+            "iops_limit",
+            if p.iops_limit > 0.0 { format!("{} I/Os per s", p.iops_limit) } else { "0 (none)".into() },
+        ),
+        (
+            "iops_unit_bytes",
+            if p.iops_unit_bytes == 0 { "0 (a request is one I/O)".into() } else { mib(p.iops_unit_bytes) },
+        ),
+    ];
+    let mut out = format!("{} (class {})\n", p.description, p.class.as_str());
+    for (param, value) in rows {
+        out.push_str(&format!("  {param:<22} {value:<32} {}\n", p.source_of(param)));
+    }
+    out
+}
+
+fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow::Result<ExitCode> {
+    let params = coldstart_storage::resolve(profile)?;
+    let Some(size_bytes) = parse_disk_size(size) else {
+        bail!("--size {size}: expected a size like 4GiB or 512MiB");
+    };
+    if !at.is_dir() {
+        bail!("--at {}: not a directory", at.display());
+    }
+    if !nix::unistd::Uid::effective().is_root() {
+        bail!("coldstart storage mount needs root (loop devices, FUSE and mounts)");
+    }
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let mut disk = EmulatedDisk::create(params, size_bytes).context("making the emulated device")?;
+    if let Some(signal) = signals.pending().next() {
+        drop(disk);
+        return Ok(ExitCode::from(128 + signal as u8));
+    }
+    disk.mount_at(&at)?;
+    eprintln!(
+        "coldstart storage: {} ({}) on {}, {} bytes, mounted at {}",
+        profile,
+        disk.params().description,
+        disk.device().display(),
+        size_bytes,
+        at.display()
+    );
+    let handle = signals.handle();
+    let (status, signal) = if command.is_empty() {
+        eprintln!("coldstart storage: press Ctrl-C to unmount and remove the device");
+        (ExitCode::SUCCESS, signals.forever().next())
+    } else {
+        let mut child = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .spawn()
+            .with_context(|| format!("cannot run {:?}", command[0]))?;
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let forwarder = thread::spawn(move || {
+            let first = signals.forever().next();
+            if first.is_some() {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+            first
+        });
+        let exit = child.wait().context("waiting for the command")?;
+        handle.close();
+        let signal = forwarder.join().ok().flatten();
+        let code = exit.code().map_or(1, |c| c.clamp(0, 255) as u8);
+        (ExitCode::from(code), signal)
+    };
+    let stats = disk.stats();
+    eprintln!(
+        "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
+        stats.requests,
+        stats.bytes as f64 / 1048576.0,
+        stats.busy_ns as f64 / 1e9
+    );
+    drop(disk);
+    Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
+}

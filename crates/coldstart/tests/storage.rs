@@ -1,0 +1,299 @@
+//! `coldstart storage` and the emulated disks behind it: the device serves requests in the
+//! time its profile's model gives, bad profiles are one-line errors, and nothing (mount,
+//! loop device, FUSE daemon, directory) outlives a device, dropped or interrupted.
+
+mod support;
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use coldstart_analyze::doctor::{DiskClass, DiskParams};
+use coldstart_storage::EmulatedDisk;
+use support::{coldstart, is_root, unavailable};
+
+/// Devices are made one at a time, so timings do not overlap and leftover checks see one run.
+static DEVICES: Mutex<()> = Mutex::new(());
+
+fn can_make_devices(test: &str) -> bool {
+    if !is_root() {
+        return !unavailable(test, "cannot make loop devices and mounts (not root)");
+    }
+    for need in ["/dev/fuse", "/dev/loop-control"] {
+        if !Path::new(need).exists() {
+            return !unavailable(test, &format!("{need} is missing"));
+        }
+    }
+    if std::process::Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        return !unavailable(test, "mkfs.ext4 is missing (e2fsprogs)");
+    }
+    true
+}
+
+/// Reads `count` blocks of `block` bytes from the device with O_DIRECT, at the offsets given.
+fn direct_reads(device: &Path, block: usize, offsets: impl Iterator<Item = u64>) -> Duration {
+    let mut file = std::fs::File::options().read(true).custom_flags(libc_o_direct()).open(device).unwrap();
+    let mut backing = vec![0u8; block + 4096];
+    let start = backing.as_ptr().align_offset(4096);
+    let buf = &mut backing[start..start + block];
+    // The device's own threads are real-time; a reader on a busy machine must be too, or
+    // each of its wakeups adds to what is measured.
+    coldstart_storage::make_timely();
+    let began = Instant::now();
+    for offset in offsets {
+        file.seek(SeekFrom::Start(offset)).unwrap();
+        file.read_exact(buf).unwrap();
+    }
+    began.elapsed()
+}
+
+fn libc_o_direct() -> i32 {
+    nix::fcntl::OFlag::O_DIRECT.bits()
+}
+
+#[test]
+fn the_device_takes_the_time_its_model_says() {
+    if !can_make_devices("the_device_takes_the_time_its_model_says") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    // An SD card with 4 ms requests: the CPU time and wakeups of the loop device and FUSE
+    // per request (tens of µs, hundreds on a busy machine) stay small next to it, and the
+    // test takes about 20 s.
+    let sd: DiskParams = "custom:base=sd,request=4ms".parse().unwrap();
+    let disk = EmulatedDisk::create(sd.clone(), 256 << 20).unwrap();
+    // The device charges the profile's fixed cost per request it counts: exactly the
+    // expected ones, or (sequential) a few more where the loop device's pieces of one read
+    // arrived more than PIECE_GAP_NS apart on a busy machine.
+    let check =
+        |what: &str, wall: Duration, before: coldstart_storage::Stats, expected: u64, modelled: i64| {
+            let after = disk.stats();
+            let requests = after.requests - before.requests;
+            assert!((expected..=expected + expected / 10).contains(&requests), "{what}: {requests} requests");
+            let busy = after.busy_ns - before.busy_ns;
+            let charged = modelled + (requests - expected) as i64 * sd.request_ns;
+            assert!(busy.abs_diff(charged) <= requests, "{what}: device busy {busy} ns, model {charged} ns");
+            let ratio = wall.as_nanos() as f64 / modelled as f64;
+            eprintln!("{what}: {wall:?} measured, {modelled} ns modelled, ratio {ratio:.3}");
+            assert!(
+                (0.85..=1.15).contains(&ratio),
+                "{what}: took {wall:?}, the model says {modelled} ns ({ratio:.3})"
+            );
+        };
+
+    // 64 MiB in order, 1 MiB at a time: requests of 512 KiB (the profile's
+    // max_request_bytes), whatever size the loop device passes on; no seek on an SD card.
+    let before = disk.stats();
+    let wall = direct_reads(disk.device(), 1 << 20, (0..64u64).map(|i| i << 20));
+    let requests = (64 << 20) / sd.max_request_bytes;
+    check("sequential 64 MiB", wall, before, requests, sd.sequential_read_ns(64 << 20));
+
+    // 4,096 random 4 KiB reads, one at a time.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let offsets: Vec<u64> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % (65536 - 1)) * 4096
+        })
+        .collect();
+    let before = disk.stats();
+    let wall = direct_reads(disk.device(), 4096, offsets.into_iter());
+    check("4096 random 4 KiB", wall, before, 4096, 4096 * (sd.request_ns + sd.transfer_ns(4096)));
+}
+
+/// What on the system still points into `run_dirs` or is mounted at `mount_point`, and the dirs themselves.
+fn leftovers_of(run_dirs: &[PathBuf], mount_point: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    for line in mounts.lines() {
+        let target = line.split(' ').nth(1).unwrap_or("");
+        if Path::new(target) == mount_point || run_dirs.iter().any(|d| Path::new(target).starts_with(d)) {
+            found.push(format!("mount: {line}"));
+        }
+    }
+    for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(backing) = std::fs::read_to_string(entry.path().join("loop/backing_file"))
+            && run_dirs.iter().any(|d| Path::new(backing.trim_end()).starts_with(d))
+        {
+            found.push(format!("loop device {:?} on {backing}", entry.file_name()));
+        }
+    }
+    found.extend(run_dirs.iter().filter(|d| d.exists()).map(|d| format!("directory {}", d.display())));
+    found
+}
+
+fn run_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/run/coldstart-storage") else { return Vec::new() };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(&format!("/{pid}-")))
+        .collect()
+}
+
+fn storage_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            comm.starts_with("fuser") || comm.starts_with("storage-timer")
+        })
+        .count()
+}
+
+#[test]
+fn a_dropped_device_leaves_nothing_behind() {
+    if !can_make_devices("a_dropped_device_leaves_nothing_behind") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = support::private_dir();
+    let source = support::private_dir();
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let path = source.path().join(format!("f{i}"));
+            std::fs::write(&path, vec![b'a' + i as u8; 100_000 * (i + 1)]).unwrap();
+            path
+        })
+        .collect();
+    let mut disk = EmulatedDisk::create(DiskParams::class_defaults(DiskClass::Sd), 64 << 20).unwrap();
+    let run_dir = disk.run_dir().to_owned();
+    disk.mount_at(at.path()).unwrap();
+    let filled = disk.fill_from(&files).unwrap();
+    assert_eq!((filled.files, filled.bytes), (3, 600_000));
+    let copy = at.path().join(files[1].strip_prefix("/").unwrap());
+    assert_eq!(std::fs::read(copy).unwrap(), vec![b'b'; 200_000]);
+    assert!(disk.stored_bytes() < 32 << 20, "a sparse image: {} bytes held", disk.stored_bytes());
+    assert!(!leftovers_of(std::slice::from_ref(&run_dir), at.path()).is_empty());
+    assert!(storage_threads() >= 2, "the FUSE loop and the timer");
+    drop(disk);
+    assert_eq!(leftovers_of(&[run_dir], at.path()), Vec::<String>::new());
+    assert_eq!(storage_threads(), 0);
+}
+
+fn assert_clean_after(
+    test: &str,
+    mut child: std::process::Child,
+    at: &Path,
+    signal: Option<nix::sys::signal::Signal>,
+) {
+    let pid = child.id();
+    if let Some(signal) = signal {
+        wait_until_mounted(test, &mut child, at);
+        let run_dirs = run_dirs_of(pid);
+        assert_eq!(run_dirs.len(), 1, "{test}: one run directory named after the pid");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + signal as i32), "{test}");
+        assert_eq!(leftovers_of(&run_dirs, at), Vec::<String>::new(), "{test}");
+    } else {
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{test}: 128 + SIGINT");
+        assert_eq!(leftovers_of(&run_dirs_of(pid), at), Vec::<String>::new(), "{test}");
+        assert!(run_dirs_of(pid).is_empty());
+    }
+}
+
+fn wait_until_mounted(test: &str, child: &mut std::process::Child, at: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string("/proc/self/mounts").unwrap().contains(&format!(" {} ", at.display())) {
+        assert!(Instant::now() < deadline, "{test}: never mounted");
+        assert!(child.try_wait().unwrap().is_none(), "{test}: exited before mounting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mount_command(at: &Path, command: &[&str]) -> std::process::Child {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("coldstart"));
+    cmd.args(["storage", "mount", "sd", "--size", "64MiB", "--at"]).arg(at);
+    if !command.is_empty() {
+        cmd.arg("--").args(command);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+}
+
+#[test]
+fn an_interrupted_mount_leaves_nothing_behind() {
+    if !can_make_devices("an_interrupted_mount_leaves_nothing_behind") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = support::private_dir();
+    // The command interrupts coldstart itself, as Ctrl-C on coldstart alone would.
+    let child = mount_command(at.path(), &["sh", "-c", "kill -INT $PPID; sleep 1"]);
+    assert_clean_after("SIGINT from the command", child, at.path(), None);
+    let child = mount_command(at.path(), &[]);
+    assert_clean_after("SIGTERM while waiting", child, at.path(), Some(nix::sys::signal::Signal::SIGTERM));
+    let child = mount_command(at.path(), &["sleep", "30"]);
+    assert_clean_after(
+        "SIGINT while the command runs",
+        child,
+        at.path(),
+        Some(nix::sys::signal::Signal::SIGINT),
+    );
+}
+
+#[test]
+fn a_killed_run_is_cleaned_up_by_the_next_one() {
+    if !can_make_devices("a_killed_run_is_cleaned_up_by_the_next_one") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = support::private_dir();
+    let mut killed = mount_command(at.path(), &[]);
+    wait_until_mounted("SIGKILL", &mut killed, at.path());
+    let run_dirs = run_dirs_of(killed.id());
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(!leftovers_of(&run_dirs, at.path()).is_empty(), "SIGKILL leaves the mounts");
+    let other = support::private_dir();
+    let next = mount_command(other.path(), &["true"]);
+    let status = next.wait_with_output().unwrap().status;
+    assert!(status.success());
+    assert_eq!(leftovers_of(&run_dirs, at.path()), Vec::<String>::new());
+}
+
+#[test]
+fn bad_profiles_are_one_line_errors_with_exit_2() {
+    let dir = support::private_dir();
+    let negative = dir.path().join("negative.toml");
+    std::fs::write(&negative, "base = \"hdd\"\nseek = \"-5ms\"\n").unwrap();
+    let missing = dir.path().join("missing.toml");
+    std::fs::write(&missing, "request = \"1ms\"\nbandwidth = \"25MB/s\"\n").unwrap();
+    let cases: [(&str, &str); 4] = [
+        ("floppy", "unknown disk class \"floppy\""),
+        (negative.to_str().unwrap(), "seek=-5ms: expected a time"),
+        (missing.to_str().unwrap(), "missing \"seek\""),
+        ("custom:spin=fast", "unknown key \"spin\""),
+    ];
+    for (profile, says) in cases {
+        for args in [vec!["storage", "show", profile], vec!["storage", "mount", profile, "--at", "/"]] {
+            let out = coldstart().args(&args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+            assert!(stderr.contains(says), "{args:?}: {stderr}");
+        }
+    }
+    let out = coldstart().args(["storage", "mount", "sd", "--size", "lots", "--at", "/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--size lots"));
+}
+
+#[test]
+fn show_prints_every_parameter_with_its_unit_and_source() {
+    let out = coldstart().args(["storage", "show", "cloud"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("IOPS-limited cloud volume (class cloud)\n"), "{text}");
+    assert!(text.contains("iops_limit             3000 I/Os per s"), "{text}");
+    assert!(text.contains("iops_unit_bytes        262144 bytes (0.25 MiB)"), "{text}");
+    assert!(text.contains("bandwidth_bytes_per_s  125.0 MB/s"), "{text}");
+    assert_eq!(text.matches("default of the cloud class").count(), 11, "{text}");
+}

@@ -1,0 +1,199 @@
+//! The device's virtual clock: when each request completes under the disk model, given
+//! when it arrived, where the head is and what the device is still busy with.
+//!
+//! A request takes the queue slot that frees first; its fixed and positioning costs run
+//! there, its transfer waits for the one data path, and an IOPS budget holds it back
+//! until its I/Os are allowed. With one slot this is "completion = max(now, busy until)
+//! + cost", the model's `cost_ns` for requests sent back to back.
+
+use coldstart_analyze::doctor::DiskParams;
+use coldstart_trace::Nanos;
+
+/// The longest pause between two pieces of one request of the loop device (a FUSE round
+/// trip, a few ms on a busy machine) that still counts them as one request. A real disk
+/// serves such a quick contiguous follow-up from its read-ahead buffer as cheaply.
+pub const PIECE_GAP_NS: Nanos = 5_000_000;
+
+/// The state of one emulated device, in nanoseconds of any monotonic clock.
+#[derive(Clone, Debug)]
+pub struct DeviceClock {
+    params: DiskParams,
+    slot_free_at: Vec<Nanos>,
+    transfer_free_at: Nanos,
+    iops_free_at: Nanos,
+    head: Option<u64>,
+    /// Bytes of the current run of merged contiguous pieces.
+    run_bytes: u64,
+    busy_until: Nanos,
+    busy_ns: Nanos,
+    requests: u64,
+    bytes: u64,
+}
+
+impl DeviceClock {
+    pub fn new(params: DiskParams) -> DeviceClock {
+        let slots = params.queue_depth.max(1) as usize;
+        DeviceClock {
+            params,
+            slot_free_at: vec![0; slots],
+            transfer_free_at: 0,
+            iops_free_at: 0,
+            head: None,
+            run_bytes: 0,
+            busy_until: 0,
+            busy_ns: 0,
+            requests: 0,
+            bytes: 0,
+        }
+    }
+
+    pub fn params(&self) -> &DiskParams {
+        &self.params
+    }
+
+    /// Books a request of `bytes` at `offset` arriving at `now`; returns when it completes.
+    ///
+    /// The loop device and FUSE cut a large read into pieces of their own sizes (about
+    /// 512 KiB, sent one after the other); a disk gets requests of at most
+    /// `max_request_bytes`, contiguous queued pieces merged up to that size. So a request
+    /// costs the fixed cost once per `max_request_bytes` it starts, where a piece that
+    /// continues the previous one, arriving before it completed or within `PIECE_GAP_NS`
+    /// after, continues its run.
+    pub fn serve(&mut self, now: Nanos, offset: u64, bytes: u64) -> Nanos {
+        let merged = self.head == Some(offset) && now <= self.busy_until + PIECE_GAP_NS;
+        let run_before = if merged { self.run_bytes } else { 0 };
+        self.run_bytes = run_before + bytes;
+        let p = &self.params;
+        let starts = |unit: u64| {
+            let unit = unit.max(1);
+            (run_before + bytes).div_ceil(unit) - run_before.div_ceil(unit)
+        };
+        let requests = starts(p.max_request_bytes);
+        let ios = if p.iops_unit_bytes == 0 { u64::from(!merged) } else { starts(p.iops_unit_bytes) };
+        let distance = if merged { Some(0) } else { self.head.map(|end| offset as i64 - end as i64) };
+        let (slot, free_at) =
+            self.slot_free_at.iter().copied().enumerate().min_by_key(|&(_, t)| t).unwrap_or((0, 0));
+        let positioned = now.max(free_at) + requests as Nanos * p.request_ns + p.positioning_ns(distance);
+        let mut done = positioned.max(self.transfer_free_at) + p.transfer_ns(bytes);
+        self.transfer_free_at = done;
+        if p.iops_limit > 0.0 {
+            self.iops_free_at = now.max(self.iops_free_at) + p.iops_ns(ios);
+            done = done.max(self.iops_free_at);
+        }
+        if let Some(slot_free_at) = self.slot_free_at.get_mut(slot) {
+            *slot_free_at = done;
+        }
+        self.busy_ns += done - done.min(now.max(self.busy_until));
+        self.busy_until = self.busy_until.max(done);
+        self.head = Some(offset + bytes);
+        self.requests += requests;
+        self.bytes += bytes;
+        done
+    }
+
+    /// Requests served, bytes moved, and the time the device was busy with them.
+    pub fn stats(&self) -> Stats {
+        Stats { requests: self.requests, bytes: self.bytes, busy_ns: self.busy_ns }
+    }
+}
+
+/// What an emulated device has served since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub requests: u64,
+    pub bytes: u64,
+    /// The time the model kept the device busy (overlapping requests count once).
+    pub busy_ns: Nanos,
+}
+
+#[cfg(test)]
+mod tests {
+    use coldstart_analyze::doctor::{DiskClass, RequestShape};
+
+    use super::*;
+
+    fn params(class: DiskClass) -> DiskParams {
+        DiskParams::class_defaults(class)
+    }
+
+    #[test]
+    fn back_to_back_requests_cost_what_the_model_says() {
+        for class in [DiskClass::Hdd, DiskClass::Sd, DiskClass::Hdd7200] {
+            let p = params(class);
+            let mut clock = DeviceClock::new(p.clone());
+            let offsets: Vec<u64> = (0..64u64).map(|i| (i * 7919 % 64) * (3 << 20)).collect();
+            let mut now = 0;
+            let mut shapes = Vec::new();
+            let mut head: Option<u64> = None;
+            for &offset in &offsets {
+                now = clock.serve(now, offset, 4096);
+                shapes.push(RequestShape {
+                    bytes: 4096,
+                    distance_bytes: head.map(|h| offset as i64 - h as i64),
+                });
+                head = Some(offset + 4096);
+            }
+            let modelled = p.cost_ns(&shapes);
+            assert!(now.abs_diff(modelled) <= 64, "{class:?}: clock {now} vs model {modelled}");
+            assert_eq!(clock.stats().busy_ns, now);
+            assert_eq!(clock.stats().requests, 64);
+        }
+    }
+
+    #[test]
+    fn large_reads_cost_requests_of_the_disks_size_however_they_arrive() {
+        let p = params(DiskClass::Sd);
+        let mut whole = DeviceClock::new(p.clone());
+        let done = whole.serve(0, 0, 3 << 20);
+        assert_eq!(whole.stats().requests, 6, "3 MiB in requests of 512 KiB");
+        assert_eq!(done, p.sequential_read_ns(3 << 20));
+        // The same 3 MiB cut by the loop device into pieces of 768 KiB and 256 KiB, all in flight.
+        let mut pieces = DeviceClock::new(p.clone());
+        let mut offset = 0;
+        let mut last = 0;
+        for len in [768u64 << 10, 256 << 10].repeat(3) {
+            last = pieces.serve(0, offset, len);
+            offset += len;
+        }
+        assert_eq!(pieces.stats().requests, 6);
+        assert!(last.abs_diff(done) < 8, "{last} vs {done}");
+        // A contiguous read well after the previous one completed is a new request.
+        let mut later = DeviceClock::new(p.clone());
+        let first = later.serve(0, 0, 4096);
+        later.serve(first + PIECE_GAP_NS + 1, 4096, 4096);
+        assert_eq!(later.stats().requests, 2);
+        let second = later.serve(0, 1 << 30, 4096);
+        later.serve(second + PIECE_GAP_NS, (1 << 30) + 4096, 4096);
+        assert_eq!(later.stats().requests, 3, "a piece right after continues the request");
+    }
+
+    #[test]
+    fn a_request_arriving_while_the_disk_is_busy_waits_for_it() {
+        let p = params(DiskClass::Sd);
+        let mut clock = DeviceClock::new(p.clone());
+        let first = clock.serve(0, 0, 4096);
+        let second = clock.serve(10, 1 << 20, 4096);
+        assert_eq!(first, 1_163_840);
+        assert_eq!(second, 2 * 1_163_840, "one request at a time");
+        // An idle gap is not busy time.
+        let third = clock.serve(10_000_000, 0, 4096);
+        assert_eq!(third, 10_000_000 + 1_163_840);
+        assert_eq!(clock.stats().busy_ns, 3 * 1_163_840);
+    }
+
+    #[test]
+    fn the_cloud_volume_overlaps_requests_up_to_its_iops_budget() {
+        let p = params(DiskClass::Cloud);
+        let mut clock = DeviceClock::new(p.clone());
+        // 300 small requests all at once: 32 deep, but no faster than 3000 a second.
+        let last = (0..300u64).map(|i| clock.serve(0, i * (1 << 30), 4096)).max().unwrap_or(0);
+        assert!(last.abs_diff(100_000_000) < 1_000, "{last}");
+        // A merged 1 MiB request counts as four I/Os.
+        let mut fresh = DeviceClock::new(p);
+        let done: Vec<Nanos> = (0..3).map(|i| fresh.serve(0, i << 20, 1 << 20)).collect();
+        assert_eq!(fresh.iops_free_at, 3 * 1_333_333, "4 I/Os each");
+        // There the 125 MB/s data path is what bounds them, after the first one's four
+        // requests of 256 KiB (0.5 ms each).
+        assert_eq!(done[2], 4 * 500_000 + 3 * fresh.params().transfer_ns(1 << 20));
+    }
+}

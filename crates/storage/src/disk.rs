@@ -1,0 +1,224 @@
+//! `EmulatedDisk`: the whole stack of one emulated device (FUSE image, loop device with
+//! direct I/O, ext4, mounts), made by `create` and undone by `Drop`.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use coldstart_analyze::doctor::DiskParams;
+use coldstart_record::assemble::fiemap;
+use coldstart_trace::Dev;
+use fuser::{BackgroundSession, Config, MountOption};
+
+use crate::clock::{DeviceClock, Stats};
+use crate::image::{IMAGE_NAME, ImageFs, Shared};
+use crate::{Result, StorageError, leftovers, sys};
+
+/// Below this, mkfs.ext4 has no room for a journal and a few files.
+pub const MIN_SIZE_BYTES: u64 = 32 << 20;
+const BLOCK_SIZE: u32 = 4096;
+
+/// One emulated device, from its FUSE image to its mounts.
+pub struct EmulatedDisk {
+    run_dir: PathBuf,
+    shared: Arc<Shared>,
+    session: Option<BackgroundSession>,
+    timer: Option<JoinHandle<()>>,
+    device: PathBuf,
+    /// Held open until teardown, so autoclear does not detach the device while it is unmounted.
+    device_file: Option<File>,
+    mounts: Vec<PathBuf>,
+}
+
+/// What `fill_from` copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FillReport {
+    pub files: usize,
+    pub bytes: u64,
+    /// Paths that were not regular files or could not be read.
+    pub skipped: Vec<PathBuf>,
+}
+
+impl EmulatedDisk {
+    /// Makes a device of `size_bytes` under `params`, with an empty ext4 on it. Cleans up
+    /// first what disks of dead processes left. Needs root.
+    pub fn create(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
+        if size_bytes < MIN_SIZE_BYTES {
+            return Err(StorageError::Setup(format!(
+                "a device of {size_bytes} bytes is too small: at least {} MiB",
+                MIN_SIZE_BYTES >> 20
+            )));
+        }
+        let size_bytes = size_bytes / u64::from(BLOCK_SIZE) * u64::from(BLOCK_SIZE);
+        leftovers::clean_stale();
+        let run_dir = leftovers::new_run_dir();
+        let fuse_dir = run_dir.join("fuse");
+        std::fs::create_dir_all(&fuse_dir)
+            .map_err(StorageError::io(format!("creating {}", fuse_dir.display())))?;
+        let shared = Shared::new(DeviceClock::new(params), size_bytes);
+        let mut disk = EmulatedDisk {
+            run_dir,
+            shared: Arc::clone(&shared),
+            session: None,
+            timer: None,
+            device: PathBuf::new(),
+            device_file: None,
+            mounts: Vec::new(),
+        };
+        disk.timer = Some(shared.spawn_timer().map_err(StorageError::io("starting the timer thread"))?);
+        let mut config = Config::default();
+        config.mount_options = vec![MountOption::FSName("coldstart-storage".into()), MountOption::RW];
+        let session = fuser::spawn_mount(ImageFs::new(Arc::clone(&shared)), &fuse_dir, &config)
+            .map_err(StorageError::io(format!("mounting the FUSE image at {}", fuse_dir.display())))?;
+        disk.session = Some(session);
+        let image_path = fuse_dir.join(IMAGE_NAME);
+        let image = File::options()
+            .read(true)
+            .write(true)
+            .open(&image_path)
+            .map_err(StorageError::io(format!("opening {}", image_path.display())))?;
+        let (device, device_file) = sys::attach_loop(&image, &image_path, BLOCK_SIZE)
+            .map_err(StorageError::io(format!("attaching a loop device to {}", image_path.display())))?;
+        drop(image);
+        disk.device = device;
+        disk.device_file = Some(device_file);
+        make_ext4(&disk.device)?;
+        shared.set_modelled(true);
+        Ok(disk)
+    }
+
+    /// The loop device, e.g. `/dev/loop3`.
+    pub fn device(&self) -> &Path {
+        &self.device
+    }
+
+    /// Mounts the device's ext4 at `dir` (an existing directory).
+    pub fn mount_at(&mut self, dir: &Path) -> Result<()> {
+        sys::mount_ext4(&self.device, dir).map_err(StorageError::io(format!(
+            "mounting {} at {}",
+            self.device.display(),
+            dir.display()
+        )))?;
+        self.mounts.push(dir.to_owned());
+        Ok(())
+    }
+
+    /// Copies `files` (absolute paths) under the first mount, at the same paths, in the
+    /// order of their first physical extent on the disk they are on now, so the emulated
+    /// disk keeps their layout's seeks. The model is off while copying and the data is
+    /// on the device when this returns.
+    pub fn fill_from(&mut self, files: &[PathBuf]) -> Result<FillReport> {
+        let Some(root) = self.mounts.first().cloned() else {
+            return Err(StorageError::Setup("fill_from needs the device mounted first (mount_at)".into()));
+        };
+        let mut report = FillReport::default();
+        let mut placed: Vec<(u64, &PathBuf, u64)> = Vec::new();
+        for path in files {
+            match std::fs::metadata(path) {
+                Ok(md) if md.is_file() => {
+                    let first = fiemap::extents(path, Dev::from_user(md.dev()), md.ino())
+                        .ok()
+                        .and_then(|e| e.iter().map(|x| x.physical).min())
+                        .unwrap_or(u64::MAX);
+                    placed.push((first, path, md.len()));
+                }
+                _ => report.skipped.push(path.clone()),
+            }
+        }
+        placed.sort_by_key(|p| p.0);
+        self.shared.set_modelled(false);
+        let copied = (|| -> Result<()> {
+            for (_, path, len) in placed {
+                let target = root.join(path.strip_prefix("/").unwrap_or(path));
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(StorageError::io(format!("creating {}", parent.display())))?;
+                }
+                match std::fs::copy(path, &target) {
+                    Ok(_) => {
+                        report.files += 1;
+                        report.bytes += len;
+                    }
+                    Err(_) => report.skipped.push(path.clone()),
+                }
+            }
+            let dir = File::open(&root).map_err(StorageError::io(format!("opening {}", root.display())))?;
+            nix::unistd::syncfs(&dir)
+                .map_err(|e| StorageError::io(format!("syncing {}", root.display()))(e.into()))
+        })();
+        self.shared.set_modelled(true);
+        copied.map(|()| report)
+    }
+
+    /// Requests served and the time the model kept the device busy, since it was made
+    /// (making the filesystem and filling it are not counted).
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Memory the image holds (what was written to it, in 64 KiB chunks).
+    pub fn stored_bytes(&self) -> u64 {
+        self.shared.stored_bytes()
+    }
+
+    pub fn params(&self) -> DiskParams {
+        self.shared.params()
+    }
+
+    /// Where the device's FUSE mount and image live (named after this process).
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+}
+
+impl Drop for EmulatedDisk {
+    fn drop(&mut self) {
+        self.shared.set_modelled(false);
+        for dir in self.mounts.drain(..).rev() {
+            let _ = sys::unmount(&dir);
+        }
+        self.device_file = None;
+        if !self.device.as_os_str().is_empty() {
+            let _ = sys::detach_loop(&self.device);
+            leftovers::wait_for_release(std::slice::from_ref(&self.device));
+        }
+        leftovers::tear_down(&self.run_dir);
+        if let Some(session) = self.session.take() {
+            let _ = session.umount_and_join();
+        }
+        self.shared.stop_timer();
+        if let Some(timer) = self.timer.take() {
+            let _ = timer.join();
+        }
+        leftovers::tear_down(&self.run_dir);
+    }
+}
+
+fn make_ext4(device: &Path) -> Result<()> {
+    let out = Command::new("mkfs.ext4")
+        .args([
+            "-q",
+            "-F",
+            "-b",
+            "4096",
+            "-L",
+            "coldstart",
+            "-E",
+            "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+        ])
+        .arg(device)
+        .output()
+        .map_err(|e| StorageError::Setup(format!("running mkfs.ext4 (install e2fsprogs): {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(StorageError::Setup(format!(
+            "mkfs.ext4 {} failed: {}",
+            device.display(),
+            err.lines().next().unwrap_or("no message")
+        )));
+    }
+    Ok(())
+}
