@@ -178,19 +178,8 @@ impl Builder {
 
     /// A read request on 254:0 issued at `issue_ns`, done 1 ms later.
     pub fn block(mut self, issue_ns: Nanos, sector: u64, bytes: u32, rwbs: &str) -> Builder {
-        self.trace.block_ios.push(BlockIo {
-            issue_ns: Some(issue_ns),
-            complete_ns: Some(issue_ns + MS),
-            dev: DISK,
-            sector: Some(sector),
-            bytes,
-            op: BlockOp::from_rwbs(rwbs),
-            rwbs: rwbs.into(),
-            pid: 100,
-            comm: "app".into(),
-            file_id: None,
-            error: 0,
-        });
+        let row = block_io(DISK, Some(issue_ns), issue_ns + MS, Some(sector), bytes, rwbs, 100, "app");
+        self.trace.block_ios.push(row);
         self
     }
 
@@ -303,19 +292,9 @@ impl Builder {
         comm: &str,
     ) -> Builder {
         let extent = self.trace.extents.iter().find(|e| e.file_id == file).map_or(0, |e| e.physical);
-        self.trace.block_ios.push(BlockIo {
-            issue_ns: Some(issue),
-            complete_ns: Some(complete),
-            dev: DISK,
-            sector: Some((extent + page * 4096) / 512),
-            bytes,
-            op: BlockOp::Read,
-            rwbs: "R".into(),
-            pid,
-            comm: comm.into(),
-            file_id: Some(file),
-            error: 0,
-        });
+        let sector = (extent + page * 4096) / 512;
+        let row = block_io(DISK, Some(issue), complete, Some(sector), bytes, "R", pid, comm);
+        self.trace.block_ios.push(BlockIo { file_id: Some(file), ..row });
         self
     }
 
@@ -331,19 +310,7 @@ impl Builder {
         pid: i32,
         comm: &str,
     ) -> Builder {
-        self.trace.block_ios.push(BlockIo {
-            issue_ns: Some(issue),
-            complete_ns: Some(complete),
-            dev,
-            sector: Some(sector),
-            bytes,
-            op: BlockOp::Read,
-            rwbs: "R".into(),
-            pid,
-            comm: comm.into(),
-            file_id: None,
-            error: 0,
-        });
+        self.trace.block_ios.push(block_io(dev, Some(issue), complete, Some(sector), bytes, "R", pid, comm));
         self
     }
 
@@ -359,19 +326,7 @@ impl Builder {
         pid: i32,
         comm: &str,
     ) -> Builder {
-        self.trace.block_ios.push(BlockIo {
-            issue_ns: issue,
-            complete_ns: Some(complete),
-            dev: DISK,
-            sector,
-            bytes,
-            op: BlockOp::from_rwbs(rwbs),
-            rwbs: rwbs.into(),
-            pid,
-            comm: comm.into(),
-            file_id: None,
-            error: 0,
-        });
+        self.trace.block_ios.push(block_io(DISK, issue, complete, sector, bytes, rwbs, pid, comm));
         self
     }
 
@@ -424,6 +379,33 @@ impl Builder {
             disk.read_bytes = Some(read);
         }
         self.trace
+    }
+}
+
+/// A block request of no file, with no error.
+#[allow(clippy::too_many_arguments)]
+fn block_io(
+    dev: Dev,
+    issue_ns: Option<Nanos>,
+    complete_ns: Nanos,
+    sector: Option<u64>,
+    bytes: u32,
+    rwbs: &str,
+    pid: i32,
+    comm: &str,
+) -> BlockIo {
+    BlockIo {
+        issue_ns,
+        complete_ns: Some(complete_ns),
+        dev,
+        sector,
+        bytes,
+        op: BlockOp::from_rwbs(rwbs),
+        rwbs: rwbs.into(),
+        pid,
+        comm: comm.into(),
+        file_id: None,
+        error: 0,
     }
 }
 
