@@ -34,6 +34,7 @@ rounds=${1:-5}
 if [ -z "${RIG_MNT:-}" ]; then
     install_packages python3-scipy python3-matplotlib python3-pandas
     use_coldstart
+    use_bench_stats
     exec flock /var/lock/coldstart-bench.lock bash bench/slow-disk-rig.sh run -- bash "$0" "$rounds"
 fi
 
@@ -108,7 +109,7 @@ done
 echo "== $(date -u +%FT%TZ) load average at end: $(cat /proc/loadavg)" | tee -a "$out/load.txt"
 
 python3 - "$out" "${configs[@]}" <<'EOF' | tee "$out/summary.txt"
-import glob, json, random, statistics, sys
+import glob, json, os, statistics, subprocess, sys
 out, configs = sys.argv[1], sys.argv[2:]
 times = {c: [j["time_s"] for f in sorted(glob.glob(f"{out}/run-{c}-*.json")) if (j := json.load(open(f))).get("met")]
          for c in configs}
@@ -125,16 +126,14 @@ print(f"recorded trace: {d['what_if'][0]['time_to_ready_ns']/1e9:.2f} s to ready
 for c in configs:
     t = times[c]
     print(f"{c:<12} {len(t)} runs, median {statistics.median(t):.2f} s, min {min(t):.2f}, max {max(t):.2f}" if t else f"{c}: no run")
-rng = random.Random(1)
-def ci(a, b, n=2000):
-    g = sorted(statistics.median(rng.choices(a, k=len(a))) - statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
-    return g[int(0.025 * (n - 1))], g[int(0.975 * (n - 1))]
+def compare(kind, a, b):  # ESTIMATE LOW HIGH from crates/bench/src/stats.rs
+    args = [os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))]
+    return [float(v) for v in subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()]
 print(f"\n{'suggestion':<78} {'estimate':>9} {'measured [95% CI]':>24} {'est/meas':>8}")
 for c in configs[1:]:
     if c not in med or "none" not in med or estimates[c] is None:
         continue
-    gain = med["none"] - med[c]
-    lo, hi = ci(times["none"], times[c])
+    gain, lo, hi = compare("median-difference", times["none"], times[c])
     print(f"{what[c]:<78} {estimates[c]:>8.2f}s {gain:>8.2f}s [{lo:5.2f} … {hi:5.2f}] {estimates[c]/gain if gain else float('nan'):>8.2f}")
 def breakdown(path):
     try:

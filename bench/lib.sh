@@ -23,6 +23,17 @@ use_coldstart() {
     export COLDSTART
 }
 
+# use_bench_stats: sets and exports BENCH_STATS, the comparisons of crates/bench/src/stats.rs
+# (coldstart-bench-stats: difference or ratio of medians, paired ratio) for the scripts that
+# compare samples they measured themselves: as given, or a release build of this tree.
+use_bench_stats() {
+    if [ -z "${BENCH_STATS:-}" ]; then
+        cargo build --release -q -p coldstart-bench --bin coldstart-bench-stats
+        BENCH_STATS=$PWD/target/release/coldstart-bench-stats
+    fi
+    export BENCH_STATS
+}
+
 # evict: the benchmarks' system eviction: write dirty pages back, drop the page cache,
 # dentries and inodes, and give the aftermath a second to settle.
 evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }

@@ -6,7 +6,8 @@
 #   system eviction: sync, drop_caches 3, 1 s pause; the replay before the start is not timed),
 #   then warm (no prefetch, right after).
 # Every run is `coldstart run --report-json` of the build under test (time to exit). Prints medians,
-# ratios of medians and paired ratios (geometric mean of per-round ratios, bootstrap 95% interval).
+# ratios of medians (bootstrap 95% interval) and paired ratios (geometric mean of per-round ratios,
+# 95% interval of a paired t-test on their logarithms).
 # Needs root. Installs its Debian packages. Results go to $OUT (default /tmp/coldstart-ahead-fill).
 # Usage: COLDSTART=new OLD_COLDSTART=old bash bench/prefetch-ahead-fill.sh [RUNS]
 #   OLD_OPTS and NEW_OPTS add replay options to each arm, so one build can be compared with
@@ -18,6 +19,7 @@ runs=${1:-10}
 out=${OUT:-/tmp/coldstart-ahead-fill}
 mkdir -p "$out"
 install_packages python3-scipy python3-matplotlib python3-pandas
+use_bench_stats
 NEW=${COLDSTART:?set COLDSTART to the build under test}
 OLD=${OLD_COLDSTART:?set OLD_COLDSTART to the build to compare with}
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
@@ -42,7 +44,7 @@ for i in $(seq 1 "$runs"); do
 done
 echo "load average at the end: $(cat /proc/loadavg)"
 python3 - "$out" "$runs" <<'PY'
-import json, math, random, statistics, sys
+import json, os, statistics, subprocess, sys
 out, runs = sys.argv[1], int(sys.argv[2])
 t = {k: [] for k in ("old", "new", "warm")}
 rep = {k: [] for k in ("old", "new")}
@@ -62,20 +64,12 @@ for k in ("old", "new"):
           f"sequential {statistics.median(x.get('sequential', {}).get('bytes', 0) for x in r) / 2**20:.1f} MiB, "
           f"read ahead beyond {statistics.median(x.get('read_ahead_beyond', 0) for x in r) / 2**20:.1f} MiB, "
           f"fill {r[0]['options'].get('fill', 'exact (old build)')}")
-random.seed(1)
-def boot(f, n=2000):
-    xs = sorted(f() for _ in range(n))
-    return xs[int(0.025 * n)], xs[int(0.975 * n)]
-def paired(a, b):
-    g = lambda idx: math.exp(statistics.mean(math.log(a[i] / b[i]) for i in idx))
-    idx = list(range(len(a)))
-    return g(idx), boot(lambda: g([random.choice(idx) for _ in idx]))
-def of_medians(a, b):
-    r = lambda xs, ys: statistics.median(xs) / statistics.median(ys)
-    return r(a, b), boot(lambda: r([random.choice(a) for _ in a], [random.choice(b) for _ in b]))
+def compare(kind, a, b):  # ESTIMATE LOW HIGH from crates/bench/src/stats.rs
+    args = [os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))]
+    return [float(v) for v in subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()]
 for name, a, b in (("old ahead / warm", t["old"], t["warm"]), ("new ahead / warm", t["new"], t["warm"]),
                    ("new ahead / old ahead", t["new"], t["old"])):
-    m, (ml, mh) = of_medians(a, b)
-    p, (pl, ph) = paired(a, b)
+    m, ml, mh = compare("median-ratio", a, b)
+    p, pl, ph = compare("paired-ratio", a, b)
     print(f"{name}: {m:.3f}x [{ml:.2f} … {mh:.2f}] by medians; paired {p:.3f}x [{pl:.2f} … {ph:.2f}]")
 PY

@@ -20,7 +20,7 @@
 #   warm + memory stream warm, pinned to the first CPU, with a 64 MiB copy loop on the last
 #   warm, pinned         warm, pinned to the first CPU, alone (the reference of the two above)
 # and prints, per configuration, medians and the paired ratio (geometric mean of per-round
-# ratios, bootstrap 95% interval) to warm, or to "warm, pinned" for the program pinned
+# ratios, 95% interval of a paired t-test on their logarithms) to warm, or to "warm, pinned" for the program pinned
 # to the first CPU (the separate CPUs and the two loads).
 # Needs root and 2 CPUs or more. Installs its Debian packages; builds a release coldstart
 # unless COLDSTART=path is given. Results in $OUT (default /tmp/coldstart-alongside-cost).
@@ -34,6 +34,7 @@ out=${OUT:-/tmp/coldstart-alongside-cost}
 mkdir -p "$out"
 install_packages python3-scipy python3-matplotlib python3-pandas time util-linux
 use_coldstart
+use_bench_stats
 C=$COLDSTART
 cmd=(/usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
 cpus=$(nproc)
@@ -114,23 +115,24 @@ done
 echo "load average at the end: $(cat /proc/loadavg)"
 
 /usr/bin/python3 - "$results" "$rounds" <<'EOF'
-import math, random, statistics, sys
+import os, statistics, subprocess, sys
 path, rounds = sys.argv[1], int(sys.argv[2])
 runs = {}
 for line in open(path):
     name, values = line.rstrip('\n').split('|')
     runs.setdefault(name, []).append([float(v) for v in values.split()])
-random.seed(1)
-def paired(a, b):
-    logs = [math.log(x / y) for x, y in zip(a, b)]
-    boot = sorted(statistics.fmean(random.choices(logs, k=len(logs))) for _ in range(4000))
-    return math.exp(statistics.fmean(logs)), math.exp(boot[99]), math.exp(boot[3899])
+def compare(kind, a, b):  # ESTIMATE LOW HIGH from crates/bench/src/stats.rs
+    args = [os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))]
+    return [float(v) for v in subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()]
 print(f"{'configuration':28} {'elapsed':>8} {'user':>6} {'system':>6} {'vol.':>5} {'invol.':>6}  paired ratio")
 for name, rows in runs.items():
     med = [statistics.median(r[i] for r in rows) for i in range(5)]
     pinned = name.startswith('warm +') or name == 'alongside, separate CPUs'
     ref = 'warm, pinned' if pinned else 'warm'
-    g, lo, hi = paired([r[0] for r in rows], [r[0] for r in runs[ref]])
-    ratio = '' if name == ref else f"{g:.3f}x [{lo:.3f} … {hi:.3f}] of {ref}"
+    if name == ref:
+        ratio = ''
+    else:
+        g, lo, hi = compare("paired-ratio", [r[0] for r in rows], [r[0] for r in runs[ref]])
+        ratio = f"{g:.3f}x [{lo:.3f} … {hi:.3f}] of {ref}"
     print(f"{name:28} {med[0]:7.3f}s {med[1]:5.2f}s {med[2]:5.2f}s {med[3]:5.0f} {med[4]:6.0f}  {ratio}")
 EOF

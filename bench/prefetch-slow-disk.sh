@@ -36,6 +36,7 @@ prog=${2:-python}
 if [ -z "${RIG_MNT:-}" ]; then
     install_packages python3-scipy python3-matplotlib python3-pandas libreoffice-writer-nogui vmtouch
     use_coldstart
+    use_bench_stats
     exec bash bench/slow-disk-rig.sh run -- bash "$0" "$rounds" "$prog"
 fi
 
@@ -109,14 +110,13 @@ grep "$RIG_DEV" "$RIG_CGROUP/blkio.throttle.io_serviced" | head -1
 echo "load average at the end: $(cat /proc/loadavg)"
 
 python3 - "$out" "$prog" "${configs[@]}" <<'EOF' | tee "$out/$prog-rig-summary.txt"
-import json, random, statistics, sys, glob
+import glob, json, os, statistics, subprocess, sys
 out, prog, configs = sys.argv[1], sys.argv[2], sys.argv[3:]
 runs = {c: [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{prog}-rig-{c}-*.json"))] for c in configs}
 times = {c: [r["time_s"] for r in rs if r.get("met")] for c, rs in runs.items()}
-def ci(a, b, n=2000):
-    rng = random.Random(1)
-    rs = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
-    return rs[int(0.025 * (n - 1))], rs[int(0.975 * (n - 1))]
+def compare(kind, a, b):  # ESTIMATE LOW HIGH from crates/bench/src/stats.rs
+    args = [os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))]
+    return [float(v) for v in subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()]
 print(f"{'config':<12} {'runs':>4} {'median s':>9} {'min':>7} {'max':>7}  {'vs none [95% CI]':>20}  {'vs warm [95% CI]':>20}")
 for c in configs:
     t = times[c]
@@ -125,8 +125,8 @@ for c in configs:
     line = f"{c:<12} {len(t):>4} {statistics.median(t):>9.2f} {min(t):>7.2f} {max(t):>7.2f}"
     for base in ("none", "warm"):
         if times.get(base) and c != base:
-            lo, hi = ci(t, times[base])
-            line += f"  {statistics.median(t) / statistics.median(times[base]):>5.2f}× [{lo:.2f} … {hi:.2f}]"
+            ratio, lo, hi = compare("median-ratio", t, times[base])
+            line += f"  {ratio:>5.2f}× [{lo:.2f} … {hi:.2f}]"
         else:
             line += f"  {'–':>20}"
     replays = [r["replay"] for r in runs[c] if r.get("replay")]

@@ -1,12 +1,13 @@
 //! No false positives: clean starts, and starts that come close to every finding
 //! without reaching it, give no finding at all; odd traces give no panic.
 
-mod doctor_common;
+mod common;
 
 use coldstart_analyze::doctor::{DoctorConfig, FindingKind};
 use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
-use doctor_common::{MS, Start, check_invariants, config, diagnose, diagnose_with, render, scenarios};
+use common::doctor::{check_invariants, config, diagnose, diagnose_with, render};
+use common::{Builder, MS, scenarios};
 
 #[test]
 fn an_io_bound_start_with_nothing_to_fix_has_no_finding() {
@@ -20,15 +21,15 @@ fn an_io_bound_start_with_nothing_to_fix_has_no_finding() {
 /// sync write while the path runs, a read while a flush completes, 1 ms sleeps, far seeks
 /// on a disk where they cost nothing, and CPU after a mapped file.
 fn near_misses() -> Trace {
-    let mut s = Start::new().rotational(true);
+    let mut s = Builder::start().rotational(true);
     for i in 0..19 {
-        s = s.file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
+        s = s.placed_file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
     }
     s = s
-        .file(30, "/usr/lib/libbig.so.1", 4 << 20)
-        .file(31, "/usr/share/locale/de/LC_MESSAGES/app.mo", 4096)
-        .file(32, "/usr/share/locale/en_US/LC_MESSAGES/app.mo", 4096)
-        .file(33, "/usr/lib/locale/C.utf8/LC_MESSAGES/SYS_LC_MESSAGES", 4096);
+        .placed_file(30, "/usr/lib/libbig.so.1", 4 << 20)
+        .placed_file(31, "/usr/share/locale/de/LC_MESSAGES/app.mo", 4096)
+        .placed_file(32, "/usr/share/locale/en_US/LC_MESSAGES/app.mo", 4096)
+        .placed_file(33, "/usr/lib/locale/C.utf8/LC_MESSAGES/SYS_LC_MESSAGES", 4096);
     let mut t = 0;
     for i in 0..19 {
         (s, t) = s.read_step(t, 100, 100, i + 1, 0, 1, 5 * MS);
@@ -36,7 +37,8 @@ fn near_misses() -> Trace {
     for i in 0..7u64 {
         s = s
             .run(100, t, t + MS)
-            .fill(t + MS, 100, 100, 30, i * 128, 16, Some(PageOrigin::Fault))
+            .fill(t + MS, 100, 100, 30, i * 128, 16)
+            .fill_origin(PageOrigin::Fault)
             .request(t + MS, t + 3 * MS, 30, i * 128, 65536, 100, "app")
             .sched(100, t + MS, t + 3 * MS, IoWait);
         t += 3 * MS;
@@ -46,20 +48,20 @@ fn near_misses() -> Trace {
     }
     // The program restarts itself: a second `app` runs 60 ms while the first waits for it.
     s = s
-        .process(150, 100, "app", t, Some(t + 60 * MS))
+        .program(150, 100, "app", t, Some(t + 60 * MS))
         .sleep(100, t, t + 60 * MS, Some(150))
         .run(150, t, t + 60 * MS)
         .write(Some(t + 10 * MS), t + 12 * MS, Some(123_456), 4096, "WS", 150, "app");
     t += 60 * MS;
     // A read wait while a flush completes: the wait is for the read.
-    s = s.file(34, "/usr/share/app/extra.dat", 4096);
+    s = s.placed_file(34, "/usr/share/app/extra.dat", 4096);
     (s, t) = s.read_step(t, 100, 100, 34, 0, 1, 4 * MS);
     s = s.write(None, t - MS, None, 0, "FN", 0, "");
     for _ in 0..5 {
         s = s.sleep(100, t, t + MS, None).run(100, t + MS, t + 2 * MS);
         t += 2 * MS;
     }
-    s.run(100, t, t + 5 * MS).ready(t + 5 * MS).build()
+    s.run(100, t, t + 5 * MS).ready_at_exit(t + 5 * MS).build()
 }
 
 #[test]
@@ -102,7 +104,7 @@ fn a_trace_without_a_readiness_point_uses_waits_of_all_threads() {
     check_invariants(&d);
     assert!(d.notes.iter().any(|n| n.contains("no critical path")), "{:?}", d.notes);
     // Still found from the waits of all threads, with a lower confidence.
-    let f = doctor_common::one(&d, FindingKind::ManySmallFiles);
+    let f = common::doctor::one(&d, FindingKind::ManySmallFiles);
     assert_eq!(f.confidence, coldstart_analyze::doctor::Confidence::Low);
     assert!(f.evidence.summary.contains("summed over all threads"), "{}", f.evidence.summary);
 }

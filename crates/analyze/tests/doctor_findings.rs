@@ -2,11 +2,11 @@
 //! evidence and gain (the arithmetic is spelled out in each test), and nothing else
 //! fires there.
 
-mod doctor_common;
+mod common;
 
 use coldstart_analyze::doctor::{Confidence, FindingKind};
-use doctor_common::scenarios;
-use doctor_common::{MS, check_invariants, diagnose, figure, input, one, render};
+use common::doctor::{check_invariants, diagnose, figure, input, one, render};
+use common::{MS, scenarios};
 
 fn expect(d: &coldstart_analyze::doctor::Diagnosis, lines: &str) {
     check_invariants(d);

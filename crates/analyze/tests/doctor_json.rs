@@ -2,12 +2,13 @@
 //! docs/report-json.md, every finding kind has its section in docs/doctor.md, and it
 //! survives a JSON round trip.
 
-mod doctor_common;
+mod common;
 
 use std::collections::BTreeSet;
 
 use coldstart_analyze::doctor::{Diagnosis, DiskClass, DiskParams, FindingKind, WhatIfSpec};
-use doctor_common::{config, diagnose_with, scenarios};
+use common::doctor::{config, diagnose_with};
+use common::scenarios;
 
 fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
     match value {
@@ -25,7 +26,7 @@ fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
 fn all_scenarios() -> Vec<Diagnosis> {
     let what_if = [
         WhatIfSpec::from(DiskParams::class_defaults(DiskClass::Hdd)),
-        WhatIfSpec { disk: "custom:request=10ms".parse().unwrap(), only_dev: Some(doctor_common::DISK) },
+        WhatIfSpec { disk: "custom:request=10ms".parse().unwrap(), only_dev: Some(common::DISK) },
     ];
     [
         scenarios::small_files(),

@@ -1,13 +1,14 @@
 //! The what-if on other storage, and the disk model measured from a trace: known
 //! requests on known waits give the predicted times computed by hand here.
 
-mod doctor_common;
+mod common;
 
 use coldstart_analyze::SegmentKind;
 use coldstart_analyze::doctor::{DiskClass, DiskParams, FindingKind, WhatIfSpec};
 use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
-use doctor_common::{DISK, MS, Start, config, diagnose_with, one};
+use common::doctor::{config, diagnose_with, one};
+use common::{Builder, DISK, MS};
 
 fn class(c: DiskClass) -> WhatIfSpec {
     DiskParams::class_defaults(c).into()
@@ -15,14 +16,15 @@ fn class(c: DiskClass) -> WhatIfSpec {
 
 /// Runs 0–10 ms, waits 10–20 ms for one far 4 KiB read, runs 20–30 ms: ready at 30 ms.
 fn one_read() -> Trace {
-    Start::new()
-        .file(1, "/usr/lib/app/data", 4096)
+    Builder::start()
+        .placed_file(1, "/usr/lib/app/data", 4096)
         .run(100, 0, 10 * MS)
-        .fill(10 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Read))
+        .fill(10 * MS, 100, 100, 1, 0, 1)
+        .fill_origin(PageOrigin::Read)
         .request(10 * MS, 20 * MS, 1, 0, 4096, 100, "app")
         .sched(100, 10 * MS, 20 * MS, IoWait)
         .run(100, 20 * MS, 30 * MS)
-        .ready(30 * MS)
+        .ready_at_exit(30 * MS)
         .build()
 }
 
@@ -45,14 +47,15 @@ fn a_wait_is_costed_again_on_a_hard_disk() {
 #[test]
 fn a_request_in_flight_before_the_wait_counts_for_its_part_inside_it() {
     // Issued at 5 ms while the thread ran, completed at 15 ms; the thread waited 10–15 ms.
-    let trace = Start::new()
-        .file(1, "/usr/lib/app/data", 4096)
+    let trace = Builder::start()
+        .placed_file(1, "/usr/lib/app/data", 4096)
         .run(100, 0, 10 * MS)
-        .fill(9 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Readahead))
+        .fill(9 * MS, 100, 100, 1, 0, 1)
+        .fill_origin(PageOrigin::Readahead)
         .request(5 * MS, 15 * MS, 1, 0, 4096, 100, "app")
         .sched(100, 10 * MS, 15 * MS, IoWait)
         .run(100, 15 * MS, 30 * MS)
-        .ready(30 * MS)
+        .ready_at_exit(30 * MS)
         .build();
     let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd7200)]);
     // Half of the request's time fell inside the wait: half of 12.27 ms + half of 27,306 ns.
@@ -62,13 +65,13 @@ fn a_request_in_flight_before_the_wait_counts_for_its_part_inside_it() {
 #[test]
 fn flash_overlaps_the_fixed_cost_of_queued_requests() {
     let mut s =
-        Start::new().run(100, 0, 10 * MS).sched(100, 10 * MS, 20 * MS, IoWait).run(100, 20 * MS, 30 * MS);
+        Builder::start().run(100, 0, 10 * MS).sched(100, 10 * MS, 20 * MS, IoWait).run(100, 20 * MS, 30 * MS);
     for i in 0..4u32 {
-        s = s.file(i + 1, &format!("/usr/lib/app/part{i}"), 4096).fill(9 * MS, 100, 100, i + 1, 0, 1, None);
+        s = s.placed_file(i + 1, &format!("/usr/lib/app/part{i}"), 4096).fill(9 * MS, 100, 100, i + 1, 0, 1);
         s = s.request(10 * MS, 19 * MS, i + 1, 0, 4096, 100, "app");
     }
     let d = diagnose_with(
-        &s.ready(30 * MS).build(),
+        &s.ready_at_exit(30 * MS).build(),
         &config(),
         &[class(DiskClass::Nvme), class(DiskClass::Hdd7200)],
     );
@@ -80,13 +83,13 @@ fn flash_overlaps_the_fixed_cost_of_queued_requests() {
 
 #[test]
 fn waits_without_a_request_and_requests_of_other_processes_are_said() {
-    let trace = Start::new()
-        .file(1, "/usr/lib/app/data", 4096)
+    let trace = Builder::start()
+        .placed_file(1, "/usr/lib/app/data", 4096)
         .run(100, 0, 10 * MS)
         .sched(100, 10 * MS, 15 * MS, IoWait)
         .raw_request(DISK, 11 * MS, 14 * MS, 9_999_999, 4096, 4242, "cc1")
         .run(100, 15 * MS, 20 * MS)
-        .ready(20 * MS)
+        .ready_at_exit(20 * MS)
         .build();
     let d = diagnose_with(&trace, &config(), &[class(DiskClass::Hdd7200)]);
     let w = &d.what_if[0];
@@ -98,8 +101,8 @@ fn waits_without_a_request_and_requests_of_other_processes_are_said() {
 #[test]
 fn only_one_device_can_be_put_on_the_other_disk() {
     let lo = Dev::new(7, 0);
-    let trace = Start::new()
-        .disk(lo, "loop0")
+    let trace = Builder::start()
+        .other_disk(lo, "loop0")
         .run(100, 0, 10 * MS)
         .sched(100, 10 * MS, 20 * MS, IoWait)
         .raw_request(lo, 10 * MS, 19 * MS, 1000, 4096, 100, "app")
@@ -107,7 +110,7 @@ fn only_one_device_can_be_put_on_the_other_disk() {
         .sched(100, 30 * MS, 40 * MS, IoWait)
         .raw_request(DISK, 30 * MS, 39 * MS, 5000, 4096, 100, "app")
         .run(100, 40 * MS, 50 * MS)
-        .ready(50 * MS)
+        .ready_at_exit(50 * MS)
         .build();
     let rig: DiskParams =
         "custom:request=10ms,seek=0,rotation=0,near_seek=0,bandwidth=60MB/s".parse().unwrap();
@@ -122,7 +125,7 @@ fn only_one_device_can_be_put_on_the_other_disk() {
 #[test]
 fn the_recorded_disk_is_measured_from_its_requests() {
     // 10 small far reads of 3 ms, 10 small sequential ones of 1 ms, 10 large ones of 1 MiB in 5 ms.
-    let mut s = Start::new();
+    let mut s = Builder::start();
     let mut t = 0;
     for i in 0..10u64 {
         s = s
@@ -131,7 +134,7 @@ fn the_recorded_disk_is_measured_from_its_requests() {
             .raw_request(DISK, t + 4 * MS, t + 9 * MS, 10_000_000 * (i + 1) + 16, 1 << 20, 100, "app");
         t += 10 * MS;
     }
-    let trace = s.run(100, 0, t).ready(t).build();
+    let trace = s.run(100, 0, t).ready_at_exit(t).build();
     let analysis = coldstart_analyze::analyze(&trace);
     let p = DiskParams::measure(&analysis.disks[0]);
     assert_eq!(p.class, DiskClass::Measured);
@@ -149,7 +152,7 @@ fn the_recorded_disk_is_measured_from_its_requests() {
 /// completion (it spent the rest in a queue before the block layer, like the slow-disk
 /// rig's throttle), with 1 ms of CPU between them: ready at 440 ms.
 fn throttled_reads() -> Trace {
-    let mut s = Start::new();
+    let mut s = Builder::start();
     let mut t = 0;
     for i in 0..40i64 {
         s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
@@ -163,7 +166,7 @@ fn throttled_reads() -> Trace {
         );
         t += 11 * MS;
     }
-    s.ready(t).build()
+    s.ready_at_exit(t).build()
 }
 
 #[test]
@@ -191,7 +194,7 @@ fn a_queue_before_the_block_layer_is_fitted_to_the_recorded_waits() {
 #[test]
 fn waits_as_long_as_the_requests_keep_the_measured_latency() {
     // The same reads without the hidden queue: each request takes the whole 10 ms wait.
-    let mut s = Start::new();
+    let mut s = Builder::start();
     let mut t = 0;
     for i in 0..40i64 {
         s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
@@ -205,7 +208,7 @@ fn waits_as_long_as_the_requests_keep_the_measured_latency() {
         );
         t += 11 * MS;
     }
-    let d = diagnose_with(&s.ready(t).build(), &config(), &[]);
+    let d = diagnose_with(&s.ready_at_exit(t).build(), &config(), &[]);
     let model = &d.disks[0].model;
     assert_eq!(model.request_ns, 10 * MS);
     assert!(
@@ -217,20 +220,20 @@ fn waits_as_long_as_the_requests_keep_the_measured_latency() {
 
 #[test]
 fn the_largest_request_is_measured_when_there_are_enough() {
-    let mut s = Start::new();
+    let mut s = Builder::start();
     for i in 0..64i64 {
         let bytes = if i % 2 == 0 { 4096 } else { 128 * 1024 };
         s = s.raw_request(DISK, i * MS, i * MS + 500_000, 1000 + 512 * i as u64, bytes, 100, "app");
     }
-    let trace = s.run(100, 0, 70 * MS).ready(70 * MS).build();
+    let trace = s.run(100, 0, 70 * MS).ready_at_exit(70 * MS).build();
     let analysis = coldstart_analyze::analyze(&trace);
     let p = DiskParams::measure(&analysis.disks[0]);
     assert_eq!(p.max_request_bytes, 128 * 1024);
     // Fewer requests: the class default stays.
-    let few = Start::new()
+    let few = Builder::start()
         .raw_request(DISK, 0, MS, 1000, 4096, 100, "app")
         .run(100, 0, 2 * MS)
-        .ready(2 * MS)
+        .ready_at_exit(2 * MS)
         .build();
     assert_eq!(DiskParams::measure(&coldstart_analyze::analyze(&few).disks[0]).max_request_bytes, 512 * 1024);
 }
@@ -239,15 +242,16 @@ fn the_largest_request_is_measured_when_there_are_enough() {
 fn the_wait_for_a_cpu_after_an_io_wait_goes_with_the_read() {
     // Runs 0–10 ms, waits 10–20 ms for a read, is runnable 20–25 ms before it runs again
     // (a busy machine), runs 25–35 ms: ready at 35 ms.
-    let trace = Start::new()
-        .file(1, "/usr/lib/app/data", 4096)
+    let trace = Builder::start()
+        .placed_file(1, "/usr/lib/app/data", 4096)
         .run(100, 0, 10 * MS)
-        .fill(10 * MS, 100, 100, 1, 0, 1, Some(PageOrigin::Read))
+        .fill(10 * MS, 100, 100, 1, 0, 1)
+        .fill_origin(PageOrigin::Read)
         .request(10 * MS, 20 * MS, 1, 0, 4096, 100, "app")
         .sched(100, 10 * MS, 20 * MS, IoWait)
         .sched(100, 20 * MS, 25 * MS, Runnable)
         .run(100, 25 * MS, 35 * MS)
-        .ready(35 * MS)
+        .ready_at_exit(35 * MS)
         .build();
     let w = &diagnose_with(&trace, &config(), &[class(DiskClass::Ssd)]).what_if[0];
     assert_eq!(w.path_io_wait_ns, 10 * MS);
@@ -259,7 +263,7 @@ fn the_wait_for_a_cpu_after_an_io_wait_goes_with_the_read() {
 fn requests_nobody_waited_for_still_take_a_slow_disks_time() {
     // 20 readahead requests of 4 KiB complete while the program runs 0–10 ms; then it waits
     // 10–11 ms for one more, and runs to ready at 20 ms.
-    let mut s = Start::new().run(100, 0, 10 * MS);
+    let mut s = Builder::start().run(100, 0, 10 * MS);
     for i in 0..20i64 {
         s = s.raw_request(DISK, i * 400_000, i * 400_000 + 100_000, 1000 + 8 * i as u64, 4096, 100, "app");
     }
@@ -267,7 +271,7 @@ fn requests_nobody_waited_for_still_take_a_slow_disks_time() {
         .sched(100, 10 * MS, 11 * MS, IoWait)
         .raw_request(DISK, 10 * MS, 11 * MS, 5000, 4096, 100, "app")
         .run(100, 11 * MS, 20 * MS)
-        .ready(20 * MS)
+        .ready_at_exit(20 * MS)
         .build();
     let slow: DiskParams =
         "custom:request=10ms,seek=0,near_seek=0,rotation=0,bandwidth=60MB/s".parse().unwrap();
@@ -284,7 +288,7 @@ fn a_wait_is_shared_among_files_by_the_cost_of_their_requests_not_by_pages() {
     // The 40 throttled waits fit the disk's request cost to ~10 ms; then one wait of 20 ms
     // (t0 + 1 ms .. t0 + 21 ms) is shared by a small file's one 4 KiB request and a large
     // file's one 512 KiB readahead request: 1 page against 128.
-    let mut s = Start::new();
+    let mut s = Builder::start();
     let mut t = 0;
     for i in 0..40i64 {
         s = s.run(100, t, t + MS).sched(100, t + MS, t + 11 * MS, IoWait).raw_request(
@@ -300,16 +304,18 @@ fn a_wait_is_shared_among_files_by_the_cost_of_their_requests_not_by_pages() {
     }
     let (small, large) = (1, 2);
     let trace = s
-        .file(small, "/usr/share/locale/fr/LC_MESSAGES/app.mo", 4096)
-        .file(large, "/usr/lib/app/libbig.so", 512 * 1024)
+        .placed_file(small, "/usr/share/locale/fr/LC_MESSAGES/app.mo", 4096)
+        .placed_file(large, "/usr/lib/app/libbig.so", 512 * 1024)
         .run(100, t, t + MS)
-        .fill(t + MS, 100, 100, small, 0, 1, Some(PageOrigin::Read))
-        .fill(t + MS, 100, 100, large, 0, 128, Some(PageOrigin::Readahead))
+        .fill(t + MS, 100, 100, small, 0, 1)
+        .fill_origin(PageOrigin::Read)
+        .fill(t + MS, 100, 100, large, 0, 128)
+        .fill_origin(PageOrigin::Readahead)
         .sched(100, t + MS, t + 21 * MS, IoWait)
         .request(t + 11 * MS - 200_000, t + 11 * MS, small, 0, 4096, 100, "app")
         .request(t + 21 * MS - 200_000, t + 21 * MS, large, 0, 512 * 1024, 100, "app")
         .run(100, t + 21 * MS, t + 22 * MS)
-        .ready(t + 22 * MS)
+        .ready_at_exit(t + 22 * MS)
         .build();
     // The analysis's own attribution splits the wait by pages: 1/129 of it to the small file.
     let analysis = coldstart_analyze::analyze(&trace);

@@ -140,7 +140,6 @@ impl DelayAccounting {
 
     /// [`DelayAccounting::enable`] with the switch and the users' lock file given.
     pub fn enable_with(switch: &Path, users: &Path) -> Option<DelayAccounting> {
-        use rustix::fs::{FlockOperation, flock};
         use std::io::{Read, Seek, Write};
         use std::os::unix::fs::OpenOptionsExt;
 
@@ -153,7 +152,7 @@ impl DelayAccounting {
             .open(users)
             .ok();
         if let Some(file) = &lock
-            && flock(file, FlockOperation::LockShared).is_err()
+            && crate::sys::lock_shared(file).is_err()
         {
             lock = None;
         }
@@ -185,12 +184,11 @@ impl DelayAccounting {
 
 impl Drop for DelayAccounting {
     fn drop(&mut self) {
-        use rustix::fs::{FlockOperation, flock};
         use std::io::{Read, Seek};
 
         match &mut self.users {
             Some(file) => {
-                if flock(&*file, FlockOperation::NonBlockingLockExclusive).is_err() {
+                if crate::sys::try_lock_exclusive(file).is_err() {
                     return;
                 }
                 let mut marked = String::new();

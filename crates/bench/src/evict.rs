@@ -22,13 +22,14 @@
 //! mincore claims every page resident).
 
 use std::collections::BTreeSet;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::counters::disk_read_bytes;
 use crate::error::{BenchError, Result};
+use crate::sys;
 
 /// What `files` mode cannot evict, for the user.
 pub const FILES_MODE_LIMITS: &str = "--evict files empties the page cache of the files in the set and, where it may \
@@ -39,7 +40,7 @@ start and be faster (by up to ~10% on a 2-core VM whose disk could not be opened
 the kernel tells it truthfully";
 
 pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
+    sys::is_root()
 }
 
 /// `sync` + `drop_caches=3`, then [`settle_disks`].
@@ -47,7 +48,7 @@ pub fn drop_caches() -> Result<()> {
     if !is_root() {
         return Err(BenchError::SystemEvictNeedsRoot);
     }
-    rustix::fs::sync();
+    sys::sync();
     let path = "/proc/sys/vm/drop_caches";
     std::fs::write(path, "3\n").map_err(|e| BenchError::file(path, e))?;
     settle_disks();
@@ -91,7 +92,7 @@ pub fn fadvise_dontneed(paths: &[PathBuf]) -> usize {
             continue;
         };
         for _ in 0..2 {
-            let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+            let _ = sys::fadvise_dontneed(&file);
         }
     }
     failed
@@ -106,7 +107,7 @@ pub fn metadata_devices(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     let mut openable = Vec::new();
     let mut notes = Vec::new();
     for dev in devices {
-        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        let (major, minor) = sys::major_minor(dev);
         let path = match block_device_path(major, minor) {
             DevicePath::Found(path) => path,
             DevicePath::NotBlock => {
@@ -155,16 +156,12 @@ fn block_device_path(major: u32, minor: u32) -> DevicePath {
     };
     let path = Path::new("/dev").join(name);
     let is_it = std::fs::metadata(&path)
-        .is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == makedev(major, minor));
+        .is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == sys::makedev(major, minor));
     if is_it { DevicePath::Found(path) } else { DevicePath::NoNode(path) }
 }
 
-fn makedev(major: u32, minor: u32) -> u64 {
-    rustix::fs::makedev(major, minor)
-}
-
 fn truthful(path: &Path) -> bool {
-    is_root() || rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+    is_root() || sys::may_write(path)
 }
 
 /// Bytes of `path` in the page cache, when the kernel answers truthfully.
@@ -173,13 +170,13 @@ pub fn cached_bytes(path: &Path) -> Option<u64> {
         return None;
     }
     let file = std::fs::File::open(path).ok()?;
-    let page = rustix::param::page_size() as u64;
+    let page = sys::page_size();
     // A length of 0 asks cachestat about the whole file.
     match coldstart_prefetch::replay::cached_pages(file.as_fd(), 0, 0) {
         Ok(pages) => Some(pages * page),
         // mincore needs the length, which a block device's metadata does not give.
-        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) && !is_block_device(&file) => {
-            mincore_bytes(&file, page)
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported && !is_block_device(&file) => {
+            sys::resident_bytes(&file, file.metadata().ok()?.len(), page)
         }
         Err(_) => None,
     }
@@ -187,31 +184,6 @@ pub fn cached_bytes(path: &Path) -> Option<u64> {
 
 fn is_block_device(file: &std::fs::File) -> bool {
     file.metadata().is_ok_and(|m| m.file_type().is_block_device())
-}
-
-fn mincore_bytes(file: &std::fs::File, page: u64) -> Option<u64> {
-    let len = file.metadata().ok()?.len();
-    if len == 0 {
-        return Some(0);
-    }
-    // SAFETY: a read-only mapping of an open file, unmapped before returning.
-    unsafe {
-        let addr = libc::mmap(
-            std::ptr::null_mut(),
-            len as usize,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        );
-        if addr == libc::MAP_FAILED {
-            return None;
-        }
-        let mut vec = vec![0u8; len.div_ceil(page) as usize];
-        let ok = libc::mincore(addr, len as usize, vec.as_mut_ptr()) == 0;
-        libc::munmap(addr, len as usize);
-        ok.then(|| vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page)
-    }
 }
 
 /// Bytes of the set still cached (summed over the files the kernel answers for),

@@ -27,6 +27,7 @@ pub mod result;
 pub mod scheduler;
 pub mod stats;
 pub mod summary;
+mod sys;
 
 pub use config::{BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Modes, PrefetchSetup};
 pub use error::{BenchError, Result};

@@ -1,6 +1,6 @@
 //! The statistics of a benchmark: summaries with a 95% confidence interval,
-//! outliers, two-sample comparisons (Welch's t-test, ratio of means, ratio of
-//! medians) and the paired comparison of two configurations run in the same rounds.
+//! outliers, two-sample comparisons (Welch's t-test, ratio of means, ratio and
+//! difference of medians) and the paired comparison of two configurations run in the same rounds.
 //!
 //! Everything here is a pure function of the measured numbers, so it is tested
 //! with known answers.
@@ -166,14 +166,35 @@ pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<PairedRatio> {
     Some(PairedRatio { ratio: m.exp(), ci95: ((m - half).exp(), (m + half).exp()), p, pairs: logs.len() })
 }
 
-/// median(a) / median(b) with a 95% percentile-bootstrap confidence interval:
-/// 2000 resamples of each side with a fixed-seed generator, so the answer is
-/// reproducible. `None` when either side is empty or a median is not positive.
+/// median(a) / median(b) with a 95% percentile-bootstrap confidence interval
+/// ([`bootstrap_medians`]). `None` when either side is empty or a median is not positive.
 pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64))> {
     let (ma, mb) = (median(a), median(b));
     if a.is_empty() || b.is_empty() || ma <= 0.0 || mb <= 0.0 {
         return None;
     }
+    let ci = bootstrap_medians(a, b, |x, y| (y > 0.0).then(|| x / y))?;
+    Some((ma / mb, ci))
+}
+
+/// median(a) − median(b) with a 95% percentile-bootstrap confidence interval
+/// ([`bootstrap_medians`]). `None` when either side is empty or holds a value that is not finite.
+pub fn median_difference(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64))> {
+    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let ci = bootstrap_medians(a, b, |x, y| Some(x - y))?;
+    Some((median(a) - median(b), ci))
+}
+
+/// The 2.5% and 97.5% quantiles of `statistic(median(a'), median(b'))` over 2000
+/// resamples a', b' of each side, drawn with a fixed-seed generator so that the
+/// answer is reproducible; resamples whose statistic is `None` are left out.
+fn bootstrap_medians(
+    a: &[f64],
+    b: &[f64],
+    statistic: impl Fn(f64, f64) -> Option<f64>,
+) -> Option<(f64, f64)> {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = |n: usize| {
         state ^= state << 13;
@@ -181,19 +202,16 @@ pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64))> {
         state ^= state << 17;
         (state % n as u64) as usize
     };
-    let mut ratios: Vec<f64> = Vec::with_capacity(2000);
+    let mut values: Vec<f64> = Vec::with_capacity(2000);
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     for _ in 0..2000 {
         ra.iter_mut().for_each(|x| *x = a[next(a.len())]);
         rb.iter_mut().for_each(|x| *x = b[next(b.len())]);
-        let (x, y) = (median(&ra), median(&rb));
-        if y > 0.0 {
-            ratios.push(x / y);
-        }
+        values.extend(statistic(median(&ra), median(&rb)));
     }
-    ratios.sort_by(f64::total_cmp);
-    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-    Some((ma / mb, (at(0.025), at(0.975))))
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (!values.is_empty()).then(|| (at(0.025), at(0.975)))
 }
 
 #[cfg(test)]
@@ -253,6 +271,20 @@ mod tests {
         assert!(close(same, 1.0, 1e-12) && lo <= 1.0 && hi >= 1.0);
         assert_eq!(median_ratio(&a, &b), median_ratio(&a, &b));
         assert!(median_ratio(&[], &b).is_none());
+    }
+
+    #[test]
+    fn difference_of_medians_with_a_bootstrap_interval() {
+        // Medians 3 and 1.5. A resample's median of a is 1, 3 or 5 and of b 1, 1.5 or 2,
+        // so every resampled difference lies in [1 − 2, 5 − 1] = [−1, 4].
+        let (d, (lo, hi)) = median_difference(&[5.0, 1.0, 3.0], &[1.0, 2.0]).unwrap();
+        assert_eq!(d, 1.5);
+        assert!((-1.0..=1.5).contains(&lo) && (1.5..=4.0).contains(&hi), "{lo} {hi}");
+        // Constant sides leave no spread: 3 − 1 = 2 in every resample.
+        assert_eq!(median_difference(&[3.0; 4], &[1.0; 5]), Some((2.0, (2.0, 2.0))));
+        assert_eq!(median_ratio(&[3.0; 4], &[1.0; 5]), Some((3.0, (3.0, 3.0))));
+        assert!(median_difference(&[], &[1.0]).is_none());
+        assert!(median_difference(&[f64::NAN], &[1.0]).is_none());
     }
 
     #[test]

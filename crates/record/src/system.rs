@@ -4,7 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use coldstart_trace::Dev;
+use coldstart_trace::{Dev, Meta};
+use procfs::process::MountInfo;
+use procfs::{CpuInfo, Current, DiskStat, Meminfo};
 
 use crate::spool::DiskCounters;
 
@@ -19,6 +21,7 @@ pub struct Mount {
     pub source: String,
 }
 
+/// Undoes the kernel's octal escapes (`\040` for a space, …), which procfs keeps.
 fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -35,19 +38,17 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Parses /proc/self/mountinfo text.
+/// Parses /proc/self/mountinfo text; a line that cannot be read is skipped.
 pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
     text.lines()
         .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let f: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
+            let info = MountInfo::from_line(line).ok()?;
             Some(Mount {
-                dev: f.get(2)?.parse().ok()?,
-                root: PathBuf::from(unescape(f.get(3)?)),
-                mount_point: PathBuf::from(unescape(f.get(4)?)),
-                fstype: (*r.first()?).to_owned(),
-                source: unescape(r.get(1).unwrap_or(&"")),
+                dev: info.majmin.parse().ok()?,
+                root: PathBuf::from(unescape(&info.root)),
+                mount_point: PathBuf::from(unescape(info.mount_point.to_str()?)),
+                fstype: info.fs_type,
+                source: unescape(info.mount_source.as_deref().unwrap_or("none")),
             })
         })
         .collect()
@@ -57,21 +58,22 @@ pub fn mounts() -> Vec<Mount> {
     parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
 }
 
-/// Parses /proc/diskstats text (the fields this recorder uses).
+/// Parses /proc/diskstats text (the fields this recorder uses); a line that cannot
+/// be read is skipped.
 pub fn parse_diskstats(text: &str) -> Vec<DiskCounters> {
     text.lines()
         .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+            let stat = DiskStat::from_line(line).ok()?;
             Some(DiskCounters {
-                major: n(0)? as u32,
-                minor: n(1)? as u32,
-                name: (*f.get(2)?).to_owned(),
-                read_ios: n(3)?,
-                read_sectors: n(5)?,
-                write_ios: n(7)?,
-                write_sectors: n(9)?,
-                io_ticks_ms: n(12)?,
+                major: u32::try_from(stat.major).ok()?,
+                minor: u32::try_from(stat.minor).ok()?,
+                name: stat.name,
+                read_ios: stat.reads,
+                read_sectors: stat.sectors_read,
+                write_ios: stat.writes,
+                write_sectors: stat.sectors_written,
+                // The kernel's io_ticks: milliseconds with at least one request in flight.
+                io_ticks_ms: stat.time_in_progress,
             })
         })
         .collect()
@@ -124,41 +126,21 @@ pub fn disk_info(dev: Dev) -> DiskInfo {
     }
 }
 
-/// Host facts for the trace's meta.
-pub struct Host {
-    pub host: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub cpu_count: u32,
-    pub mem_total_bytes: u64,
-    pub page_size: u32,
-}
-
-pub fn host() -> Host {
-    let uts = nix::sys::utsname::uname().ok();
-    let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
-        uts.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
-    };
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_default();
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_kb = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    Host {
-        host: field(|u| u.nodename()),
-        kernel: format!("{} {}", field(|u| u.release()), field(|u| u.version())),
+/// The host facts of a trace's meta: `host`, `kernel`, `cpu_model`, `cpu_count`,
+/// `mem_total_bytes` and `page_size`; every other field is left at its default.
+pub fn host() -> Meta {
+    let uts = rustix::system::uname();
+    let text = |field: &std::ffi::CStr| field.to_string_lossy().into_owned();
+    let cpu_model =
+        CpuInfo::current().ok().and_then(|info| info.model_name(0).map(str::to_owned)).unwrap_or_default();
+    Meta {
+        host: text(uts.nodename()),
+        kernel: format!("{} {}", text(uts.release()), text(uts.version())),
         cpu_model,
         cpu_count: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
-        mem_total_bytes: mem_kb * 1024,
+        mem_total_bytes: Meminfo::current().map(|m| m.mem_total).unwrap_or(0),
         page_size: rustix::param::page_size() as u32,
+        ..Meta::default()
     }
 }
 
@@ -187,5 +169,12 @@ mod tests {
             (d[0].read_ios, d[0].read_sectors, d[0].write_sectors, d[0].io_ticks_ms),
             (31267, 4577322, 3576656, 6160)
         );
+    }
+
+    #[test]
+    fn reads_every_line_of_this_machines_mountinfo_and_diskstats() {
+        let lines = |path: &str| fs::read_to_string(path).unwrap().lines().count();
+        assert_eq!(mounts().len(), lines("/proc/self/mountinfo"));
+        assert_eq!(diskstats().len(), lines("/proc/diskstats"));
     }
 }

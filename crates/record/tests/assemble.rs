@@ -12,8 +12,8 @@ use coldstart_record::assemble::{DirEntry, EntryStat, RawExtent, SystemView, ass
 use coldstart_record::capture::connector::ProcRecord;
 use coldstart_record::capture::fanotify::OpenRecord;
 use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolStart};
-use coldstart_record::system::{DiskInfo, Host, Mount};
-use coldstart_trace::{Dev, FileKind, LossSource, MarkSource, NoteSource, Trace};
+use coldstart_record::system::{DiskInfo, Mount};
+use coldstart_trace::{Dev, FileKind, LossSource, MarkSource, Meta, NoteSource, Trace};
 
 const T0: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
@@ -46,14 +46,15 @@ impl FakeSystem {
 }
 
 impl SystemView for FakeSystem {
-    fn host(&self) -> Host {
-        Host {
+    fn host(&self) -> Meta {
+        Meta {
             host: "fakehost".into(),
             kernel: "6.18 fake".into(),
             cpu_model: "fake cpu".into(),
             cpu_count: 2,
             mem_total_bytes: 1 << 30,
             page_size: 4096,
+            ..Meta::default()
         }
     }
 

@@ -1,17 +1,27 @@
 //! The only place the tests touch the analysis API: a builder for synthetic traces,
 //! a round trip through the trace file, and `check`, which renders one facet of the
-//! analysis as plain lines and compares them with the expected ones.
+//! analysis as plain lines and compares them with the expected ones. The doctor's
+//! tests use the same builder ([`Builder::start`]) through [`doctor`], and share the
+//! starts of [`scenarios`].
 
 #![allow(dead_code)]
+
+pub mod doctor;
+pub mod scenarios;
 
 use coldstart_analyze::{Analysis, RankBy, ReadFilter, SegmentKind};
 use coldstart_trace::*;
 
 pub const MS: Nanos = 1_000_000;
+/// The disk of every built trace's files (vda).
+pub const DISK: Dev = Dev::new(254, 0);
 
 /// Builds a trace: root process 100 (`app`, thread 100) started at t = 0, page size 4 KiB.
+/// Rows are sorted into time order when built, as the recorder writes them.
 pub struct Builder {
     trace: Trace,
+    /// Where the next [`Builder::placed_file`] goes: far from every other file.
+    next_sector: u64,
 }
 
 impl Default for Builder {
@@ -34,8 +44,29 @@ impl Builder {
             },
             ..Trace::default()
         };
-        let b = Builder { trace };
+        let b = Builder { trace, next_sector: 1 << 20 };
         b.process(100, 1, "app", Some(0))
+    }
+
+    /// A start as the doctor's tests see one: root process 100 (`app --start`, thread 100)
+    /// of /usr/bin/app forked at t = 0 on a cold cache, 2 CPUs, the solid-state disk vda.
+    pub fn start() -> Builder {
+        let trace = Trace {
+            meta: Meta {
+                tool: "doctor test".into(),
+                source: Source::Synthetic,
+                command: vec!["app".into(), "--start".into()],
+                root_pid: Some(100),
+                page_size: 4096,
+                cpu_count: 2,
+                duration_ns: 10_000 * MS,
+                cache: CacheState::Cold,
+                ..Meta::default()
+            },
+            disks: vec![Disk { dev: DISK, name: "vda".into(), rotational: Some(false), ..Disk::default() }],
+            ..Trace::default()
+        };
+        Builder { trace, next_sector: 1 << 20 }.program(100, 1, "app", 0, None)
     }
 
     pub fn process(mut self, pid: i32, ppid: i32, comm: &str, start_ns: Option<Nanos>) -> Builder {
@@ -65,7 +96,7 @@ impl Builder {
     pub fn file(mut self, id: u32, path: &str) -> Builder {
         self.trace.files.push(File {
             id,
-            dev: Dev::new(254, 0),
+            dev: DISK,
             ino: u64::from(id) + 1000,
             path: Some(path.into()),
             ..File::default()
@@ -74,19 +105,14 @@ impl Builder {
     }
 
     pub fn unresolved_file(mut self, id: u32) -> Builder {
-        self.trace.files.push(File {
-            id,
-            dev: Dev::new(254, 0),
-            ino: u64::from(id) + 1000,
-            ..File::default()
-        });
+        self.trace.files.push(File { id, dev: DISK, ino: u64::from(id) + 1000, ..File::default() });
         self
     }
 
     pub fn metadata_file(mut self, id: u32) -> Builder {
         self.trace.files.push(File {
             id,
-            dev: Dev::new(254, 0),
+            dev: DISK,
             ino: 0,
             path: None,
             kind: FileKind::DeviceMetadata,
@@ -135,20 +161,13 @@ impl Builder {
     }
 
     pub fn extent(mut self, file: u32, physical: u64, length: u64) -> Builder {
-        self.trace.extents.push(Extent {
-            file_id: file,
-            disk: Dev::new(254, 0),
-            logical: 0,
-            physical,
-            length,
-            flags: 0,
-        });
+        self.trace.extents.push(Extent { file_id: file, disk: DISK, logical: 0, physical, length, flags: 0 });
         self
     }
 
     pub fn disk(mut self, read_bytes: u64) -> Builder {
         self.trace.disks.push(Disk {
-            dev: Dev::new(254, 0),
+            dev: DISK,
             name: "vda".into(),
             rotational: Some(true),
             read_bytes: Some(read_bytes),
@@ -159,19 +178,8 @@ impl Builder {
 
     /// A read request on 254:0 issued at `issue_ns`, done 1 ms later.
     pub fn block(mut self, issue_ns: Nanos, sector: u64, bytes: u32, rwbs: &str) -> Builder {
-        self.trace.block_ios.push(BlockIo {
-            issue_ns: Some(issue_ns),
-            complete_ns: Some(issue_ns + MS),
-            dev: Dev::new(254, 0),
-            sector: Some(sector),
-            bytes,
-            op: BlockOp::from_rwbs(rwbs),
-            rwbs: rwbs.into(),
-            pid: 100,
-            comm: "app".into(),
-            file_id: None,
-            error: 0,
-        });
+        let row = block_io(DISK, Some(issue_ns), issue_ns + MS, Some(sector), bytes, rwbs, 100, "app");
+        self.trace.block_ios.push(row);
         self
     }
 
@@ -210,19 +218,220 @@ impl Builder {
         self
     }
 
-    pub fn build(self) -> Trace {
+    pub fn rotational(mut self, rotational: bool) -> Builder {
+        self.trace.disks[0].rotational = Some(rotational);
+        self
+    }
+
+    /// Another disk the trace saw.
+    pub fn other_disk(mut self, dev: Dev, name: &str) -> Builder {
+        self.trace.disks.push(Disk { dev, name: name.into(), rotational: Some(false), ..Disk::default() });
+        self
+    }
+
+    /// A process of /usr/bin/`comm` (argv: `comm`) alive `start..end`.
+    pub fn program(mut self, pid: i32, ppid: i32, comm: &str, start: Nanos, end: Option<Nanos>) -> Builder {
+        self.trace.processes.push(Process {
+            pid,
+            ppid: Some(ppid),
+            comm: comm.into(),
+            exe: Some(format!("/usr/bin/{comm}")),
+            argv: vec![comm.into()],
+            start_ns: Some(start),
+            end_ns: end,
+            in_scope: true,
+            ..Process::default()
+        });
+        self.thread(pid, pid, comm)
+    }
+
+    /// A regular file of `size` bytes in one extent, far from every other file on the disk.
+    pub fn placed_file(mut self, id: u32, path: &str, size: u64) -> Builder {
+        self.trace.files.push(File {
+            id,
+            dev: DISK,
+            ino: u64::from(id) + 1000,
+            path: Some(path.into()),
+            kind: FileKind::Regular,
+            size: Some(size),
+            mtime_ns: None,
+        });
+        let sector = self.next_sector;
+        self.next_sector += size.div_ceil(512) + (64 << 11);
+        self.trace.extents.push(Extent {
+            file_id: id,
+            disk: DISK,
+            logical: 0,
+            physical: sector * 512,
+            length: size,
+            flags: 0,
+        });
+        self
+    }
+
+    pub fn run(self, tid: i32, from: Nanos, to: Nanos) -> Builder {
+        self.sched(tid, from, to, ThreadState::Running)
+    }
+
+    /// Asleep `from..to`, woken by `waker` (`None`: a timer or an interrupt).
+    pub fn sleep(mut self, tid: i32, from: Nanos, to: Nanos, waker: Option<i32>) -> Builder {
+        self.trace.wakeups.push(Wakeup { t_ns: to, tid, waker_tid: waker });
+        self.sched(tid, from, to, ThreadState::Sleeping)
+    }
+
+    /// A block request `issue..complete` of `bytes` at `page` of `file` (placed by its extent).
+    #[allow(clippy::too_many_arguments)]
+    pub fn request(
+        mut self,
+        issue: Nanos,
+        complete: Nanos,
+        file: u32,
+        page: u64,
+        bytes: u32,
+        pid: i32,
+        comm: &str,
+    ) -> Builder {
+        let extent = self.trace.extents.iter().find(|e| e.file_id == file).map_or(0, |e| e.physical);
+        let sector = (extent + page * 4096) / 512;
+        let row = block_io(DISK, Some(issue), complete, Some(sector), bytes, "R", pid, comm);
+        self.trace.block_ios.push(BlockIo { file_id: Some(file), ..row });
+        self
+    }
+
+    /// A read request at an absolute sector, of no file of the trace.
+    #[allow(clippy::too_many_arguments)]
+    pub fn raw_request(
+        mut self,
+        dev: Dev,
+        issue: Nanos,
+        complete: Nanos,
+        sector: u64,
+        bytes: u32,
+        pid: i32,
+        comm: &str,
+    ) -> Builder {
+        self.trace.block_ios.push(block_io(dev, Some(issue), complete, Some(sector), bytes, "R", pid, comm));
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// A write request with the kernel's flags `rwbs` (`WS`, `FWFS`, `W`…), or a flush (`FN`, no sector).
+    pub fn write(
+        mut self,
+        issue: Option<Nanos>,
+        complete: Nanos,
+        sector: Option<u64>,
+        bytes: u32,
+        rwbs: &str,
+        pid: i32,
+        comm: &str,
+    ) -> Builder {
+        self.trace.block_ios.push(block_io(DISK, issue, complete, sector, bytes, rwbs, pid, comm));
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// `tid` of `pid` runs 1 ms, then reads `pages` of `file` from `page` with one request
+    /// and waits `wait` for it; returns the time it is done.
+    pub fn read_step(
+        self,
+        t: Nanos,
+        pid: i32,
+        tid: i32,
+        file: u32,
+        page: u64,
+        pages: u32,
+        wait: Nanos,
+    ) -> (Builder, Nanos) {
+        let s = self
+            .run(tid, t, t + MS)
+            .fill(t + MS - 1000, pid, tid, file, page, pages)
+            .fill_origin(PageOrigin::Read)
+            .request(t + MS, t + MS + wait, file, page, pages * 4096, pid, "app")
+            .sched(tid, t + MS, t + MS + wait, ThreadState::IoWait);
+        (s, t + MS + wait)
+    }
+
+    /// Ready at `t`, when the root process exits.
+    pub fn ready_at_exit(mut self, t: Nanos) -> Builder {
+        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit });
+        for p in self.trace.processes.iter_mut().filter(|p| p.pid == 100) {
+            p.end_ns = Some(t);
+        }
+        self
+    }
+
+    pub fn build(mut self) -> Trace {
+        self.trace.page_fills.sort_by_key(|f| f.t_ns);
+        self.trace.sched.sort_by_key(|s| (s.tid, s.start_ns));
+        self.trace.block_ios.sort_by_key(|b| b.issue_ns.or(b.complete_ns));
+        self.trace.wakeups.sort_by_key(|w| w.t_ns);
+        self.trace.extents.sort_by_key(|e| (e.file_id, e.logical));
+        self.trace.files.sort_by_key(|f| f.id);
+        let read: u64 = self
+            .trace
+            .block_ios
+            .iter()
+            .filter(|b| b.op == BlockOp::Read && b.dev == DISK)
+            .map(|b| u64::from(b.bytes))
+            .sum();
+        if let Some(disk) = self.trace.disks.iter_mut().find(|d| d.dev == DISK && d.read_bytes.is_none()) {
+            disk.read_bytes = Some(read);
+        }
         self.trace
     }
 }
 
-/// Writes the trace with the trace writer, reads it back, and analyses what was read.
-pub fn analyze(trace: &Trace) -> Analysis {
+/// A block request of no file, with no error.
+#[allow(clippy::too_many_arguments)]
+fn block_io(
+    dev: Dev,
+    issue_ns: Option<Nanos>,
+    complete_ns: Nanos,
+    sector: Option<u64>,
+    bytes: u32,
+    rwbs: &str,
+    pid: i32,
+    comm: &str,
+) -> BlockIo {
+    BlockIo {
+        issue_ns,
+        complete_ns: Some(complete_ns),
+        dev,
+        sector,
+        bytes,
+        op: BlockOp::from_rwbs(rwbs),
+        rwbs: rwbs.into(),
+        pid,
+        comm: comm.into(),
+        file_id: None,
+        error: 0,
+    }
+}
+
+/// Writes the trace with the trace writer and reads it back, unchanged.
+pub fn round_trip(trace: &Trace) -> Trace {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("test.coldstart");
     trace.write(&path).expect("write the trace");
     let read = Trace::read(&path).expect("read the trace back");
-    assert_eq!(&read, trace, "the trace file round trip changed the trace");
-    coldstart_analyze::analyze(&read)
+    let differs = [
+        ("files", read.files == trace.files),
+        ("extents", read.extents == trace.extents),
+        ("page_fills", read.page_fills == trace.page_fills),
+        ("block_ios", read.block_ios == trace.block_ios),
+        ("sched", read.sched == trace.sched),
+        ("wakeups", read.wakeups == trace.wakeups),
+        ("processes", read.processes == trace.processes),
+        ("meta", read.meta == trace.meta),
+    ];
+    assert!(&read == trace, "the trace file round trip changed the trace: {differs:?}");
+    read
+}
+
+/// Writes the trace with the trace writer, reads it back, and analyses what was read.
+pub fn analyze(trace: &Trace) -> Analysis {
+    coldstart_analyze::analyze(&round_trip(trace))
 }
 
 /// A facet of the analysis, rendered as lines by [`render`].

@@ -109,7 +109,7 @@ fn write_private(path: &Path, bytes: &[u8], owner: Option<(u32, u32)>) -> anyhow
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !nix::unistd::Uid::effective().is_root() {
+    if !coldstart_bench::evict::is_root() {
         anyhow::bail!(
             "the demo records a cold start, which needs root: the recorder reads the kernel's tracing \
              buffers and evicts the page cache. Run it as `sudo coldstart demo` (the example still \

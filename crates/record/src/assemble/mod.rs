@@ -26,7 +26,6 @@ use coldstart_trace::*;
 use crate::error::Result;
 use crate::ftrace::events::Event;
 use crate::spool::Spool;
-use crate::system::Host;
 use decode::SpoolData;
 use files::FileTable;
 use procs::ProcTree;
@@ -305,7 +304,7 @@ fn scheduling(
     (sched, wakeups)
 }
 
-fn meta(data: &SpoolData, clock: &Clock, host: Host, tree: &ProcTree) -> Meta {
+fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
     let (start, end) = (&data.start, data.end.as_ref());
     let t0 = start.t0_boot_ns;
     let root_exit =
@@ -318,12 +317,6 @@ fn meta(data: &SpoolData, clock: &Clock, host: Host, tree: &ProcTree) -> Meta {
         user: start.user.clone(),
         scope: if start.system { Scope::System } else { Scope::Tree },
         root_pid: start.root_pid,
-        host: host.host,
-        kernel: host.kernel,
-        cpu_model: host.cpu_model,
-        cpu_count: host.cpu_count,
-        mem_total_bytes: host.mem_total_bytes,
-        page_size: host.page_size,
         clock: "boot".into(),
         start_unix_ns: start.start_unix_ns,
         start_clock_ns: t0,
@@ -337,5 +330,6 @@ fn meta(data: &SpoolData, clock: &Clock, host: Host, tree: &ProcTree) -> Meta {
         exit_code: end.and_then(|e| e.exit_code).or(root_exit),
         partial: end.is_none(),
         sample_hz: Some(start.sample_hz),
+        ..host
     }
 }

@@ -35,10 +35,10 @@ pub fn rates(
         let t = to_trace(b.t);
         let (ca, cb) = (&a.cpu, &b.cpu);
         let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
-        let user = d(ca.user + ca.nice, cb.user + cb.nice);
-        let system = d(ca.system + ca.irq + ca.softirq, cb.system + cb.irq + cb.softirq);
+        let user = d(ca.user, cb.user);
+        let system = d(ca.system, cb.system);
         let iowait = d(ca.iowait, cb.iowait);
-        let idle = d(ca.idle + ca.steal, cb.idle + cb.steal);
+        let idle = d(ca.idle, cb.idle);
         let total = (user + system + iowait + idle).max(1.0);
         out.cpu.push(CpuSample {
             t_ns: t,

@@ -8,10 +8,10 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use coldstart_trace::Dev;
+use coldstart_trace::{Dev, Meta};
 
 use crate::assemble::fiemap::{self, RawExtent};
-use crate::system::{self, DiskInfo, Host, Mount};
+use crate::system::{self, DiskInfo, Mount};
 
 /// What `lstat` says about a directory entry, as far as the file table needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,8 +33,8 @@ pub struct DirEntry {
 
 /// Everything the assembly reads outside the spool.
 pub trait SystemView {
-    /// Host facts for the trace's meta (page size included).
-    fn host(&self) -> Host;
+    /// The host facts of the trace's meta (page size included), as [`system::host`] gives them.
+    fn host(&self) -> Meta;
     fn mounts(&self) -> Vec<Mount>;
     /// Whether `dev` names a block device (sysfs knows it).
     fn is_block_device(&self, dev: Dev) -> bool;
@@ -61,7 +61,7 @@ pub trait SystemView {
 pub struct LiveSystem;
 
 impl SystemView for LiveSystem {
-    fn host(&self) -> Host {
+    fn host(&self) -> Meta {
         system::host()
     }
 

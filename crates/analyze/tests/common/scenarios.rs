@@ -4,65 +4,66 @@
 use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
 
-use super::{MS, Start};
+use super::{Builder, MS};
 
 /// 40 plugin descriptions of 4 KiB under /usr/share/app/plugins, each read with one
 /// request and a 5 ms wait, then 50 ms of CPU: ready at 290 ms.
 pub fn small_files() -> Trace {
-    let mut s = Start::new();
+    let mut s = Builder::start();
     for i in 0..40 {
-        s = s.file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
+        s = s.placed_file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
     }
     let mut t = 0;
     for i in 0..40 {
         (s, t) = s.read_step(t, 100, 100, i + 1, 0, 1, 5 * MS);
     }
-    s.run(100, t, t + 50 * MS).ready(t + 50 * MS).build()
+    s.run(100, t, t + 50 * MS).ready_at_exit(t + 50 * MS).build()
 }
 
 /// An 8 MiB library faulted in as 16 pieces of 64 KiB, 4 ms of wait each, then 20 ms of
 /// CPU: ready at 100 ms.
 pub fn library_in_pieces() -> Trace {
-    let mut s = Start::new().file(1, "/usr/lib/libbig.so.1", 8 << 20);
+    let mut s = Builder::start().placed_file(1, "/usr/lib/libbig.so.1", 8 << 20);
     let mut t = 0;
     for i in 0..16u64 {
         s = s
             .run(100, t, t + MS)
-            .fill(t + MS, 100, 100, 1, i * 128, 16, Some(PageOrigin::Fault))
+            .fill(t + MS, 100, 100, 1, i * 128, 16)
+            .fill_origin(PageOrigin::Fault)
             .request(t + MS, t + 5 * MS, 1, i * 128, 64 * 1024, 100, "app")
             .sched(100, t + MS, t + 5 * MS, IoWait);
         t += 5 * MS;
     }
-    s.run(100, t, t + 20 * MS).ready(t + 20 * MS).build()
+    s.run(100, t, t + 20 * MS).ready_at_exit(t + 20 * MS).build()
 }
 
 /// `app` starts `cpp` at 5 ms and sleeps until it is woken by it at 35 ms; `cpp` runs
 /// 5–35 ms and exits; `app` runs to ready at 100 ms.
 pub fn helper() -> Trace {
-    Start::new()
-        .process(200, 100, "cpp", 5 * MS, Some(35 * MS))
+    Builder::start()
+        .program(200, 100, "cpp", 5 * MS, Some(35 * MS))
         .run(100, 0, 5 * MS)
         .sleep(100, 5 * MS, 35 * MS, Some(200))
         .run(200, 5 * MS, 35 * MS)
         .run(100, 35 * MS, 100 * MS)
-        .ready(100 * MS)
+        .ready_at_exit(100 * MS)
         .build()
 }
 
 /// A start script: `app` runs `dirname`, `sed` and `dirname` one after the other (8 ms each),
 /// waiting for each; then 76 ms of its own CPU: ready at 100 ms.
 pub fn shell_helpers() -> Trace {
-    let mut s = Start::new().run(100, 0, MS);
+    let mut s = Builder::start().run(100, 0, MS);
     let mut t = MS;
     for (pid, comm) in [(201, "dirname"), (202, "sed"), (203, "dirname")] {
-        s = s.process(pid, 100, comm, t, Some(t + 8 * MS)).sleep(100, t, t + 8 * MS, Some(pid)).run(
+        s = s.program(pid, 100, comm, t, Some(t + 8 * MS)).sleep(100, t, t + 8 * MS, Some(pid)).run(
             pid,
             t,
             t + 8 * MS,
         );
         t += 8 * MS;
     }
-    s.run(100, t, 100 * MS).ready(100 * MS).build()
+    s.run(100, t, 100 * MS).ready_at_exit(100 * MS).build()
 }
 
 /// `app` maps two files (20 ms of wait each); `indexer` (in scope, not on the path; its
@@ -70,47 +71,53 @@ pub fn shell_helpers() -> Trace {
 /// the disk meanwhile: 16 ms and 12 ms of disk time, none overlapping another request.
 /// Ready at 100 ms.
 pub fn work_that_can_wait() -> Trace {
-    Start::new()
-        .process(300, 100, "indexer", MS, None)
+    Builder::start()
+        .program(300, 100, "indexer", MS, None)
         .thread(301, 300, "indexer-io")
-        .file(1, "/usr/lib/app/data1", 40960)
-        .file(2, "/usr/lib/app/data2", 40960)
-        .file(3, "/var/lib/indexer/db", 1 << 20)
+        .placed_file(1, "/usr/lib/app/data1", 40960)
+        .placed_file(2, "/usr/lib/app/data2", 40960)
+        .placed_file(3, "/var/lib/indexer/db", 1 << 20)
         .run(100, 0, 10 * MS)
-        .fill(10 * MS, 100, 100, 1, 0, 10, Some(PageOrigin::Fault))
+        .fill(10 * MS, 100, 100, 1, 0, 10)
+        .fill_origin(PageOrigin::Fault)
         .request(10 * MS, 30 * MS, 1, 0, 40960, 100, "app")
         .sched(100, 10 * MS, 30 * MS, IoWait)
         .run(100, 30 * MS, 40 * MS)
-        .fill(40 * MS, 100, 100, 2, 0, 10, Some(PageOrigin::Fault))
+        .fill(40 * MS, 100, 100, 2, 0, 10)
+        .fill_origin(PageOrigin::Fault)
         .request(40 * MS, 60 * MS, 2, 0, 40960, 100, "app")
         .sched(100, 40 * MS, 60 * MS, IoWait)
         .run(100, 60 * MS, 100 * MS)
-        .fill(2 * MS, 300, 300, 3, 0, 16, Some(PageOrigin::Read))
+        .fill(2 * MS, 300, 300, 3, 0, 16)
+        .fill_origin(PageOrigin::Read)
         .request(MS, 9 * MS, 3, 0, 65536, 300, "indexer")
-        .fill(62 * MS, 300, 301, 3, 16, 16, Some(PageOrigin::Read))
+        .fill(62 * MS, 300, 301, 3, 16, 16)
+        .fill_origin(PageOrigin::Read)
         .request(61 * MS, 69 * MS, 3, 16, 65536, 301, "indexer-io")
         .raw_request(super::DISK, 70 * MS, 82 * MS, 90_000_000, 131_072, 999, "updatedb")
-        .ready(100 * MS)
+        .ready_at_exit(100 * MS)
         .build()
 }
 
 /// `app` reads /etc/app/config.xml (256 KiB) with read(), waiting 20 ms, then runs 60 ms
 /// before reading anything else; ready at 100 ms.
 pub fn read_then_parse() -> Trace {
-    Start::new()
-        .file(1, "/etc/app/config.xml", 256 * 1024)
-        .file(2, "/usr/share/app/data.bin", 8192)
+    Builder::start()
+        .placed_file(1, "/etc/app/config.xml", 256 * 1024)
+        .placed_file(2, "/usr/share/app/data.bin", 8192)
         .run(100, 0, MS)
-        .fill(MS, 100, 100, 1, 0, 64, Some(PageOrigin::Read))
+        .fill(MS, 100, 100, 1, 0, 64)
+        .fill_origin(PageOrigin::Read)
         .request(MS, 21 * MS, 1, 0, 256 * 1024, 100, "app")
         .sched(100, MS, 21 * MS, IoWait)
         .run(100, 21 * MS, 81 * MS)
-        .fill(81 * MS, 100, 100, 2, 0, 2, Some(PageOrigin::Read))
+        .fill(81 * MS, 100, 100, 2, 0, 2)
+        .fill_origin(PageOrigin::Read)
         .request(82 * MS, 85 * MS, 2, 0, 8192, 100, "app")
         .sched(100, 81 * MS, 82 * MS, Running)
         .sched(100, 82 * MS, 85 * MS, IoWait)
         .run(100, 85 * MS, 100 * MS)
-        .ready(100 * MS)
+        .ready_at_exit(100 * MS)
         .build()
 }
 
@@ -124,22 +131,22 @@ pub fn other_languages() -> Trace {
         "/usr/share/locale/en_GB/LC_MESSAGES/app.mo",
         "/usr/share/qt5/translations/qtbase_it.qm",
     ];
-    let mut s = Start::new();
+    let mut s = Builder::start();
     for (i, p) in paths.iter().enumerate() {
-        s = s.file(i as u32 + 1, p, 4096);
+        s = s.placed_file(i as u32 + 1, p, 4096);
     }
     let mut t = 0;
     for i in 0..paths.len() as u32 {
         (s, t) = s.read_step(t, 100, 100, i + 1, 0, 1, 6 * MS);
     }
-    s.run(100, t, 50 * MS).ready(50 * MS).build()
+    s.run(100, t, 50 * MS).ready_at_exit(50 * MS).build()
 }
 
 /// `app` waits twice without reading a page: 10–25 ms while a sync write, a journal commit
 /// and a cache flush complete, and 60–70 ms until a flush completes. A sync write while
 /// `app` runs (80–82 ms) is not waited for. Ready at 100 ms.
 pub fn durable_writes() -> Trace {
-    Start::new()
+    Builder::start()
         .run(100, 0, 10 * MS)
         .sched(100, 10 * MS, 25 * MS, IoWait)
         .write(Some(10 * MS + 100_000), 14 * MS, Some(5000), 8192, "WS", 100, "app")
@@ -150,14 +157,14 @@ pub fn durable_writes() -> Trace {
         .write(None, 69 * MS + 500_000, None, 0, "FN", 0, "")
         .run(100, 70 * MS, 100 * MS)
         .write(Some(80 * MS), 82 * MS, Some(7000), 4096, "WS", 100, "app")
-        .ready(100 * MS)
+        .ready_at_exit(100 * MS)
         .build()
 }
 
 /// `app` sleeps 10–60 ms on a timer, waits 70–90 ms for thread 555 (outside the trace),
 /// and sleeps 1 ms (too short to count) at 95 ms. Ready at 100 ms.
 pub fn idle_waits() -> Trace {
-    Start::new()
+    Builder::start()
         .run(100, 0, 10 * MS)
         .sleep(100, 10 * MS, 60 * MS, None)
         .run(100, 60 * MS, 70 * MS)
@@ -165,7 +172,7 @@ pub fn idle_waits() -> Trace {
         .run(100, 90 * MS, 95 * MS)
         .sleep(100, 95 * MS, 96 * MS, None)
         .run(100, 96 * MS, 100 * MS)
-        .ready(100 * MS)
+        .ready_at_exit(100 * MS)
         .build()
 }
 
@@ -173,11 +180,11 @@ pub fn idle_waits() -> Trace {
 /// (A0 B0 A1 B1 …): each file's first page is a far request (10 ms), its second page
 /// follows it (1 ms). Ready at 18 × 12 + 10 = 226 ms.
 pub fn scattered_layout() -> Trace {
-    let mut s = Start::new().rotational(true);
+    let mut s = Builder::start().rotational(true);
     let mut order = Vec::new();
     for i in 0..9u32 {
         let (a, b) = (i + 1, i + 10);
-        s = s.file(a, &format!("/data/a/f{i}"), 8192).file(b, &format!("/data/b/f{i}"), 8192);
+        s = s.placed_file(a, &format!("/data/a/f{i}"), 8192).placed_file(b, &format!("/data/b/f{i}"), 8192);
         order.push(a);
         order.push(b);
     }
@@ -190,35 +197,37 @@ pub fn scattered_layout() -> Trace {
     for file in order {
         s = s
             .run(100, t, t + MS)
-            .fill(t + MS, 100, 100, file, 0, 2, Some(PageOrigin::Read))
+            .fill(t + MS, 100, 100, file, 0, 2)
+            .fill_origin(PageOrigin::Read)
             .request(t + MS, t + 11 * MS, file, 0, 4096, 100, "app")
             .request(t + 11 * MS, t + 12 * MS, file, 1, 4096, 100, "app")
             .sched(100, t + MS, t + 12 * MS, IoWait);
         t += 12 * MS;
     }
-    s.run(100, t, t + 10 * MS).ready(t + 10 * MS).build()
+    s.run(100, t, t + 10 * MS).ready_at_exit(t + 10 * MS).build()
 }
 
 /// 400 ms of CPU, one 10 ms read, 90 ms of CPU: ready at 500 ms.
 pub fn cpu_bound() -> Trace {
-    let s = Start::new().file(1, "/usr/lib/app/tables.dat", 4096).run(100, 0, 399 * MS);
+    let s = Builder::start().placed_file(1, "/usr/lib/app/tables.dat", 4096).run(100, 0, 399 * MS);
     let (s, t) = s.read_step(399 * MS, 100, 100, 1, 0, 1, 10 * MS);
-    s.run(100, t, 500 * MS).ready(500 * MS).build()
+    s.run(100, t, 500 * MS).ready_at_exit(500 * MS).build()
 }
 
 /// An I/O-bound start with nothing to fix: three 200 KiB libraries mapped in one read each
 /// (30 ms of wait), 15 ms of CPU after each. Ready at 140 ms.
 pub fn clean_start() -> Trace {
-    let mut s = Start::new();
+    let mut s = Builder::start();
     let mut t = 0;
     for i in 0..3u32 {
         s = s
-            .file(i + 1, &format!("/usr/lib/x86_64-linux-gnu/libpart{i}.so.1"), 200 * 1024)
+            .placed_file(i + 1, &format!("/usr/lib/x86_64-linux-gnu/libpart{i}.so.1"), 200 * 1024)
             .run(100, t, t + 15 * MS)
-            .fill(t + 15 * MS, 100, 100, i + 1, 0, 50, Some(PageOrigin::Fault))
+            .fill(t + 15 * MS, 100, 100, i + 1, 0, 50)
+            .fill_origin(PageOrigin::Fault)
             .request(t + 15 * MS, t + 45 * MS, i + 1, 0, 200 * 1024, 100, "app")
             .sched(100, t + 15 * MS, t + 45 * MS, IoWait);
         t += 45 * MS;
     }
-    s.run(100, t, 140 * MS).ready(140 * MS).build()
+    s.run(100, t, 140 * MS).ready_at_exit(140 * MS).build()
 }
