@@ -188,3 +188,15 @@ mod tests {
         assert_eq!(unescape_octal(r"/odd\x"), r"/odd\x");
     }
 }
+
+/// Whether this process runs as root (loop devices, FUSE and mounts need it).
+pub fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+/// Asks process `pid` to end (SIGTERM); an error (it is gone already) is ignored.
+pub fn terminate(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    }
+}
