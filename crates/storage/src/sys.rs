@@ -177,18 +177,6 @@ fn unescape_octal(field: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mount_fields_unescape_as_the_kernel_escaped_them() {
-        assert_eq!(unescape_octal(r"/run/a\040b\011c"), "/run/a b\tc");
-        assert_eq!(unescape_octal(r"/plain"), "/plain");
-        assert_eq!(unescape_octal(r"/odd\x"), r"/odd\x");
-    }
-}
-
 /// Whether this process runs as root (loop devices, FUSE and mounts need it).
 pub fn is_root() -> bool {
     nix::unistd::Uid::effective().is_root()
@@ -198,5 +186,17 @@ pub fn is_root() -> bool {
 pub fn terminate(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_fields_unescape_as_the_kernel_escaped_them() {
+        assert_eq!(unescape_octal(r"/run/a\040b\011c"), "/run/a b\tc");
+        assert_eq!(unescape_octal(r"/plain"), "/plain");
+        assert_eq!(unescape_octal(r"/odd\x"), r"/odd\x");
     }
 }
