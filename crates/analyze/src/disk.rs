@@ -185,9 +185,9 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
         };
         if io.op == BlockOp::Read {
             out.traced_read_requests += 1;
-            out.traced_read_bytes += u64::from(io.bytes);
+            out.traced_read_bytes = out.traced_read_bytes.saturating_add(u64::from(io.bytes));
             if let Some(l) = latency {
-                out.read_latency_ns += l;
+                out.read_latency_ns = out.read_latency_ns.saturating_add(l);
                 latencies.push(l);
             }
         }
@@ -199,11 +199,11 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             Some(0) => seeks.sequential += 1,
             Some(d) if d > 0 => {
                 seeks.forward += 1;
-                seeks.forward_sectors += d as u64;
+                seeks.forward_sectors = seeks.forward_sectors.saturating_add(d as u64);
             }
             Some(d) => {
                 seeks.backward += 1;
-                seeks.backward_sectors += d.unsigned_abs();
+                seeks.backward_sectors = seeks.backward_sectors.saturating_add(d.unsigned_abs());
             }
             None => {}
         }
@@ -214,17 +214,17 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             Owner::File(id) => {
                 let f = files.entry(id).or_insert(DiskFile { file: id, ..DiskFile::default() });
                 f.requests += 1;
-                f.bytes += u64::from(io.bytes);
+                f.bytes = f.bytes.saturating_add(u64::from(io.bytes));
                 f.far_seeks += u64::from(far);
-                f.latency_ns += latency.unwrap_or(0);
+                f.latency_ns = f.latency_ns.saturating_add(latency.unwrap_or(0));
             }
             Owner::Metadata => {
                 out.metadata_requests += 1;
-                out.metadata_bytes += u64::from(io.bytes);
+                out.metadata_bytes = out.metadata_bytes.saturating_add(u64::from(io.bytes));
             }
             Owner::Unknown => {
                 out.unknown_requests += 1;
-                out.unknown_bytes += u64::from(io.bytes);
+                out.unknown_bytes = out.unknown_bytes.saturating_add(u64::from(io.bytes));
             }
         }
         out.requests.push(DiskRequest {

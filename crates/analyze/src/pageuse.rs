@@ -30,7 +30,7 @@ fn merge(ranges: &mut Ranges) {
 }
 
 fn len(ranges: &[(u64, u64)]) -> u64 {
-    ranges.iter().map(|r| r.1 - r.0).sum()
+    ranges.iter().map(|r| r.1 - r.0).fold(0, u64::saturating_add)
 }
 
 /// The parts of `a` outside `b` (both merged).
@@ -88,8 +88,8 @@ pub(crate) fn page_use(ctx: &Ctx) -> (Option<PageUse>, Vec<FilePageUse>) {
         );
         merge(&mut filled);
         subtract(&asked, &filled, &mut rest);
-        total.asked_cached_pages += len(&rest);
-        total.asked_pages += len(&asked);
+        total.asked_cached_pages = total.asked_cached_pages.saturating_add(len(&rest));
+        total.asked_pages = total.asked_pages.saturating_add(len(&asked));
     }
     for g in 0..fills_by_file.len() {
         let file = fills_by_file.key(g);
@@ -121,10 +121,10 @@ pub(crate) fn page_use(ctx: &Ctx) -> (Option<PageUse>, Vec<FilePageUse>) {
             map_around_only_pages: len(&rest) - len(&unused),
             unused_pages: len(&unused),
         };
-        total.filled_pages += row.filled_pages;
-        total.used_pages += row.used_pages;
-        total.map_around_only_pages += row.map_around_only_pages;
-        total.unused_pages += row.unused_pages;
+        total.filled_pages = total.filled_pages.saturating_add(row.filled_pages);
+        total.used_pages = total.used_pages.saturating_add(row.used_pages);
+        total.map_around_only_pages = total.map_around_only_pages.saturating_add(row.map_around_only_pages);
+        total.unused_pages = total.unused_pages.saturating_add(row.unused_pages);
         by_file.push(row);
     }
     by_file.sort_by(|a, b| b.unused_pages.cmp(&a.unused_pages).then(a.file.cmp(&b.file)));

@@ -150,12 +150,12 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
                 break;
             }
             match s.state {
-                ThreadState::Running => bin.cpu_ns += overlap,
-                _ => bin.io_ns += overlap,
+                ThreadState::Running => bin.cpu_ns = bin.cpu_ns.saturating_add(overlap),
+                _ => bin.io_ns = bin.io_ns.saturating_add(overlap),
             }
             if let Some(d) = wait_dir {
                 match bin.wait_dirs.iter_mut().find(|w| w.0 == d) {
-                    Some(w) => w.1 += overlap,
+                    Some(w) => w.1 = w.1.saturating_add(overlap),
                     None => bin.wait_dirs.push((d, overlap)),
                 }
             }
@@ -190,10 +190,10 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
             }
         };
         match pages_by_dir.iter_mut().find(|x| x.0 == d) {
-            Some(x) => x.1 += u64::from(fill.pages),
+            Some(x) => x.1 = x.1.saturating_add(u64::from(fill.pages)),
             None => pages_by_dir.push((d, u64::from(fill.pages))),
         }
-        bins[b].pages += u64::from(fill.pages);
+        bins[b].pages = bins[b].pages.saturating_add(u64::from(fill.pages));
     }
     close_bin(&mut bins, current_bin, &mut pages_by_dir);
     for bin in bins.iter_mut().filter(|bin| bin.dir.is_none()) {
@@ -226,8 +226,9 @@ fn add_cpu_samples(ctx: &Ctx, edges: &[Nanos], bins: &mut [Bin]) {
             if overlap <= 0 {
                 break;
             }
-            bin.cpu_ns += ((sample.user + sample.system) * cpus * overlap as f64) as Nanos;
-            bin.io_ns += (sample.iowait * cpus * overlap as f64) as Nanos;
+            bin.cpu_ns =
+                bin.cpu_ns.saturating_add(((sample.user + sample.system) * cpus * overlap as f64) as Nanos);
+            bin.io_ns = bin.io_ns.saturating_add((sample.iowait * cpus * overlap as f64) as Nanos);
         }
     }
 }
@@ -387,18 +388,23 @@ fn describe(
                 break;
             }
             match &mut run {
-                Some((file, pages)) if *file == fill.file_id => *pages += u64::from(fill.pages),
+                Some((file, pages)) if *file == fill.file_id => {
+                    *pages = pages.saturating_add(u64::from(fill.pages))
+                }
                 _ => {
                     if let Some((file, pages)) = run.replace((fill.file_id, u64::from(fill.pages))) {
-                        *pages_by_file.entry(file).or_default() += pages;
+                        pages_by_file
+                            .entry(file)
+                            .and_modify(|sum| *sum = sum.saturating_add(pages))
+                            .or_insert(pages);
                     }
                 }
             }
         }
         if let Some((file, pages)) = run {
-            *pages_by_file.entry(file).or_default() += pages;
+            pages_by_file.entry(file).and_modify(|sum| *sum = sum.saturating_add(pages)).or_insert(pages);
         }
-        let pages: u64 = pages_by_file.values().sum();
+        let pages: u64 = pages_by_file.values().fold(0, |sum, &pages| sum.saturating_add(pages));
         let (dir, files_in_dir) = majority_dir(ctx, &pages_by_file);
         let reads_here =
             &reads[reads.partition_point(|r| r.t_ns < start)..reads.partition_point(|r| r.t_ns < end)];
@@ -420,8 +426,8 @@ fn describe(
             bytes: ctx.bytes(pages),
             reads: reads_here.len() as u64,
             seeks: reads_here.iter().filter(|r| r.seek).count() as u64,
-            cpu_ns: seg_bins.iter().map(|b| b.cpu_ns).sum(),
-            io_wait_ns: seg_bins.iter().map(|b| b.io_ns).sum(),
+            cpu_ns: seg_bins.iter().map(|b| b.cpu_ns).fold(0, Nanos::saturating_add),
+            io_wait_ns: seg_bins.iter().map(|b| b.io_ns).fold(0, Nanos::saturating_add),
             top_pid: None,
             ends_at_mark,
         });
@@ -435,7 +441,7 @@ fn describe(
 
 /// The deepest directory holding at least half the bytes, and how many files under it.
 fn majority_dir(ctx: &Ctx, pages_by_file: &FxHashMap<u32, u64>) -> (Option<String>, u64) {
-    let total: u64 = pages_by_file.values().sum();
+    let total: u64 = pages_by_file.values().fold(0, |sum, &pages| sum.saturating_add(pages));
     let mut by_dir: FxHashMap<&str, (u64, u64)> = FxHashMap::default();
     for (&file, &pages) in pages_by_file {
         let Some(path) =
@@ -446,7 +452,7 @@ fn majority_dir(ctx: &Ctx, pages_by_file: &FxHashMap<u32, u64>) -> (Option<Strin
         let mut dir = parent(path);
         loop {
             let entry = by_dir.entry(dir).or_default();
-            entry.0 += pages;
+            entry.0 = entry.0.saturating_add(pages);
             entry.1 += 1;
             if dir == "/" || !dir.contains('/') {
                 break;
@@ -486,7 +492,7 @@ fn assign_top_pids(ctx: &Ctx, phases: &mut [Phase]) {
             if overlap <= 0 {
                 break;
             }
-            *cpu.entry((i, pid)).or_default() += overlap;
+            cpu.entry((i, pid)).and_modify(|sum| *sum = sum.saturating_add(overlap)).or_insert(overlap);
         }
     }
     if ctx.trace.sched.is_empty() {

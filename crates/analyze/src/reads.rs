@@ -29,18 +29,18 @@ pub(crate) fn coalesce(ctx: &Ctx) -> Coalesced {
             let fill = &fills[row as usize];
             let pages = u64::from(fill.pages);
             match fill.origin {
-                Some(PageOrigin::Fault) => origins.fault += pages,
-                Some(PageOrigin::Read) => origins.read += pages,
+                Some(PageOrigin::Fault) => origins.fault = origins.fault.saturating_add(pages),
+                Some(PageOrigin::Read) => origins.read = origins.read.saturating_add(pages),
                 Some(PageOrigin::Readahead) => {
-                    origins.readahead += pages;
-                    usage.readahead_pages += pages;
+                    origins.readahead = origins.readahead.saturating_add(pages);
+                    usage.readahead_pages = usage.readahead_pages.saturating_add(pages);
                 }
-                None => origins.unknown += pages,
+                None => origins.unknown = origins.unknown.saturating_add(pages),
             }
-            usage.pages += pages;
+            usage.pages = usage.pages.saturating_add(pages);
             match &mut current {
                 Some(read) if read.first_page + read.pages == fill.index => {
-                    read.pages += pages;
+                    read.pages = read.pages.saturating_add(pages);
                     read.end_ns = fill.t_ns;
                 }
                 _ => {

@@ -34,7 +34,7 @@ pub(crate) fn wait_files(ctx: &Ctx, sched_rows: &[u32], k: usize, fill_rows: &[u
             break;
         }
         match out.iter_mut().find(|(pid, file, _)| *pid == fill.pid && *file == fill.file_id) {
-            Some(entry) => entry.2 += u64::from(fill.pages),
+            Some(entry) => entry.2 = entry.2.saturating_add(u64::from(fill.pages)),
             None => out.push((fill.pid, fill.file_id, u64::from(fill.pages))),
         }
     }
@@ -182,13 +182,13 @@ pub(crate) fn start_breakdown(ctx: &Ctx, from: Nanos, to: Nanos) -> StartBreakdo
     let mut account = |active: &[i64; 3], until: Nanos, t: Nanos| {
         let ns = until - t;
         if active[RUN] > 0 {
-            out.cpu_ns += ns;
+            out.cpu_ns = out.cpu_ns.saturating_add(ns);
         } else if active[IO] > 0 {
-            out.io_wait_ns += ns;
+            out.io_wait_ns = out.io_wait_ns.saturating_add(ns);
         } else if active[CPU_WAIT] > 0 {
-            out.cpu_wait_ns += ns;
+            out.cpu_wait_ns = out.cpu_wait_ns.saturating_add(ns);
         } else {
-            out.idle_ns += ns;
+            out.idle_ns = out.idle_ns.saturating_add(ns);
         }
     };
     for &(at, kind, delta) in &events {

@@ -45,8 +45,10 @@ pub(crate) fn check(ctx: &Ctx, end: Nanos, sched: &SchedAnomalies, out: &mut Vec
             // Metadata and a filesystem's own reserved inodes (kind other) have no path to find.
             Some(f) if f.path.is_none() && !matches!(f.kind, FileKind::DeviceMetadata | FileKind::Other) => {
                 unresolved.insert(id);
-                unresolved_pages +=
-                    rows.iter().map(|&r| u64::from(trace.page_fills[r as usize].pages)).sum::<u64>();
+                unresolved_pages += rows
+                    .iter()
+                    .map(|&r| u64::from(trace.page_fills[r as usize].pages))
+                    .fold(0, u64::saturating_add);
             }
             Some(_) => {}
         }

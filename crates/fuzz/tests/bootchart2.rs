@@ -2,7 +2,8 @@
 //! them: one log file of the archive mutated at a time (lines, numbers, bytes), or
 //! the archive's own bytes. An import either fails with an error or gives a trace
 //! that analyses and reports without a panic. Seeds: the first samples of the two
-//! real example logs (crates/import/tests/data), as tar and tar.gz.
+//! real example logs (crates/import/tests/data), as tar and tar.gz, and the first
+//! with the taskstats, cmdline2 and paternity logs of `seeds/bootchart2`.
 
 use std::io::Read;
 use std::path::Path;
@@ -51,30 +52,42 @@ fn members(archive: &[u8]) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The files of `dir`, as members of a `bootchart/` folder, cut to what a seed needs.
+fn log_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let bytes = std::fs::read(e.path()).unwrap();
+            let bytes = match name.as_str() {
+                "kernel_pacct" => bytes[..PACCT_BYTES.min(bytes.len())].to_vec(),
+                n if n.ends_with(".log") => first_blocks(&bytes, BLOCKS),
+                _ => bytes,
+            };
+            (format!("bootchart/{name}"), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The two examples, the second also gzipped; then the first with the logs a collector
+/// writes when the kernel has taskstats and process events (`crates/fuzz/seeds/bootchart2`:
+/// `taskstats.log` made from the example's own `proc_ps.log` samples, `cmdline2.log` and
+/// `paternity.log` for its processes) in place of `proc_ps.log`.
 fn seeds() -> Vec<Vec<u8>> {
     let data = repo_dir().join("crates/import/tests/data");
-    let mut seeds = Vec::new();
-    for example in ["example1", "example2"] {
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(data.join(example))
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                let name = e.file_name().to_string_lossy().into_owned();
-                let bytes = std::fs::read(e.path()).unwrap();
-                let bytes = match name.as_str() {
-                    "kernel_pacct" => bytes[..PACCT_BYTES.min(bytes.len())].to_vec(),
-                    n if n.ends_with(".log") => first_blocks(&bytes, BLOCKS),
-                    _ => bytes,
-                };
-                (format!("bootchart/{name}"), bytes)
-            })
-            .collect();
-        files.sort();
-        seeds.push(tar(&files));
-    }
+    let mut seeds: Vec<Vec<u8>> =
+        ["example1", "example2"].iter().map(|example| tar(&log_files(&data.join(example)))).collect();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gz, &seeds[1]).unwrap();
     seeds.push(gz.finish().unwrap());
+    let mut taskstats = log_files(&data.join("example1"));
+    taskstats.retain(|(name, _)| !name.ends_with("/proc_ps.log"));
+    taskstats.extend(log_files(&coldstart_fuzz::crate_dir().join("seeds/bootchart2")));
+    taskstats.sort();
+    seeds.push(tar(&taskstats));
     seeds
 }
 
@@ -119,6 +132,21 @@ fn check(archive: &[u8]) {
     let mut out = Vec::new();
     coldstart_report::text::report(&analysis, &Default::default(), &mut out).unwrap();
     coldstart_report::svg::write(&trace, &analysis, &Default::default(), &mut out).unwrap();
+}
+
+#[test]
+fn the_taskstats_seed_imports_processes_with_their_execs_and_parents() {
+    let seed = seeds().pop().unwrap();
+    let logs = LogFiles::from_archive(Path::new("taskstats.tar"), &seed).unwrap();
+    let trace = bootchart2::convert(&logs).unwrap();
+    let init = trace.processes.iter().find(|p| p.pid == 1).unwrap();
+    assert_eq!(init.comm, "init");
+    let sh = trace.processes.iter().find(|p| p.exe.as_deref() == Some("/sbin/busybox")).unwrap();
+    assert_eq!(sh.argv, ["busybox", "--seed"]);
+    let kernel_thread = trace.processes.iter().find(|p| p.comm == "khelper").unwrap();
+    assert_eq!((kernel_thread.ppid, kernel_thread.exe.as_deref()), (Some(2), None));
+    assert!(trace.process_samples.iter().any(|s| s.pid == 1 && s.state == 'R'), "init ran in a sample");
+    assert!(trace.notes.iter().any(|n| n.text.starts_with("cmdline2.log gave the executable")));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use coldstart_fuzz::mutate::{self, Pick, pick};
 use coldstart_fuzz::{fuzz, repo_dir};
-use coldstart_trace::Trace;
+use coldstart_trace::{Nanos, Trace};
 use proptest::prelude::*;
 use rusqlite::Connection;
 use rusqlite::types::Value;
@@ -345,6 +345,62 @@ fn a_negative_count_is_an_error_naming_its_column() {
     assert!(err.to_string().contains("table loss, column count: \"-1\""), "{err}");
     let err = read_changed(&seeds()[0], "UPDATE page_fill SET page_index = -5").unwrap_err();
     assert!(err.to_string().contains("column page_index"), "{err}");
+}
+
+#[test]
+fn a_time_shifted_by_2_62_is_refused_naming_table_column_and_value() {
+    let err = read_changed(&seeds()[0], "UPDATE sched SET end_ns = 4611686018427387904 WHERE rowid = 7")
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("table sched, column end_ns: 4611686018427387904 (a time lies within 2^50 ns"),
+        "{text}"
+    );
+    let err = read_changed(&seeds()[1], "UPDATE meta SET value = -1 WHERE key = 'duration_ns'").unwrap_err();
+    assert!(err.to_string().contains("table meta, column duration_ns: -1"), "{err}");
+    let err =
+        read_changed(&seeds()[1], "UPDATE cpu_sample SET dt_ns = -20000000 WHERE rowid = 2").unwrap_err();
+    assert!(err.to_string().contains("table cpu_sample, column dt_ns: -20000000"), "{err}");
+    let limit =
+        read_changed(&seeds()[0], "UPDATE sched SET end_ns = 1125899906842624 WHERE rowid = 7").unwrap();
+    assert_eq!(limit.sched[6].end_ns, 1 << 50);
+}
+
+#[test]
+fn offsets_past_63_bits_page_sizes_and_shares_out_of_range_are_refused() {
+    let err = read_changed(&seeds()[0], "UPDATE page_fill SET page_index = 2251799813685248 WHERE rowid = 1")
+        .unwrap_err();
+    assert!(err.to_string().contains("table page_fill, column page_index: 2251799813685248"), "{err}");
+    let err = read_changed(&seeds()[0], "UPDATE block_io SET sector = 18014398509481984 WHERE rowid = 1")
+        .unwrap_err();
+    assert!(err.to_string().contains("table block_io, column sector"), "{err}");
+    let err = read_changed(&seeds()[0], "UPDATE meta SET value = 4095 WHERE key = 'page_size'").unwrap_err();
+    assert!(err.to_string().contains("table meta, column page_size: 4095"), "{err}");
+    let err = read_changed(&seeds()[0], "UPDATE cpu_sample SET iowait = -0.5 WHERE rowid = 1").unwrap_err();
+    assert!(err.to_string().contains("table cpu_sample, column iowait: -0.5"), "{err}");
+    let err =
+        read_changed(&seeds()[0], "UPDATE meta SET value = 4294967296 WHERE key = 'cpu_count'").unwrap_err();
+    assert!(err.to_string().contains("table meta, column cpu_count: \"4294967296\""), "{err}");
+    let unknown = read_changed(&seeds()[0], "UPDATE meta SET value = 0 WHERE key = 'page_size'").unwrap();
+    assert_eq!(unknown.meta.page_size, 0);
+}
+
+/// Every interval passes the reader (2^51 ns each), but ten thousand of them on two
+/// threads add up far past i64: the sums saturate instead of wrapping (or panicking).
+#[test]
+fn ten_thousand_13_day_waits_saturate_the_sums() {
+    let sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+        INSERT INTO sched SELECT t.tid, -(1 << 50), 1 << 50, 'io_wait' FROM n,
+            (SELECT tid FROM sched GROUP BY tid ORDER BY tid LIMIT 2) AS t;
+        UPDATE meta SET value = 1125899906842624 WHERE key = 'duration_ns';";
+    let trace = read_changed(&seeds()[0], sql).unwrap();
+    let analysis = coldstart_analyze::analyze(&trace);
+    let waited = analysis.threads.iter().filter(|t| t.time.io_wait_ns == Nanos::MAX).count();
+    assert_eq!(waited, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("saturated.coldstart");
+    trace.write(&path).unwrap();
+    check_charts(&std::fs::read(&path).unwrap(), &[0, 1, 2]);
 }
 
 #[test]

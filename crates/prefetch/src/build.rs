@@ -162,7 +162,7 @@ fn merge_gaps(
         if added + gap > budget {
             break;
         }
-        added += gap;
+        added = added.saturating_add(gap);
         joined.entry(ci).or_default().push(i);
     }
     for (ci, mut idx) in joined {
@@ -234,9 +234,9 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
     for file in files_sorted {
         let fills = pages::union(by.fills.get(&file.id).cloned().unwrap_or_default());
         let read = pages::total_pages(&fills) * page;
-        stats.read_bytes += read;
+        stats.read_bytes = stats.read_bytes.saturating_add(read);
         if file.kind == FileKind::DeviceMetadata {
-            stats.read_metadata_bytes += read;
+            stats.read_metadata_bytes = stats.read_metadata_bytes.saturating_add(read);
         }
         let opened_ns = by.opened.get(&file.id).copied();
         if let Some(reason) = exclusion(file, settings, trace.meta.start_unix_ns) {
@@ -245,7 +245,7 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
                     .entry(reason)
                     .or_insert_with(|| Exclusion { reason: reason.into(), ..Exclusion::default() });
                 e.files += 1;
-                e.read_bytes += read;
+                e.read_bytes = e.read_bytes.saturating_add(read);
             }
             continue;
         }
@@ -279,13 +279,14 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
         return Err(PrefetchError::NothingToPlan);
     }
 
-    let used_pages: u64 = candidates.iter().map(|c| pages::total_pages(&c.used)).sum();
-    let read_pages_planned: u64 = candidates.iter().map(|c| pages::total_pages(&c.fills)).sum();
+    let used_pages: u64 = candidates.iter().map(|c| pages::total_pages(&c.used)).fold(0, u64::saturating_add);
+    let read_pages_planned: u64 =
+        candidates.iter().map(|c| pages::total_pages(&c.fills)).fold(0, u64::saturating_add);
     stats.used_bytes = used_pages * page;
     stats.used_cached_bytes = candidates
         .iter()
         .map(|c| pages::total_pages(&c.used) - pages::overlap_pages(&c.used, &c.fills))
-        .sum::<u64>()
+        .fold(0, u64::saturating_add)
         * page;
     let used_before: Vec<Vec<Piece>> = candidates.iter().map(|c| c.used.clone()).collect();
     if !settings.whole_files {
@@ -312,8 +313,11 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
                 PlanRange { offset, length: p.pages() * page, first_need_ns: p.t.max(0), disk, physical }
             })
             .collect();
-        stats.planned_read_bytes += pages::overlap_pages(&c.used, &c.fills) * page;
-        stats.planned_used_bytes += pages::total_pages(used_before) * page;
+        stats.planned_read_bytes = stats
+            .planned_read_bytes
+            .saturating_add(pages::overlap_pages(&c.used, &c.fills).saturating_mul(page));
+        stats.planned_used_bytes =
+            stats.planned_used_bytes.saturating_add(pages::total_pages(used_before).saturating_mul(page));
         let first_need_ns =
             [c.opened_ns, ranges.iter().map(|r| r.first_need_ns).min()].into_iter().flatten().min();
         files.push(PlanFile {
@@ -334,13 +338,13 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
     stats.ranges = files.iter().map(|f| f.ranges.len()).sum();
     stats.open_only_files = files.iter().filter(|f| f.ranges.is_empty()).count();
     stats.directories = directories.len();
-    stats.planned_bytes = files.iter().flat_map(|f| &f.ranges).map(|r| r.length).sum();
+    stats.planned_bytes = files.iter().flat_map(|f| &f.ranges).map(|r| r.length).fold(0, u64::saturating_add);
     stats.planned_metadata_bytes = files
         .iter()
         .filter(|f| f.kind == PlanFileKind::BlockDevice)
         .flat_map(|f| &f.ranges)
         .map(|r| r.length)
-        .sum();
+        .fold(0, u64::saturating_add);
     stats.excluded = excluded.into_values().collect();
 
     let mut notes = Vec::new();

@@ -24,6 +24,8 @@ pub enum TraceError {
     NewerFormat { path: PathBuf, found: i32, supported: i32 },
     #[error("unexpected value in table {table}, column {column}: {value:?}")]
     BadValue { table: &'static str, column: &'static str, value: String },
+    #[error("value out of range in table {table}, column {column}: {value} ({allowed})")]
+    OutOfRange { table: &'static str, column: &'static str, value: String, allowed: &'static str },
 }
 
 /// An error and its causes, joined by ": " (as ripgrep prints them).

@@ -30,6 +30,95 @@ fn list(table: &'static str, column: &'static str, text: &str) -> Result<Vec<Str
     serde_json::from_str(text).map_err(|_| TraceError::BadValue { table, column, value: text.to_owned() })
 }
 
+/// How far from the trace's start a time may lie, and how long an interval may be:
+/// no recording lasts 2^50 ns (about 13 days), and a few thousand such values still
+/// add up within 64 bits. A file holding more was written by no recorder.
+pub const MAX_TIME_NS: Nanos = 1 << 50;
+
+const TIME_RANGE: &str = "a time lies within 2^50 ns, about 13 days, of the trace's start";
+const SPAN_RANGE: &str = "an interval lasts from 0 to 2^50 ns, about 13 days";
+const FRACTION_RANGE: &str = "a share of CPU or disk time is a finite number, 0 or more";
+const BYTE_OFFSET_RANGE: &str = "a byte offset fits in 63 bits, as the kernel's file offsets do";
+const PAGE_SIZE_RANGE: &str = "a page size is 0 (unknown) or a power of two from 512 to 2 MiB";
+
+fn bad_value(table: &'static str, column: &'static str, value: impl ToString) -> TraceError {
+    TraceError::BadValue { table, column, value: value.to_string() }
+}
+
+/// A number of the `meta` table (stored as an i64) in the type the model gives it.
+fn meta_number<T: TryFrom<i64>>(key: &'static str, value: Option<i64>) -> Result<Option<T>> {
+    value.map(|i| T::try_from(i).map_err(|_| bad_value("meta", key, i))).transpose()
+}
+
+fn out_of_range(
+    table: &'static str,
+    column: &'static str,
+    value: impl ToString,
+    allowed: &'static str,
+) -> TraceError {
+    TraceError::OutOfRange { table, column, value: value.to_string(), allowed }
+}
+
+fn checked_time(table: &'static str, column: &'static str, t: i64) -> Result<Nanos> {
+    if t.unsigned_abs() <= MAX_TIME_NS.unsigned_abs() {
+        Ok(t)
+    } else {
+        Err(out_of_range(table, column, t, TIME_RANGE))
+    }
+}
+
+fn checked_span(table: &'static str, column: &'static str, ns: i64) -> Result<Nanos> {
+    if (0..=MAX_TIME_NS).contains(&ns) { Ok(ns) } else { Err(out_of_range(table, column, ns, SPAN_RANGE)) }
+}
+
+/// A time relative to the trace's start.
+fn time(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<Nanos> {
+    checked_time(table, column, row.get(at)?)
+}
+
+fn time_or_null(
+    row: &Row<'_>,
+    table: &'static str,
+    column: &'static str,
+    at: usize,
+) -> Result<Option<Nanos>> {
+    row.get::<_, Option<i64>>(at)?.map(|t| checked_time(table, column, t)).transpose()
+}
+
+/// The length of a sample's interval.
+fn span(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<Nanos> {
+    checked_span(table, column, row.get(at)?)
+}
+
+fn fraction(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<f64> {
+    let value: f64 = row.get(at)?;
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(out_of_range(table, column, value, FRACTION_RANGE))
+    }
+}
+
+/// A start sector, whose byte offset must fit in 63 bits.
+fn sector(row: &Row<'_>, at: usize) -> Result<Option<u64>> {
+    match unsigned_or_null(row, "block_io", "sector", at)? {
+        Some(sector) if sector > i64::MAX.unsigned_abs() / 512 => {
+            Err(out_of_range("block_io", "sector", sector, BYTE_OFFSET_RANGE))
+        }
+        sector => Ok(sector),
+    }
+}
+
+/// The first of `page_size`-byte pages, whose byte offset must fit in 63 bits.
+fn page_index(row: &Row<'_>, table: &'static str, at: usize, page_size: u64) -> Result<u64> {
+    let index = unsigned(row, table, "page_index", at)?;
+    if index <= i64::MAX.unsigned_abs() / page_size {
+        Ok(index)
+    } else {
+        Err(out_of_range(table, "page_index", index, BYTE_OFFSET_RANGE))
+    }
+}
+
 /// A column of counts, sizes or positions: SQLite stores them signed, no real one
 /// reaches 2^63, and a negative one would become a huge number.
 fn unsigned(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<u64> {
@@ -101,9 +190,14 @@ impl Reader<'_> {
             Some(Value::Integer(i)) => Some(*i as f64),
             _ => None,
         };
+        let page_size = match int("page_size").unwrap_or(4096) {
+            0 => 0,
+            size @ 512..=0x20_0000 if size.count_ones() == 1 => size as u32,
+            size => return Err(out_of_range("meta", "page_size", size, PAGE_SIZE_RANGE)),
+        };
         let ready = match (int("ready_ns"), text("ready_reason")) {
             (Some(t_ns), Some(reason)) => Some(Ready {
-                t_ns,
+                t_ns: checked_time("meta", "ready_ns", t_ns)?,
                 reason: reason.parse().map_err(|_| TraceError::BadValue {
                     table: "meta",
                     column: "ready_reason",
@@ -119,22 +213,22 @@ impl Reader<'_> {
             cwd: text("cwd"),
             user: text("user"),
             scope: word("meta", "scope", &text("scope").unwrap_or_else(|| "tree".into()))?,
-            root_pid: int("root_pid").map(|p| p as i32),
+            root_pid: meta_number("root_pid", int("root_pid"))?,
             host: text("host").unwrap_or_default(),
             kernel: text("kernel").unwrap_or_default(),
             cpu_model: text("cpu_model").unwrap_or_default(),
-            cpu_count: int("cpu_count").unwrap_or(0) as u32,
-            mem_total_bytes: int("mem_total_bytes").unwrap_or(0) as u64,
-            page_size: int("page_size").unwrap_or(4096) as u32,
+            cpu_count: meta_number("cpu_count", int("cpu_count"))?.unwrap_or(0),
+            mem_total_bytes: meta_number("mem_total_bytes", int("mem_total_bytes"))?.unwrap_or(0),
+            page_size,
             clock: text("clock").unwrap_or_default(),
             start_unix_ns: int("start_unix_ns").unwrap_or(0),
             start_clock_ns: int("start_clock_ns").unwrap_or(0),
             boottime_offset_ns: int("boottime_offset_ns").unwrap_or(0),
-            duration_ns: int("duration_ns").unwrap_or(0),
+            duration_ns: checked_span("meta", "duration_ns", int("duration_ns").unwrap_or(0))?,
             ready,
             cache: word("meta", "cache", &text("cache").unwrap_or_else(|| "unknown".into()))?,
             eviction: text("eviction"),
-            exit_code: int("exit_code").map(|c| c as i32),
+            exit_code: meta_number("exit_code", int("exit_code"))?,
             partial: int("partial").unwrap_or(0) != 0,
             sample_hz: real("sample_hz"),
         })
@@ -144,8 +238,10 @@ impl Reader<'_> {
         let page_origin = |text: Option<String>| -> Result<Option<PageOrigin>> {
             text.map(|t| word("page_fill", "origin", &t)).transpose()
         };
+        let meta = self.meta()?;
+        let page_size = if meta.page_size == 0 { 4096 } else { u64::from(meta.page_size) };
         Ok(Trace {
-            meta: self.meta()?,
+            meta,
             disks: self.rows("SELECT * FROM disk ORDER BY rowid", |r| {
                 Ok(Disk {
                     dev: dev("disk", "dev", &r.get::<_, String>(0)?)?,
@@ -173,8 +269,8 @@ impl Reader<'_> {
                     comm: r.get(2)?,
                     exe: r.get(3)?,
                     argv: list("process", "argv", &r.get::<_, String>(4)?)?,
-                    start_ns: r.get(5)?,
-                    end_ns: r.get(6)?,
+                    start_ns: time_or_null(r, "process", "start_ns", 5)?,
+                    end_ns: time_or_null(r, "process", "end_ns", 6)?,
                     exit_code: r.get(7)?,
                     in_scope: r.get(8)?,
                 })
@@ -182,7 +278,7 @@ impl Reader<'_> {
             execs: self.rows("SELECT * FROM exec ORDER BY rowid", |r| {
                 Ok(Exec {
                     pid: r.get(0)?,
-                    t_ns: r.get(1)?,
+                    t_ns: time(r, "exec", "t_ns", 1)?,
                     path: r.get(2)?,
                     argv: list("exec", "argv", &r.get::<_, String>(3)?)?,
                 })
@@ -192,8 +288,8 @@ impl Reader<'_> {
                     tid: r.get(0)?,
                     pid: r.get(1)?,
                     comm: r.get(2)?,
-                    start_ns: r.get(3)?,
-                    end_ns: r.get(4)?,
+                    start_ns: time_or_null(r, "thread", "start_ns", 3)?,
+                    end_ns: time_or_null(r, "thread", "end_ns", 4)?,
                 })
             })?,
             files: self.rows("SELECT * FROM file ORDER BY id", |r| {
@@ -219,15 +315,20 @@ impl Reader<'_> {
                 })
             })?,
             file_opens: self.rows("SELECT * FROM file_open ORDER BY rowid", |r| {
-                Ok(FileOpen { t_ns: r.get(0)?, pid: r.get(1)?, file_id: r.get(2)?, exec: r.get(3)? })
+                Ok(FileOpen {
+                    t_ns: time(r, "file_open", "t_ns", 0)?,
+                    pid: r.get(1)?,
+                    file_id: r.get(2)?,
+                    exec: r.get(3)?,
+                })
             })?,
             page_fills: self.rows("SELECT * FROM page_fill ORDER BY rowid", |r| {
                 Ok(PageFill {
-                    t_ns: r.get(0)?,
+                    t_ns: time(r, "page_fill", "t_ns", 0)?,
                     pid: r.get(1)?,
                     tid: r.get(2)?,
                     file_id: r.get(3)?,
-                    index: unsigned(r, "page_fill", "page_index", 4)?,
+                    index: page_index(r, "page_fill", 4, page_size)?,
                     pages: r.get(5)?,
                     origin: page_origin(r.get(6)?)?,
                 })
@@ -237,11 +338,11 @@ impl Reader<'_> {
                 "SELECT * FROM page_access ORDER BY rowid",
                 |r| {
                     Ok(PageAccess {
-                        t_ns: r.get(0)?,
+                        t_ns: time(r, "page_access", "t_ns", 0)?,
                         pid: r.get(1)?,
                         tid: r.get(2)?,
                         file_id: r.get(3)?,
-                        index: unsigned(r, "page_access", "page_index", 4)?,
+                        index: page_index(r, "page_access", 4, page_size)?,
                         pages: r.get(5)?,
                         kind: word("page_access", "kind", &r.get::<_, String>(6)?)?,
                     })
@@ -249,10 +350,10 @@ impl Reader<'_> {
             )?,
             block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
                 Ok(BlockIo {
-                    issue_ns: r.get(0)?,
-                    complete_ns: r.get(1)?,
+                    issue_ns: time_or_null(r, "block_io", "issue_ns", 0)?,
+                    complete_ns: time_or_null(r, "block_io", "complete_ns", 1)?,
                     dev: dev("block_io", "dev", &r.get::<_, String>(2)?)?,
-                    sector: unsigned_or_null(r, "block_io", "sector", 3)?,
+                    sector: sector(r, 3)?,
                     bytes: r.get(4)?,
                     op: word("block_io", "op", &r.get::<_, String>(5)?)?,
                     rwbs: r.get(6)?,
@@ -265,17 +366,17 @@ impl Reader<'_> {
             sched: self.rows("SELECT * FROM sched ORDER BY rowid", |r| {
                 Ok(SchedInterval {
                     tid: r.get(0)?,
-                    start_ns: r.get(1)?,
-                    end_ns: r.get(2)?,
+                    start_ns: time(r, "sched", "start_ns", 1)?,
+                    end_ns: time(r, "sched", "end_ns", 2)?,
                     state: word("sched", "state", &r.get::<_, String>(3)?)?,
                 })
             })?,
             wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", |r| {
-                Ok(Wakeup { t_ns: r.get(0)?, tid: r.get(1)?, waker_tid: r.get(2)? })
+                Ok(Wakeup { t_ns: time(r, "wakeup", "t_ns", 0)?, tid: r.get(1)?, waker_tid: r.get(2)? })
             })?,
             marks: self.rows("SELECT * FROM mark ORDER BY rowid", |r| {
                 Ok(Mark {
-                    t_ns: r.get(0)?,
+                    t_ns: time(r, "mark", "t_ns", 0)?,
                     pid: r.get(1)?,
                     name: r.get(2)?,
                     source: word("mark", "source", &r.get::<_, String>(3)?)?,
@@ -283,36 +384,36 @@ impl Reader<'_> {
             })?,
             cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", |r| {
                 Ok(CpuSample {
-                    t_ns: r.get(0)?,
-                    dt_ns: r.get(1)?,
-                    user: r.get(2)?,
-                    system: r.get(3)?,
-                    iowait: r.get(4)?,
-                    idle: r.get(5)?,
+                    t_ns: time(r, "cpu_sample", "t_ns", 0)?,
+                    dt_ns: span(r, "cpu_sample", "dt_ns", 1)?,
+                    user: fraction(r, "cpu_sample", "user", 2)?,
+                    system: fraction(r, "cpu_sample", "system", 3)?,
+                    iowait: fraction(r, "cpu_sample", "iowait", 4)?,
+                    idle: fraction(r, "cpu_sample", "idle", 5)?,
                     running: r.get(6)?,
                     blocked: r.get(7)?,
                 })
             })?,
             disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", |r| {
                 Ok(DiskSample {
-                    t_ns: r.get(0)?,
-                    dt_ns: r.get(1)?,
+                    t_ns: time(r, "disk_sample", "t_ns", 0)?,
+                    dt_ns: span(r, "disk_sample", "dt_ns", 1)?,
                     dev: dev("disk_sample", "dev", &r.get::<_, String>(2)?)?,
                     read_bytes: unsigned(r, "disk_sample", "read_bytes", 3)?,
                     read_ios: unsigned(r, "disk_sample", "read_ios", 4)?,
                     write_bytes: unsigned(r, "disk_sample", "write_bytes", 5)?,
                     write_ios: unsigned(r, "disk_sample", "write_ios", 6)?,
-                    busy: r.get(7)?,
+                    busy: fraction(r, "disk_sample", "busy", 7)?,
                 })
             })?,
             process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", |r| {
                 Ok(ProcessSample {
-                    t_ns: r.get(0)?,
-                    dt_ns: r.get(1)?,
+                    t_ns: time(r, "process_sample", "t_ns", 0)?,
+                    dt_ns: span(r, "process_sample", "dt_ns", 1)?,
                     pid: r.get(2)?,
                     state: r.get::<_, String>(3)?.chars().next().unwrap_or('?'),
-                    cpu_user: r.get(4)?,
-                    cpu_system: r.get(5)?,
+                    cpu_user: fraction(r, "process_sample", "cpu_user", 4)?,
+                    cpu_system: fraction(r, "process_sample", "cpu_system", 5)?,
                     major_faults: unsigned(r, "process_sample", "major_faults", 6)?,
                     rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes", 7)?,
                 })

@@ -89,7 +89,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
     #[test]
     fn page_fills_round_trip(fills in proptest::collection::vec(
-        (any::<i64>(), any::<i32>(), any::<i32>(), any::<u32>(), 0u64..(1 << 62), any::<u32>()), 0..50)) {
+        (-(1i64 << 50)..=(1 << 50), any::<i32>(), any::<i32>(), any::<u32>(), 0u64..(1 << 51), any::<u32>()), 0..50)) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.coldstart");
         let trace = Trace {

@@ -240,9 +240,11 @@ impl DiskParams {
         if requests.is_empty() {
             return 0;
         }
-        let serial: Nanos =
-            requests.iter().map(|r| self.request_ns + self.positioning_ns(r.distance_bytes)).sum();
-        let transfer = self.transfer_ns(requests.iter().map(|r| r.bytes).sum());
+        let serial: Nanos = requests
+            .iter()
+            .map(|r| self.request_ns + self.positioning_ns(r.distance_bytes))
+            .fold(0, Nanos::saturating_add);
+        let transfer = self.transfer_ns(requests.iter().map(|r| r.bytes).fold(0, u64::saturating_add));
         let parallel = (self.queue_depth.max(1) as usize).min(requests.len()) as Nanos;
         let ios = requests.iter().map(|r| self.io_count(r.bytes)).sum();
         (serial / parallel + transfer).max(self.iops_ns(ios))

@@ -69,7 +69,7 @@ impl<'a> Facts<'a> {
             let s = files
                 .entry(u.file)
                 .or_insert_with(|| FileStats { first_ns: u.first_ns, ..FileStats::default() });
-            s.pages += u.pages;
+            s.pages = s.pages.saturating_add(u.pages);
             s.reads += u.reads;
             s.pids.push(u.pid);
             s.first_ns = s.first_ns.min(u.first_ns);
@@ -144,7 +144,7 @@ impl<'a> Facts<'a> {
             })
             .collect();
         for share in shares.iter().flatten() {
-            *self.wait.entry(share.0).or_default() += share.1;
+            self.wait.entry(share.0).and_modify(|sum| *sum = sum.saturating_add(share.1)).or_insert(share.1);
         }
         for (i, pair) in cp.segments.windows(2).enumerate() {
             let (io, next) = (&pair[0], &pair[1]);
@@ -156,11 +156,11 @@ impl<'a> Facts<'a> {
                 continue;
             }
             let ns = next.end_ns - next.start_ns;
-            self.path_wake_ns += ns;
-            let total: Nanos = shares[i].iter().map(|s| s.1).sum();
+            self.path_wake_ns = self.path_wake_ns.saturating_add(ns);
+            let total: Nanos = shares[i].iter().map(|s| s.1).fold(0, Nanos::saturating_add);
             for (file, share) in shares[i].iter().filter(|_| total > 0) {
-                *self.wake.entry(*file).or_default() +=
-                    (i128::from(ns) * i128::from(*share) / i128::from(total)) as Nanos;
+                let part = (i128::from(ns) * i128::from(*share) / i128::from(total)) as Nanos;
+                self.wake.entry(*file).and_modify(|sum| *sum = sum.saturating_add(part)).or_insert(part);
             }
         }
     }

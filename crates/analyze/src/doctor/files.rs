@@ -94,11 +94,13 @@ fn small_file_trees(f: &Facts) -> Vec<(String, Vec<u32>)> {
 pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     for (dir, files) in small_file_trees(f) {
-        let wait: Nanos = files.iter().map(|&id| f.wait_of(id)).sum();
-        let wake: Nanos = files.iter().map(|&id| f.wake_of(id)).sum();
-        let total_bytes: u64 =
-            files.iter().map(|&id| f.size_of(id).unwrap_or_else(|| f.read_bytes(id))).sum();
-        let read_bytes: u64 = files.iter().map(|&id| f.read_bytes(id)).sum();
+        let wait: Nanos = files.iter().map(|&id| f.wait_of(id)).fold(0, Nanos::saturating_add);
+        let wake: Nanos = files.iter().map(|&id| f.wake_of(id)).fold(0, Nanos::saturating_add);
+        let total_bytes: u64 = files
+            .iter()
+            .map(|&id| f.size_of(id).unwrap_or_else(|| f.read_bytes(id)))
+            .fold(0, u64::saturating_add);
+        let read_bytes: u64 = files.iter().map(|&id| f.read_bytes(id)).fold(0, u64::saturating_add);
         let reads: u64 = files.iter().map(|&id| f.files.get(&id).map_or(0, |s| s.reads)).sum();
         let disk = f.disk_for(files[0]);
         let merged = disk.sequential_read_ns(total_bytes);
@@ -241,7 +243,7 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
                     "pages {}–{} ({}) by {}/{}",
                     r.first_page,
                     r.last_page(),
-                    bytes(r.pages * f.page_size),
+                    bytes(r.pages.saturating_mul(f.page_size)),
                     f.a.comm(r.pid),
                     r.pid
                 ),
@@ -269,7 +271,7 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
                         pid,
                         comm: f.a.comm(pid).to_owned(),
                         ns: 0,
-                        read_bytes: f.a.file_uses.iter().filter(|u| u.pid == pid && u.file == id).map(|u| u.pages * f.page_size).sum(),
+                        read_bytes: f.a.file_uses.iter().filter(|u| u.pid == pid && u.file == id).map(|u| u.pages.saturating_mul(f.page_size)).fold(0, u64::saturating_add),
                         in_scope: f.a.process(pid).is_none_or(|p| p.in_scope),
                     })
                     .collect(),

@@ -13,9 +13,12 @@ use crate::units::{bytes, count, duration, plural};
 
 pub(crate) fn scattered_layout(f: &Facts) -> Vec<Finding> {
     let path_io: Nanos = match f.path {
-        Some(cp) => {
-            cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait).map(|s| s.end_ns - s.start_ns).sum()
-        }
+        Some(cp) => cp
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegmentKind::IoWait)
+            .map(|s| s.end_ns - s.start_ns)
+            .fold(0, Nanos::saturating_add),
         None => f.a.start.io_wait_ns,
     };
     let mut out = Vec::new();
@@ -60,7 +63,7 @@ pub(crate) fn scattered_layout(f: &Facts) -> Vec<Finding> {
             (Some(first), Some(end)) => (end - first.0) * 512,
             _ => 0,
         };
-        let read: u64 = requests.iter().map(|r| (r.1 - r.0) * 512).sum();
+        let read: u64 = requests.iter().map(|r| (r.1 - r.0).saturating_mul(512)).fold(0, u64::saturating_add);
         let seek_source = if measured {
             format!("{} more per far request, measured ({})", duration(seek), params.source_of("seek_ns"))
         } else {

@@ -129,11 +129,11 @@ pub(crate) fn other_languages(f: &Facts) -> Vec<Finding> {
     if files.is_empty() {
         return Vec::new();
     }
-    let wait: Nanos = files.iter().map(|(id, _)| f.wait_of(*id)).sum();
+    let wait: Nanos = files.iter().map(|(id, _)| f.wait_of(*id)).fold(0, Nanos::saturating_add);
     if wait < f.min_gain {
         return Vec::new();
     }
-    let read: u64 = files.iter().map(|(id, _)| f.read_bytes(*id)).sum();
+    let read: u64 = files.iter().map(|(id, _)| f.read_bytes(*id)).fold(0, u64::saturating_add);
     let mut langs: Vec<&str> = files.iter().map(|(_, l)| l.as_str()).collect();
     langs.sort_unstable();
     langs.dedup();
@@ -172,8 +172,8 @@ pub(crate) fn other_languages(f: &Facts) -> Vec<Finding> {
                 .map(|&pid| EvidenceProcess {
                     pid,
                     comm: f.a.comm(pid).to_owned(),
-                    ns: f.a.file_uses.iter().filter(|u| u.pid == pid && ids.binary_search(&u.file).is_ok()).map(|u| u.io_wait_ns).sum(),
-                    read_bytes: f.a.file_uses.iter().filter(|u| u.pid == pid && ids.binary_search(&u.file).is_ok()).map(|u| u.pages * f.page_size).sum(),
+                    ns: f.a.file_uses.iter().filter(|u| u.pid == pid && ids.binary_search(&u.file).is_ok()).map(|u| u.io_wait_ns).fold(0, Nanos::saturating_add),
+                    read_bytes: f.a.file_uses.iter().filter(|u| u.pid == pid && ids.binary_search(&u.file).is_ok()).map(|u| u.pages.saturating_mul(f.page_size)).fold(0, u64::saturating_add),
                     in_scope: f.a.process(pid).is_none_or(|p| p.in_scope),
                 })
                 .collect(),

@@ -76,25 +76,25 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
                 .filter(in_window)
                 .filter(|s| s.kind == SegmentKind::Cpu)
                 .map(|s| s.end_ns.min(window_end) - s.start_ns.max(read_end))
-                .sum();
+                .fold(0, Nanos::saturating_add);
             let wait: Nanos = cp
                 .segments
                 .iter()
                 .filter(|s| s.tid == tid && s.kind == SegmentKind::IoWait && s.end_ns <= window_end)
                 .flat_map(|s| s.files.iter().filter(|ft| ft.file == file).map(|ft| ft.ns))
-                .sum();
+                .fold(0, Nanos::saturating_add);
             if cpu >= config.parse_min_cpu_ns && wait > 0 {
                 cases.push(Case { file, pid, tid, read_end, window_end, wait, cpu });
             }
         }
     }
-    let gain: Nanos = cases.iter().map(|c| c.wait.min(c.cpu)).sum();
+    let gain: Nanos = cases.iter().map(|c| c.wait.min(c.cpu)).fold(0, Nanos::saturating_add);
     if gain < f.min_gain || cases.is_empty() {
         return Vec::new();
     }
     cases.sort_by(|a, b| b.wait.min(b.cpu).cmp(&a.wait.min(a.cpu)).then(a.read_end.cmp(&b.read_end)));
-    let wait: Nanos = cases.iter().map(|c| c.wait).sum();
-    let cpu: Nanos = cases.iter().map(|c| c.cpu).sum();
+    let wait: Nanos = cases.iter().map(|c| c.wait).fold(0, Nanos::saturating_add);
+    let cpu: Nanos = cases.iter().map(|c| c.cpu).fold(0, Nanos::saturating_add);
     let n = cases.len() as u64;
     let first = &cases[0];
     let title = if n == 1 {
@@ -129,7 +129,7 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
                 .map(|&pid| EvidenceProcess {
                     pid,
                     comm: f.a.comm(pid).to_owned(),
-                    ns: cases.iter().filter(|c| c.pid == pid).map(|c| c.cpu).sum(),
+                    ns: cases.iter().filter(|c| c.pid == pid).map(|c| c.cpu).fold(0, Nanos::saturating_add),
                     read_bytes: 0,
                     in_scope: true,
                 })

@@ -52,7 +52,7 @@ pub(crate) fn heavy_helpers(f: &Facts) -> Vec<Finding> {
     let mut by_pid: Vec<(i32, Nanos)> = Vec::new();
     for s in &cp.segments {
         match by_pid.iter_mut().find(|p| p.0 == s.pid) {
-            Some(p) => p.1 += s.end_ns - s.start_ns,
+            Some(p) => p.1 = p.1.saturating_add(s.end_ns - s.start_ns),
             None => by_pid.push((s.pid, s.end_ns - s.start_ns)),
         }
     }
@@ -76,12 +76,12 @@ pub(crate) fn heavy_helpers(f: &Facts) -> Vec<Finding> {
     }
     let mut out = Vec::new();
     for (comm, helpers) in groups {
-        let ns: Nanos = helpers.iter().map(|h| h.ns).sum();
+        let ns: Nanos = helpers.iter().map(|h| h.ns).fold(0, Nanos::saturating_add);
         if ns < f.min_gain {
             continue;
         }
-        let cpu: Nanos = helpers.iter().map(|h| h.cpu_ns).sum();
-        let io: Nanos = helpers.iter().map(|h| h.io_wait_ns).sum();
+        let cpu: Nanos = helpers.iter().map(|h| h.cpu_ns).fold(0, Nanos::saturating_add);
+        let io: Nanos = helpers.iter().map(|h| h.io_wait_ns).fold(0, Nanos::saturating_add);
         let first = f.a.process(helpers[0].pid);
         let argv = first.map(|p| p.argv.join(" ")).filter(|a| !a.is_empty()).unwrap_or_else(|| comm.clone());
         let parent =
@@ -90,9 +90,12 @@ pub(crate) fn heavy_helpers(f: &Facts) -> Vec<Finding> {
             .iter()
             .filter_map(|h| f.a.process(h.pid))
             .map(|p| p.end_ns.unwrap_or(f.ready) - p.start_ns.unwrap_or(f.origin))
-            .sum();
-        let read: u64 =
-            helpers.iter().filter_map(|h| f.a.process(h.pid)).map(|p| p.pages * f.page_size).sum();
+            .fold(0, Nanos::saturating_add);
+        let read: u64 = helpers
+            .iter()
+            .filter_map(|h| f.a.process(h.pid))
+            .map(|p| p.pages.saturating_mul(f.page_size))
+            .fold(0, u64::saturating_add);
         let intervals = cp.segments.iter().filter(|s| helpers.iter().any(|h| h.pid == s.pid)).fold(
             Vec::<EvidenceInterval>::new(),
             |mut acc, s| {
@@ -167,7 +170,7 @@ pub(crate) fn heavy_helpers(f: &Facts) -> Vec<Finding> {
                         pid: h.pid,
                         comm: h.comm.clone(),
                         ns: h.ns,
-                        read_bytes: f.a.process(h.pid).map_or(0, |p| p.pages * f.page_size),
+                        read_bytes: f.a.process(h.pid).map_or(0, |p| p.pages.saturating_mul(f.page_size)),
                         in_scope: true,
                     })
                     .collect(),
@@ -287,23 +290,27 @@ pub(crate) fn work_that_can_wait(f: &Facts) -> Vec<Finding> {
                 busy_ns: 0,
             });
             c.requests += 1;
-            c.bytes += u64::from(r.bytes);
-            c.busy_ns += share;
+            c.bytes = c.bytes.saturating_add(u64::from(r.bytes));
+            c.busy_ns = c.busy_ns.saturating_add(share);
         }
     }
-    let path_io: Nanos =
-        cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait).map(|s| s.end_ns - s.start_ns).sum();
+    let path_io: Nanos = cp
+        .segments
+        .iter()
+        .filter(|s| s.kind == SegmentKind::IoWait)
+        .map(|s| s.end_ns - s.start_ns)
+        .fold(0, Nanos::saturating_add);
     let flash = f.primary.queue_depth > 1 && f.primary.seek_ns < f.config.seek_min_penalty_ns;
     let mut out = Vec::new();
     for in_scope in [true, false] {
         let mut list: Vec<&Competitor> = by_pid.values().filter(|c| c.in_scope == in_scope).collect();
         list.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then(a.pid.cmp(&b.pid)));
-        let busy: Nanos = list.iter().map(|c| c.busy_ns).sum();
+        let busy: Nanos = list.iter().map(|c| c.busy_ns).fold(0, Nanos::saturating_add);
         let gain = busy.min(path_io);
         if gain < f.min_gain || list.is_empty() {
             continue;
         }
-        let total_bytes: u64 = list.iter().map(|c| c.bytes).sum();
+        let total_bytes: u64 = list.iter().map(|c| c.bytes).fold(0, u64::saturating_add);
         let requests: u64 = list.iter().map(|c| c.requests).sum();
         let names: Vec<String> = list.iter().take(5).map(|c| format!("{}/{}", c.comm, c.pid)).collect();
         let more = if list.len() > 5 { format!(" and {} more", list.len() - 5) } else { String::new() };

@@ -200,7 +200,7 @@ pub(crate) fn file_costs_in_wait(
             / (disk.queue_depth.max(1) as usize).min(sharing) as f64;
         let cost = (weight * (serial + disk.transfer_ns(c.bytes) as f64)).round() as u64;
         match costs.iter_mut().find(|e| e.0 == file) {
-            Some(e) => e.1 += cost,
+            Some(e) => e.1 = e.1.saturating_add(cost),
             None => costs.push((file, cost)),
         }
     }
@@ -234,7 +234,7 @@ pub(crate) fn fit_hidden_queues(f: &mut Facts) {
         }
         match served.iter_mut().find(|e| e.0 == top.dev) {
             Some(e) => {
-                e.1 += s.end_ns - s.start_ns;
+                e.1 = e.1.saturating_add(s.end_ns - s.start_ns);
                 e.2 += weights;
                 e.3 += other;
             }
@@ -327,19 +327,19 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         "each disk as recorded".clone_into(&mut disk.description);
     }
     let (requests, left_out) = start_requests(f);
-    let mut path_io = 0;
-    let mut predicted_io = 0;
+    let mut path_io: Nanos = 0;
+    let mut predicted_io: Nanos = 0;
     let mut waits = 0;
     let mut kept = 0;
     if let Some(cp) = f.path {
         for s in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
             let recorded = s.end_ns - s.start_ns;
-            path_io += recorded;
+            path_io = path_io.saturating_add(recorded);
             waits += 1;
             match wait_on(f, spec, &requests, s.start_ns, s.end_ns) {
-                Some(ns) => predicted_io += ns,
+                Some(ns) => predicted_io = predicted_io.saturating_add(ns),
                 None => {
-                    predicted_io += recorded;
+                    predicted_io = predicted_io.saturating_add(recorded);
                     kept += 1;
                 }
             }
@@ -355,7 +355,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
     let ahead = ttr - path_io - f.path_wake_ns;
     let shapes = plan_shapes(f, spec, &requests);
     let replay = replay_ns(f, spec, &shapes);
-    let plan_bytes = shapes.iter().map(|s| s.1.bytes).sum();
+    let plan_bytes = shapes.iter().map(|s| s.1.bytes).fold(0, u64::saturating_add);
     let alongside = ahead.max(replay);
     let text = format!(
         "{} to ready − {} of I/O wait on the critical path + {} for the same waits on {}{} ({} costed again from {}{}) \

@@ -45,17 +45,21 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
             completions.get(k).is_some_and(|&t| t <= s.end_ns + WAKE_SLACK_NS)
         })
         .collect();
-    let gain: Nanos = waits.iter().map(|s| s.end_ns - s.start_ns).sum();
+    let gain: Nanos = waits.iter().map(|s| s.end_ns - s.start_ns).fold(0, Nanos::saturating_add);
     if gain < f.min_gain {
         return Vec::new();
     }
     let flushes = durable.iter().filter(|b| b.op == BlockOp::Flush).count() as u64;
     let writes = durable.len() as u64 - flushes;
-    let written: u64 = durable.iter().filter(|b| b.op == BlockOp::Write).map(|b| u64::from(b.bytes)).sum();
+    let written: u64 = durable
+        .iter()
+        .filter(|b| b.op == BlockOp::Write)
+        .map(|b| u64::from(b.bytes))
+        .fold(0, u64::saturating_add);
     let mut issuers: Vec<(String, i32, u64)> = Vec::new();
     for b in &durable {
         match issuers.iter_mut().find(|i| i.1 == b.pid) {
-            Some(i) => i.2 += u64::from(b.bytes),
+            Some(i) => i.2 = i.2.saturating_add(u64::from(b.bytes)),
             None => issuers.push((b.comm.clone(), b.pid, u64::from(b.bytes))),
         }
     }
@@ -92,7 +96,7 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
                 .map(|&pid| EvidenceProcess {
                     pid,
                     comm: f.a.comm(pid).to_owned(),
-                    ns: waits.iter().filter(|s| s.pid == pid).map(|s| s.end_ns - s.start_ns).sum(),
+                    ns: waits.iter().filter(|s| s.pid == pid).map(|s| s.end_ns - s.start_ns).fold(0, Nanos::saturating_add),
                     read_bytes: 0,
                     in_scope: true,
                 })

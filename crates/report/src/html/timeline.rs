@@ -260,7 +260,7 @@ fn decimate(spans: &[Span], resolution: Nanos) -> Vec<Span> {
         }
         let p = pending.get_or_insert((s.start, s.start, [0; 5]));
         p.1 = s.end;
-        p.2[s.state as usize] += s.end - s.start;
+        p.2[s.state as usize] = p.2[s.state as usize].saturating_add(s.end - s.start);
         if p.1 - p.0 >= resolution {
             flush(&mut out, &mut pending);
         }
@@ -322,7 +322,7 @@ fn cpu_series(trace: &Trace) -> Option<CpuSeries> {
             let bin_end = start + (b as i64 + 1) * bin;
             let until = bin_end.min(s.end_ns);
             if let Some(slot) = target.get_mut(b) {
-                *slot += until - t;
+                *slot = slot.saturating_add(until - t);
             }
             t = until;
         }

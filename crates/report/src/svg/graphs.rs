@@ -203,7 +203,7 @@ fn from_requests(trace: &Trace, scale: &TimeScale) -> (Series, Series) {
             continue;
         }
         let k = ((t - scale.t0) / window) as usize;
-        b[k] += u64::from(r.bytes);
+        b[k] = b[k].saturating_add(u64::from(r.bytes));
         n[k] += 1;
     }
     let per_sec = 1e9 / window as f64;
