@@ -70,6 +70,32 @@ fn a_newer_format_is_refused_with_the_versions() {
     assert!(err.contains("newer"), "{err}");
 }
 
+/// A file of format 1 has no `mark.tid` column and no `ready_pid`/`ready_tid` keys: it
+/// reads with them `None` and everything else as written.
+#[test]
+fn a_format_1_file_reads_without_the_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE mark DROP COLUMN tid; DELETE FROM meta WHERE key IN ('ready_pid', 'ready_tid'); \
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let read = Trace::read(&path).unwrap();
+    let ready = read.meta.ready.clone().unwrap();
+    assert_eq!((ready.pid, ready.tid), (None, None));
+    assert_eq!(ready.reason, trace.meta.ready.clone().unwrap().reason);
+    assert_eq!(read.marks.len(), 1);
+    assert_eq!((read.marks[0].tid, read.marks[0].pid), (None, Some(100)));
+    assert_eq!(read.marks[0].name, trace.marks[0].name);
+    assert_eq!(read.processes, trace.processes);
+}
+
 #[test]
 fn plain_sqlite_sees_bytes_per_file() {
     let dir = tempfile::tempdir().unwrap();

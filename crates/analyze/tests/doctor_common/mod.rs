@@ -238,7 +238,7 @@ impl Start {
     }
 
     pub fn ready(mut self, t: Nanos) -> Start {
-        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit });
+        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit, pid: None, tid: None });
         for p in self.trace.processes.iter_mut().filter(|p| p.pid == 100) {
             p.end_ns = Some(t);
         }

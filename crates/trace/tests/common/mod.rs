@@ -24,7 +24,12 @@ pub fn full_trace() -> Trace {
             start_clock_ns: 98_765_432_100,
             boottime_offset_ns: 0,
             duration_ns: 1_830_000_000,
-            ready: Some(Ready { t_ns: 1_800_000_000, reason: ReadyReason::Mark("ready".into()) }),
+            ready: Some(Ready {
+                t_ns: 1_800_000_000,
+                reason: ReadyReason::WindowClass("mate-panel".into()),
+                pid: Some(100),
+                tid: Some(101),
+            }),
             cache: CacheState::Cold,
             eviction: Some("drop_caches".into()),
             exit_code: Some(0),
@@ -188,6 +193,7 @@ pub fn full_trace() -> Trace {
             pid: Some(100),
             name: "ready now".into(),
             source: MarkSource::MarksFile,
+            tid: Some(100),
         }],
         cpu_samples: vec![CpuSample {
             t_ns: 20_000_000,
