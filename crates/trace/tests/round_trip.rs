@@ -90,9 +90,8 @@ fn a_format_1_file_reads_without_the_owners() {
     let ready = read.meta.ready.clone().unwrap();
     assert_eq!((ready.pid, ready.tid), (None, None));
     assert_eq!(ready.reason, trace.meta.ready.clone().unwrap().reason);
-    assert_eq!(read.marks.len(), 1);
-    assert_eq!((read.marks[0].tid, read.marks[0].pid), (None, Some(100)));
-    assert_eq!(read.marks[0].name, trace.marks[0].name);
+    let owners: Vec<_> = read.marks.iter().map(|m| (m.name.as_str(), m.pid, m.tid)).collect();
+    assert_eq!(owners, [("ready now", Some(100), None), ("window:mate-panel", Some(100), None)]);
     assert_eq!(read.processes, trace.processes);
 }
 

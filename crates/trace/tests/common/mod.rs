@@ -188,13 +188,22 @@ pub fn full_trace() -> Trace {
             Wakeup { t_ns: 19, tid: 101, waker_tid: None },
             Wakeup { t_ns: 25, tid: 100, waker_tid: Some(101) },
         ],
-        marks: vec![Mark {
-            t_ns: 1_800_000_000,
-            pid: Some(100),
-            name: "ready now".into(),
-            source: MarkSource::MarksFile,
-            tid: Some(100),
-        }],
+        marks: vec![
+            Mark {
+                t_ns: 1_700_000_000,
+                pid: Some(100),
+                name: "ready now".into(),
+                source: MarkSource::MarksFile,
+                tid: None,
+            },
+            Mark {
+                t_ns: 1_800_000_000,
+                pid: Some(100),
+                name: "window:mate-panel".into(),
+                source: MarkSource::Until,
+                tid: Some(101),
+            },
+        ],
         cpu_samples: vec![CpuSample {
             t_ns: 20_000_000,
             dt_ns: 20_000_000,
