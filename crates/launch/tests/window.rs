@@ -9,7 +9,7 @@ mod common;
 use std::process::Child;
 use std::time::Duration;
 
-use coldstart_launch::{Ending, PausedChild, Reason, Until, WaitOptions, marks};
+use coldstart_launch::{Ending, PausedChild, Reason, Running, Until, WaitOptions, marks};
 use coldstart_testkit::{Xvfb, xvfb};
 use common::{alive, sh};
 use x11rb::connection::Connection;
@@ -127,15 +127,21 @@ fn until(text: &str) -> Until {
     text.parse().unwrap()
 }
 
+/// A command on `xvfb` that maps no window, and a directory holding an empty marks
+/// file (`marks`) for the outsiders.
+fn a_command_that_maps_nothing(xvfb: &Xvfb) -> (tempfile::TempDir, Running) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("marks"), "").unwrap();
+    let mut command = sh("exec sleep 60");
+    command.env("DISPLAY", &xvfb.display);
+    (dir, PausedChild::spawn(&command).unwrap().resume().unwrap())
+}
+
 #[test]
 fn window_class_fires_on_a_window_outside_the_tree_and_credits_its_owner() {
     let Some(xvfb) = xvfb("window:CLASS readiness") else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, mut running) = a_command_that_maps_nothing(&xvfb);
     let marks_file = dir.path().join("marks");
-    std::fs::write(&marks_file, "").unwrap();
-    let mut command = sh("exec sleep 60");
-    command.env("DISPLAY", &xvfb.display);
-    let mut running = PausedChild::spawn(&command).unwrap().resume().unwrap();
 
     let decoy = Outsider::start(&xvfb, "Decoy", "Coldstart panel", Duration::from_millis(500), &marks_file);
     let wanted = [until("window:Coldstart-panel")];
@@ -162,12 +168,8 @@ fn window_class_fires_on_a_window_outside_the_tree_and_credits_its_owner() {
 #[test]
 fn two_conditions_give_two_milestones_and_are_ready_at_the_last() {
     let Some(xvfb) = xvfb("window readiness, several conditions") else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, mut running) = a_command_that_maps_nothing(&xvfb);
     let marks_file = dir.path().join("marks");
-    std::fs::write(&marks_file, "").unwrap();
-    let mut command = sh("exec sleep 60");
-    command.env("DISPLAY", &xvfb.display);
-    let mut running = PausedChild::spawn(&command).unwrap().resume().unwrap();
 
     let wm = Outsider::start(&xvfb, "Coldstart-wm", "wm", Duration::from_millis(300), &marks_file);
     let desktop = Outsider::start(
