@@ -2,7 +2,7 @@
 //! readiness point and the thread that reached it, and the process table with each
 //! process's time and reads.
 
-use coldstart_trace::{Nanos, ReadyReason, ThreadState};
+use coldstart_trace::{Nanos, Ready, ReadyReason, ThreadState};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{
@@ -59,10 +59,16 @@ pub(crate) fn trace_end(ctx: &Ctx) -> Nanos {
     latest.into_iter().flatten().max().unwrap_or(0)
 }
 
-/// The readiness point (the recorded one, else the root's exit) and who reached it.
+/// The readiness point (the recorded one, else the root's exit) and who reached it:
+/// the process and thread the recorder named (a window's owner, the process that
+/// marked), else, in traces that do not say, the marking process for a mark and the
+/// tree's root otherwise.
 pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Option<ReadyInfo> {
-    let recorded = ctx.trace.meta.ready.as_ref().map(|r| (r.t_ns, r.reason.clone()));
-    let Some((t_ns, reason)) = recorded.or_else(|| root(ctx)?.end_ns.map(|t| (t, ReadyReason::Exit))) else {
+    let recorded = ctx.trace.meta.ready.clone();
+    let Some(ready) = recorded.or_else(|| {
+        let t_ns = root(ctx)?.end_ns?;
+        Some(Ready { t_ns, reason: ReadyReason::Exit, pid: None, tid: None })
+    }) else {
         warnings.push(Warning {
             code: WarningCode::NoReady,
             count: 1,
@@ -73,10 +79,12 @@ pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Op
         });
         return None;
     };
+    let Ready { t_ns, reason, pid: recorded_pid, tid: recorded_tid } = ready;
     let root_pid =
         ctx.trace.meta.root_pid.or_else(|| ctx.trace.processes.first().map(|p| p.pid)).unwrap_or(0);
-    let pid = match &reason {
-        ReadyReason::Mark(name) => {
+    let pid = match (&reason, recorded_pid) {
+        (_, Some(pid)) => pid,
+        (ReadyReason::Mark(name), None) => {
             let mark = ctx
                 .trace
                 .marks
@@ -92,20 +100,14 @@ pub(crate) fn ready(ctx: &Ctx, origin: Nanos, warnings: &mut Vec<Warning>) -> Op
             }
             mark.and_then(|m| m.pid).unwrap_or(root_pid)
         }
-        ReadyReason::Exit
-        | ReadyReason::Output(_)
-        | ReadyReason::Idle(_)
-        | ReadyReason::Window
-        | ReadyReason::Timeout
-        | ReadyReason::Interrupted
-        | ReadyReason::Bootchart2End => root_pid,
+        _ => root_pid,
     };
     Some(ReadyInfo {
         t_ns,
         reason,
         time_to_ready_ns: t_ns - origin,
         pid,
-        tid: thread_reaching(ctx, pid, t_ns),
+        tid: recorded_tid.unwrap_or_else(|| thread_reaching(ctx, pid, t_ns)),
     })
 }
 

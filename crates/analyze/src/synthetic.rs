@@ -188,12 +188,13 @@ pub fn start_trace(events: usize, seed: u64) -> Trace {
     }
     trace.processes[0].end_ns = Some(end);
     trace.meta.duration_ns = end;
-    trace.meta.ready = Some(Ready { t_ns: end, reason: ReadyReason::Exit });
+    trace.meta.ready = Some(Ready { t_ns: end, reason: ReadyReason::Exit, pid: None, tid: None });
     trace.marks.push(Mark {
         t_ns: end / 2,
         pid: Some(1000),
         name: "halfway".into(),
         source: MarkSource::Command,
+        tid: None,
     });
     trace.disks.push(Disk {
         dev: disk,

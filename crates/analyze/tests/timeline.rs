@@ -220,6 +220,35 @@ fn a_mark_made_by_another_process_starts_the_path_there() {
     );
 }
 
+/// The session's root (100) only waits; the panel (300, outside the tree) maps the
+/// window the start waited for, and the recorder named it as the window's owner.
+fn a_panel_outside_the_tree_maps_the_window(tid: Option<i32>) -> coldstart_trace::Trace {
+    Builder::new()
+        .process(300, 1, "mate-panel", Some(0))
+        .thread(301, 300, "dconf worker")
+        .sched(100, 0, 40 * MS, Sleeping)
+        .sched(300, 0, 30 * MS, Running)
+        .sched(301, 0, 35 * MS, Running)
+        .ready_by(35 * MS, "window:mate-panel", 300, tid)
+        .build()
+}
+
+#[test]
+fn the_ready_thread_is_the_one_the_recorder_named_not_the_trees_root() {
+    check(
+        &a_panel_outside_the_tree_maps_the_window(Some(300)),
+        Facet::Overview,
+        "origin=0 end=35 processes=2 started=2 files=0 reads=0 seeks=0 pages=0 bytes=0
+         ready=35 window:mate-panel ttr=35 pid=300 tid=300",
+    );
+    check(
+        &a_panel_outside_the_tree_maps_the_window(None),
+        Facet::Overview,
+        "origin=0 end=35 processes=2 started=2 files=0 reads=0 seeks=0 pages=0 bytes=0
+         ready=35 window:mate-panel ttr=35 pid=300 tid=301",
+    );
+}
+
 #[test]
 fn the_ready_thread_of_an_exit_is_the_root_thread_that_ran_last() {
     let trace = Builder::new()

@@ -134,7 +134,8 @@ pub struct BenchConfig {
     /// Run each configuration once more and drop its first run.
     pub discard_first: bool,
     pub files: FileSource,
-    pub until: Until,
+    /// Readiness conditions: a run is ready when all are met.
+    pub until: Vec<Until>,
     /// Limit per run; a run that hits it is a failed run.
     pub timeout: Duration,
     pub ending: Ending,
@@ -198,7 +199,7 @@ impl Default for BenchConfig {
             warmup: 0,
             discard_first: false,
             files: FileSource::Learn,
-            until: Until::Exit,
+            until: vec![Until::Exit],
             timeout: Duration::from_secs(600),
             ending: Ending::default(),
             run_as: RunAs::Invoker,

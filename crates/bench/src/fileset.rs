@@ -134,7 +134,12 @@ fn sample_process(pid: i32, into: &mut BTreeSet<PathBuf>) {
 }
 
 /// Records a cold run of `argv` with the recorder (root only) and returns its trace's files.
-fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) -> Result<FileSet> {
+fn learn_by_recording(
+    argv: &[String],
+    run_as: &RunAs,
+    until: &[Until],
+    timeout: Duration,
+) -> Result<FileSet> {
     let learn_error = |source: Box<dyn std::error::Error + Send + Sync>| BenchError::Learn {
         command: argv.join(" "),
         source,
@@ -144,7 +149,7 @@ fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: D
     let config = coldstart_record::RecordConfig {
         command: argv.iter().map(Into::into).collect(),
         output: Some(output.clone()),
-        until: until.clone(),
+        until: until.to_vec(),
         timeout: Some(timeout),
         cold: true,
         as_root: matches!(run_as, RunAs::Current),
@@ -157,7 +162,7 @@ fn learn_by_recording(argv: &[String], run_as: &RunAs, until: &Until, timeout: D
 }
 
 /// Runs `argv` once and returns the files it used (see the module docs).
-pub fn learn(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) -> Result<FileSet> {
+pub fn learn(argv: &[String], run_as: &RunAs, until: &[Until], timeout: Duration) -> Result<FileSet> {
     if crate::evict::is_root() {
         match learn_by_recording(argv, run_as, until, timeout) {
             Ok(set) if !set.paths.is_empty() => return Ok(set),
@@ -179,7 +184,7 @@ pub fn learn(argv: &[String], run_as: &RunAs, until: &Until, timeout: Duration) 
 pub fn learn_by_tracing(
     argv: &[String],
     run_as: &RunAs,
-    until: &Until,
+    until: &[Until],
     timeout: Duration,
 ) -> Result<FileSet> {
     let learn_error = |source: Box<dyn std::error::Error + Send + Sync>| BenchError::Learn {
@@ -206,7 +211,7 @@ pub fn learn_by_tracing(
     full.extend(argv.iter().cloned());
     let mut command = Command::new(full);
     command.run_as(run_as.clone()).stdin(Input::Null).stdout(Output::Null).stderr(Output::Null);
-    if matches!(until, Until::Output(_)) {
+    if until.iter().any(Until::watches_output) {
         command.stdout(Output::Watch { echo: false }).stderr(Output::Watch { echo: false });
     }
     let paused = PausedChild::spawn(&command)?;
@@ -227,7 +232,7 @@ pub fn learn_by_tracing(
         })
     };
     let mut running = paused.resume()?;
-    let outcome = running.wait(until, &WaitOptions { timeout: Some(timeout), ..WaitOptions::default() });
+    let outcome = running.wait_all(until, &WaitOptions { timeout: Some(timeout), ..WaitOptions::default() });
     stop.store(true, Ordering::SeqCst);
     running.finish(&Ending::default())?;
     let outcome = outcome?;

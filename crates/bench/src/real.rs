@@ -67,7 +67,7 @@ impl RealExecutor {
         let mut launch = Command::new(command.argv.clone());
         let shown = if self.config.show_output { Output::Inherit } else { Output::Null };
         let watched = Output::Watch { echo: self.config.show_output };
-        let output = if matches!(self.config.until, Until::Output(_)) { watched } else { shown };
+        let output = if self.config.until.iter().any(Until::watches_output) { watched } else { shown };
         launch.run_as(self.config.run_as.clone()).stdin(Input::Null).stdout(output).stderr(output);
         launch
     }
@@ -139,7 +139,7 @@ impl Executor for RealExecutor {
             sample_io_wait: self.delay_accounting.is_some(),
             ..WaitOptions::default()
         };
-        let outcome = running.wait(&self.config.until, &options);
+        let outcome = running.wait_all(&self.config.until, &options);
         let done_before_ready = alongside.as_ref().map(Replay::is_finished);
         if let Some(replay) = &alongside {
             replay.cancel();

@@ -2,7 +2,7 @@
 //! of hyperfine's result fields, plus comparisons. JSON is the stable contract:
 //! every time is in seconds, every size in bytes; the field docs below are the reference.
 
-use coldstart_launch::Reason;
+use coldstart_launch::{Reason, Until};
 use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
 
@@ -44,7 +44,7 @@ pub struct ConfigResult {
     pub cache: CacheState,
     /// The eviction method of cold runs: `system` or `files`.
     pub evict: Option<Evict>,
-    /// The readiness condition, e.g. `exit`, `mark:ready`.
+    /// The readiness conditions, e.g. `exit`, `mark:ready`, `window:marco and window:mate-panel`.
     pub until: String,
     /// 95% confidence interval of the mean, seconds.
     pub mean_ci95: [f64; 2],
@@ -214,7 +214,7 @@ impl ConfigResult {
             command_line: config.commands[command].argv.clone(),
             cache: cache.state(),
             evict: cache.evict(),
-            until: config.until.to_string(),
+            until: Until::describe_all(&config.until),
             mean_ci95: [s.ci95.0, s.ci95.1],
             ready: runs.iter().map(|r| r.ready.clone()).collect(),
             major_faults: runs.iter().map(|r| r.major_faults).collect(),

@@ -217,6 +217,18 @@ fn exports_carry_hyperfines_fields_and_ours() {
 }
 
 #[test]
+fn several_readiness_conditions_are_named_together_in_the_exports() {
+    let mut c = config(&["app"], false, true, 2);
+    c.until = vec!["window:marco".parse().unwrap(), "window-name:/^Home, a/".parse().unwrap()];
+    let mut mock = MockExecutor::with_times([((0, Cache::Warm), vec![0.5, 0.7])]);
+    let results = run_benchmark(&c, &mut mock, &mut Silent).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&JsonExporter.serialize(&results).unwrap()).unwrap();
+    assert_eq!(json["results"][0]["until"], "window:marco and window-name:/^Home, a/");
+    let csv = String::from_utf8(CsvExporter.serialize(&results).unwrap()).unwrap();
+    assert!(csv.contains(",\"window:marco and window-name:/^Home, a/\","), "{csv}");
+}
+
+#[test]
 fn baseline_regressions_need_the_limit_and_significance() {
     let dir = tempfile::tempdir().unwrap();
     let c = config(&["app"], true, false, 5);

@@ -48,7 +48,39 @@ fn a_malformed_readiness_condition_exits_2_naming_every_form() {
     refused(&["run", "--until", "idle:0", "--", "true"]);
     refused(&["record", "--until", "mark:", "--", "true"]);
     let line = refused(&["bench", "--warm", "--until", "bogus", "--", "true"]);
-    assert!(line.contains("exit, mark:NAME, output:REGEX, idle[:MS] or window"), "{line}");
+    assert!(
+        line.contains("exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS or window-name:NAME"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_malformed_window_condition_exits_2_saying_what_is_wrong() {
+    for (args, says) in [
+        (&["run", "--until", "window:", "--", "true"][..], "the name is empty"),
+        (&["run", "--until", "window:/[/", "--", "true"][..], "unclosed character class"),
+        (&["record", "--until", "window-name://", "--", "true"][..], "the regular expression is empty"),
+        (&["bench", "--warm", "--until", "window:/panel", "--", "true"][..], "/REGEX/"),
+        (&["run", "--until", "exit", "--until", "bogus:x", "--", "true"][..], "window-name:NAME"),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn a_window_condition_under_wayland_alone_exits_2_in_one_line() {
+    let output = coldstart()
+        .args(["run", "--until", "window:mate-panel", "--", "sleep", "5"])
+        .env_remove("DISPLAY")
+        .env("WAYLAND_DISPLAY", "wayland-1")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("Wayland") && stderr.contains("mark:NAME"), "{stderr}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
             root_pid: Some(100),
             page_size: 4096,
             duration_ns: 400 * MS,
-            ready: Some(Ready { t_ns: 300 * MS, reason: ReadyReason::Exit }),
+            ready: Some(Ready { t_ns: 300 * MS, reason: ReadyReason::Exit, pid: None, tid: None }),
             ..Meta::default()
         },
         processes: vec![Process {

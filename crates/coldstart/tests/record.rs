@@ -133,16 +133,20 @@ fn processes_with_arg(arg: &str) -> Vec<String> {
         .collect()
 }
 
-/// Records `script` (run by sh) until `until`; returns the recorder's exit status and the trace.
-fn record_until(dir: &Path, until: &str, script: &str) -> (Option<i32>, Trace) {
+/// Records `script` (run by sh, with `env` added) until every condition of `until`;
+/// returns the recorder's exit status and the trace.
+fn record_until(dir: &Path, until: &[&str], script: &str, env: &[(&str, &str)]) -> (Option<i32>, Trace) {
     let out = dir.join("until.coldstart");
     let status = Command::new(env!("CARGO_BIN_EXE_coldstart"))
-        .args(["record", "--until", until, "--timeout", "120", "-o"])
+        .arg("record")
+        .args(until.iter().flat_map(|u| ["--until", u]))
+        .args(["--timeout", "120", "-o"])
         .arg(&out)
         .arg("--spool-dir")
         .arg(dir.join("spool"))
         .args(["--", "sh", "-c", script])
         .env("COLDSTART", env!("CARGO_BIN_EXE_coldstart"))
+        .envs(env.iter().copied())
         .status()
         .unwrap();
     (status.code(), Trace::read(&out).expect("the trace is written"))
@@ -156,7 +160,7 @@ fn until_output_stops_at_the_matching_line_and_ends_the_command() {
     let dir = private_dir();
     let token = format!("3600.{}1", std::process::id());
     let script = format!("echo starting; sleep 0.2; echo 'READY on port 42'; exec sleep {token}");
-    let (status, trace) = record_until(dir.path(), r"output:READY on port \d+", &script);
+    let (status, trace) = record_until(dir.path(), &[r"output:READY on port \d+"], &script, &[]);
     assert_eq!(status, Some(0), "the command was ready: record exits 0 although it ended the command");
     let ready = trace.meta.ready.clone().expect("a ready time");
     assert_eq!(ready.reason, ReadyReason::Output(r"READY on port \d+".into()));
@@ -178,7 +182,7 @@ fn until_mark_stops_at_the_mark_and_ends_the_command() {
     let dir = private_dir();
     let token = format!("3600.{}2", std::process::id());
     let script = format!("sleep 0.2; \"$COLDSTART\" mark ready; exec sleep {token}");
-    let (status, trace) = record_until(dir.path(), "mark:ready", &script);
+    let (status, trace) = record_until(dir.path(), &["mark:ready"], &script, &[]);
     assert_eq!(status, Some(0));
     let ready = trace.meta.ready.clone().expect("a ready time");
     assert_eq!(ready.reason, ReadyReason::Mark("ready".into()));
@@ -193,6 +197,46 @@ fn until_mark_stops_at_the_mark_and_ends_the_command() {
         "`coldstart mark` ran before the ready time"
     );
     assert_eq!(processes_with_arg(&token), Vec::<String>::new(), "the command's sleep is still running");
+}
+
+/// Two window conditions under Xvfb: each is a milestone (an `until` mark) with the
+/// process that mapped the window; the start is ready at the last, credited to its
+/// owner, and the analysis starts the critical path at that owner's main thread.
+#[test]
+fn two_window_conditions_record_two_milestones_with_their_owners() {
+    if !can_record("until_windows") {
+        return;
+    }
+    let Some(xvfb) = coldstart_testkit::xvfb("until_windows") else { return };
+    let has_xmessage = Command::new("xmessage").arg("-help").output().is_ok();
+    if coldstart_testkit::skip_without(has_xmessage, "until_windows", "xmessage (Debian package x11-utils)") {
+        return;
+    }
+    let dir = private_dir();
+    let script = "xmessage -name cs-first first & sleep 0.5; xmessage -name cs-second second & wait";
+    let until = ["window:cs-second", "window:/^cs-f/"];
+    let (status, trace) = record_until(dir.path(), &until, script, &[("DISPLAY", &xvfb.display)]);
+    assert_eq!(status, Some(0), "both windows appeared: record exits 0 although it ended the command");
+
+    let milestones: Vec<_> = trace.marks.iter().filter(|m| m.source == MarkSource::Until).collect();
+    let names: Vec<&str> = milestones.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["window:/^cs-f/", "window:cs-second"], "by time: {milestones:?}");
+    let comm =
+        |pid: Option<i32>| trace.processes.iter().find(|p| Some(p.pid) == pid).map(|p| p.comm.as_str());
+    for m in &milestones {
+        assert_eq!(comm(m.pid), Some("xmessage"), "owner of {m:?}");
+        assert_eq!(m.tid, m.pid, "the owner's main thread");
+    }
+    assert_ne!(milestones[0].pid, milestones[1].pid, "two windows, two processes");
+    let ready = trace.meta.ready.clone().expect("a ready point");
+    assert_eq!(ready.reason, ReadyReason::WindowClass("cs-second".into()));
+    assert_eq!(
+        (ready.t_ns, ready.pid, ready.tid),
+        (milestones[1].t_ns, milestones[1].pid, milestones[1].tid)
+    );
+    let analysis = coldstart_analyze::analyze(&trace);
+    let reached = analysis.overview.ready.expect("the analysis has the ready point");
+    assert_eq!((Some(reached.pid), Some(reached.tid)), (ready.pid, ready.tid), "not the tree's root");
 }
 
 /// A read issued by a thread of a process outside the recorded command is counted for that

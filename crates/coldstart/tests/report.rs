@@ -27,7 +27,7 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
             root_pid: Some(100),
             page_size: 4096,
             duration_ns: 50 * MS,
-            ready: Some(Ready { t_ns: 40 * MS, reason: ReadyReason::Exit }),
+            ready: Some(Ready { t_ns: 40 * MS, reason: ReadyReason::Exit, pid: None, tid: None }),
             ..Meta::default()
         },
         losses: vec![Loss { source: LossSource::Tracefs, what: "cpu0 overrun".into(), count: 7 }],

@@ -266,6 +266,7 @@ fn hostile_trace() -> (Trace, i32) {
         pid: Some(pid),
         name: XSS_MARK.to_owned(),
         source: MarkSource::Command,
+        tid: None,
     });
     (trace, pid)
 }

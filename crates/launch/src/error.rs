@@ -33,6 +33,11 @@ pub enum LaunchError {
     OutputNotWatched(String),
     #[error("readiness `window`: {0}")]
     Window(String),
+    #[error(
+        "readiness `window`: WAYLAND_DISPLAY is set and DISPLAY is not, and under Wayland a client cannot \
+         see other clients' windows; wait for a mark (mark:NAME) instead"
+    )]
+    Wayland,
     #[error("readiness `window`: cannot connect to X display {display}")]
     XConnect { display: String, source: x11rb::errors::ConnectError },
     #[error("readiness `window`")]

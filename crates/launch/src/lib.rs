@@ -51,18 +51,22 @@
 //!   in `COLDSTART_MARKS`; `coldstart mark NAME` (or any program) appends
 //!   `UPTIME NAME[\tpid=N]` lines to it. [`marks::read`] / [`marks::parse`] return
 //!   them with CLOCK_BOOTTIME nanosecond times. [`Finished::marks`] holds them all.
-//! - **Readiness** ([`Until`], [`Running::wait`]): `exit` (the command itself
+//! - **Readiness** ([`Until`], [`Running::wait`], [`Running::wait_all`]): `exit` (the command itself
 //!   exits), `mark:NAME` (inotify on the marks file; the mark's own timestamp is the
 //!   ready time), `output:REGEX` (a line of watched stdout/stderr; the time it was
 //!   read), `idle[:MS]` (see [`idle`] for what quiet means), `window` (the first
-//!   top-level X11 window mapped by a process of the tree, see [`window`]), plus an
-//!   overall timeout. The [`Outcome`] gives the ready time on CLOCK_BOOTTIME (the
-//!   clock of tracefs `trace_clock=boot` and of `/proc/uptime`), the [`Reason`]
-//!   (`exit`, `mark:ready`, `idle:500`, `output:…`, `window`, `timeout`,
-//!   `interrupted`), whether it is the condition asked for, and the exit status if
-//!   the command exited (128 + signal when a signal killed it). If the whole tree
-//!   ends before a `mark`, `output` or `window` condition holds, the reason is
-//!   `exit` with `met == false`.
+//!   top-level X11 window mapped by a process of the tree), `window:CLASS` and
+//!   `window-name:NAME` (a window of that class or title mapped by any process; see
+//!   [`window`]), plus an overall timeout. Several conditions can be waited for at
+//!   once: the start is ready when all are met, at the last one, and each met is a
+//!   [`Milestone`] with its time and, when known, the process and thread that reached
+//!   it. The [`Outcome`] gives the ready time on CLOCK_BOOTTIME (the clock of tracefs
+//!   `trace_clock=boot` and of `/proc/uptime`), the [`Reason`] (`exit`, `mark:ready`,
+//!   `idle:500`, `output:…`, `window:mate-panel`, `timeout`, `interrupted`), who
+//!   reached it, whether every condition was met, and the exit status if the command
+//!   exited (128 + signal when a signal killed it). If the whole tree ends before a
+//!   `mark`, `output` or window condition holds, the reason is `exit` with
+//!   `met == false`.
 //! - **Signals** ([`interrupt`]): while a command runs, SIGINT and SIGTERM sent to
 //!   us are caught and forwarded to every process of its tree; `wait` then returns
 //!   `exit` if the command exits within [`WaitOptions::interrupt_grace`], else
@@ -97,7 +101,8 @@ pub use command::{Command, Credentials, Input, Output, RunAs, SudoInvoker, resol
 pub use error::{LaunchError, Result};
 pub use interrupt::Interrupts;
 pub use marks::{MARKS_ENV, Mark, Marks};
-pub use running::{Ending, Finished, Outcome, Running, TreeUsage, WaitOptions};
+pub use running::{Ending, Finished, Milestone, Outcome, Running, TreeUsage, WaitOptions};
 pub use spawn::PausedChild;
 pub use tree::{delay_accounting_enabled, tree_pids};
 pub use until::{DEFAULT_IDLE_MS, Reason, Until};
+pub use window::WindowPattern;

@@ -15,7 +15,7 @@ use crate::output::OutputPipe;
 use crate::spawn::Report;
 use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
 use crate::until::{Reason, Until};
-use crate::window::WindowWatcher;
+use crate::window::{WindowFacts, WindowWatcher};
 
 /// How long [`Running::wait`] may take, and what it samples meanwhile.
 #[derive(Clone, Debug)]
@@ -57,6 +57,44 @@ pub struct Outcome {
     pub signal: Option<i32>,
     /// What matched: the output line, or the window id and its process.
     pub detail: Option<String>,
+    /// The process and thread that reached readiness, when known (see [`Milestone`]).
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
+    /// Every condition met, by time; when all were met, the last is the ready point.
+    pub milestones: Vec<Milestone>,
+}
+
+/// A readiness condition met while waiting: when, and who reached it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Milestone {
+    /// The condition, in its words (`window:mate-panel`).
+    pub reason: Reason,
+    pub t_ns: BootNanos,
+    /// The process that reached it, when known: the command for `exit`, the process
+    /// that marked for `mark:NAME` (when its line says), a window's owner.
+    pub pid: Option<i32>,
+    /// Its thread, when known: for a window, the owner's main thread (X11 knows only
+    /// the process).
+    pub tid: Option<i32>,
+    /// What matched: the output line, the marking process, or the window and its owner.
+    pub detail: Option<String>,
+}
+
+impl Milestone {
+    /// The end of a wait that did not meet every condition.
+    fn stop(reason: Reason, t_ns: BootNanos, pid: Option<i32>) -> Milestone {
+        Milestone { reason, t_ns, pid, tid: pid, detail: None }
+    }
+}
+
+/// Whether a mapped window meets a window condition.
+fn window_meets(condition: &Until, window: &WindowFacts, tree_root: i32) -> bool {
+    match condition {
+        Until::Window => window.owned_by_tree(tree_root),
+        Until::WindowClass(pattern) => window.class_matches(pattern),
+        Until::WindowName(pattern) => window.name_matches(pattern),
+        _ => false,
+    }
 }
 
 impl Outcome {
@@ -140,8 +178,10 @@ pub(crate) struct Launch {
     interrupts: Option<Interrupts>,
     io_wait: Option<IoWaitSampler>,
     reaped: bool,
-    /// `DISPLAY` in the command's environment, for `window` readiness.
+    /// `DISPLAY` in the command's environment, for window readiness.
     pub(crate) display: Option<String>,
+    /// The command's environment names a Wayland display (`WAYLAND_DISPLAY`).
+    pub(crate) wayland: bool,
 }
 
 /// What one round of polling found.
@@ -175,6 +215,30 @@ impl Launch {
             io_wait: None,
             reaped: false,
             display: None,
+            wayland: false,
+        }
+    }
+
+    /// The outcome of a wait that ended at `ready`.
+    fn outcome(
+        &self,
+        ready: Milestone,
+        met: bool,
+        signal: Option<i32>,
+        milestones: Vec<Milestone>,
+    ) -> Outcome {
+        Outcome {
+            met,
+            reason: ready.reason,
+            started_ns: self.started_ns,
+            ready_ns: ready.t_ns.max(self.started_ns),
+            detected_ns: boottime_ns(),
+            exit_status: self.root_exit.map(|(code, _)| code),
+            signal,
+            detail: ready.detail,
+            pid: ready.pid,
+            tid: ready.tid,
+            milestones,
         }
     }
 
@@ -367,47 +431,50 @@ impl Running {
         descendants(self.launch.shepherd)
     }
 
-    /// Waits until `until` holds, the timeout passes, or SIGINT/SIGTERM arrives (it
-    /// is forwarded to the tree). If the command's tree ends before a `mark`,
-    /// `output` or `window` condition holds, returns `exit` with `met` false.
+    /// Waits until `until` holds: [`Running::wait_all`] of one condition.
     pub fn wait(&mut self, until: &Until, options: &WaitOptions) -> Result<Outcome> {
+        self.wait_all(std::slice::from_ref(until), options)
+    }
+
+    /// Waits until every condition holds (the start is ready at the last of them), the
+    /// timeout passes, or SIGINT/SIGTERM arrives (it is forwarded to the tree). Each
+    /// condition met is a [`Milestone`] of the outcome. If the command's tree ends
+    /// before a `mark`, `output` or window condition holds, returns `exit` with `met`
+    /// false. No conditions means `exit`.
+    pub fn wait_all(&mut self, conditions: &[Until], options: &WaitOptions) -> Result<Outcome> {
+        let conditions = if conditions.is_empty() { std::slice::from_ref(&Until::Exit) } else { conditions };
         let l = &mut self.launch;
-        if matches!(until, Until::Output(_)) && l.outputs.is_empty() {
-            return Err(LaunchError::OutputNotWatched(until.to_string()));
+        if let Some(output) = conditions.iter().find(|c| c.watches_output())
+            && l.outputs.is_empty()
+        {
+            return Err(LaunchError::OutputNotWatched(output.to_string()));
         }
         if options.sample_io_wait && l.io_wait.is_none() && delay_accounting_enabled() {
             l.io_wait = Some(IoWaitSampler::default());
         }
-        let mut marks = match until {
-            Until::Mark(_) => Some(MarksWatcher::new(l.marks.path())?),
-            _ => None,
+        let mut marks = match conditions.iter().any(|c| matches!(c, Until::Mark(_))) {
+            true => Some(MarksWatcher::new(l.marks.path())?),
+            false => None,
         };
-        let mut idle = match until {
-            Until::Idle(quiet) => Some(IdleDetector::new(*quiet, l.started_ns)),
-            _ => None,
+        let mut idle: Vec<Option<IdleDetector>> = conditions
+            .iter()
+            .map(|c| match c {
+                Until::Idle(quiet) => Some(IdleDetector::new(*quiet, l.started_ns)),
+                _ => None,
+            })
+            .collect();
+        let mut window = match conditions.iter().any(Until::watches_windows) {
+            true => Some(WindowWatcher::connect(l.display.as_deref(), l.wayland)?),
+            false => None,
         };
-        let mut window = match until {
-            Until::Window => Some(WindowWatcher::connect(l.shepherd, l.display.as_deref())?),
-            _ => None,
-        };
+        let mut met: Vec<Option<Milestone>> = vec![None; conditions.len()];
         let deadline = options.timeout.map(|t| l.started_ns + t.as_nanos() as i64);
         let tick = Duration::from_millis(50);
         let mut signal = None;
         let mut interrupted_at: Option<BootNanos> = None;
-        let done =
-            |reason: Reason, ready_ns: BootNanos, detail: Option<String>, l: &Launch, signal| Outcome {
-                met: until.is_met_by(&reason),
-                reason,
-                started_ns: l.started_ns,
-                ready_ns: ready_ns.max(l.started_ns),
-                detected_ns: boottime_ns(),
-                exit_status: l.root_exit.map(|(code, _)| code),
-                signal,
-                detail,
-            };
         loop {
             let now = boottime_ns();
-            let mut wait_for = idle.as_ref().map_or(tick, |i| i.until_due().min(tick));
+            let mut wait_for = idle.iter().flatten().map(IdleDetector::until_due).fold(tick, Duration::min);
             if let Some(d) = deadline {
                 wait_for = wait_for.min(Duration::from_nanos((d - now).max(0) as u64));
             }
@@ -429,44 +496,69 @@ impl Running {
                     interrupted_at.get_or_insert(boottime_ns());
                 }
             }
-            if let Until::Output(re) = until
-                && let Some((t, line)) = pumped.lines.iter().find(|(_, line)| re.is_match(line))
-            {
-                return Ok(done(until.reason(), *t, Some(line.clone()), l, signal));
+            let new_marks = match marks.as_mut() {
+                Some(watcher) => watcher.read_new()?,
+                None => Vec::new(),
+            };
+            let mapped = match window.as_mut() {
+                Some(watcher) => watcher.check()?,
+                None => Vec::new(),
+            };
+            for (i, condition) in conditions.iter().enumerate() {
+                if met[i].is_some() {
+                    continue;
+                }
+                let at =
+                    |t_ns, pid, tid, detail| Milestone { reason: condition.reason(), t_ns, pid, tid, detail };
+                met[i] = match condition {
+                    Until::Exit => l.root_exit.map(|(_, t)| at(t, Some(l.root_pid), Some(l.root_pid), None)),
+                    Until::Mark(name) => new_marks.iter().find(|m| &m.name == name).map(|m| {
+                        at(m.boottime_ns.min(boottime_ns()), m.pid, None, m.pid.map(|p| format!("pid {p}")))
+                    }),
+                    Until::Output(re) => pumped
+                        .lines
+                        .iter()
+                        .find(|(_, line)| re.is_match(line))
+                        .map(|(t, line)| at(*t, None, None, Some(line.clone()))),
+                    Until::Idle(_) => {
+                        idle[i].as_mut().and_then(IdleDetector::poll).map(|t| at(t, None, None, None))
+                    }
+                    Until::Window | Until::WindowClass(_) | Until::WindowName(_) => {
+                        mapped.iter().find_map(|m| {
+                            let facts = m.windows.iter().find(|w| window_meets(condition, w, l.shepherd))?;
+                            Some(at(m.time_ns, facts.pid, facts.pid, Some(facts.describe())))
+                        })
+                    }
+                };
             }
-            if let (Until::Mark(name), Some(watcher)) = (until, marks.as_mut())
-                && let Some(mark) = watcher.read_new()?.into_iter().find(|m| &m.name == name)
+            let mut milestones: Vec<Milestone> = met.iter().flatten().cloned().collect();
+            milestones.sort_by_key(|m| m.t_ns);
+            if milestones.len() == conditions.len()
+                && let Some(ready) = milestones.last().cloned()
             {
-                let ready = mark.boottime_ns.min(boottime_ns());
-                let detail = mark.pid.map(|p| format!("pid {p}"));
-                return Ok(done(until.reason(), ready, detail, l, signal));
-            }
-            if let Some(watcher) = window.as_mut()
-                && let Some(seen) = watcher.check()?
-            {
-                return Ok(done(Reason::Window, seen.time_ns, Some(seen.describe()), l, signal));
-            }
-            if let Some(detector) = idle.as_mut()
-                && let Some(quiet_since) = detector.poll()
-            {
-                return Ok(done(until.reason(), quiet_since, None, l, signal));
+                return Ok(l.outcome(ready, true, signal, milestones));
             }
             if let Some((_, exit_ns)) = l.root_exit {
-                if matches!(until, Until::Exit) || interrupted_at.is_some() {
-                    return Ok(done(Reason::Exit, exit_ns, None, l, signal));
-                }
-                if l.tree_gone && idle.is_none() {
-                    return Ok(done(Reason::Exit, exit_ns, None, l, signal));
+                let idle_pending =
+                    conditions.iter().zip(&met).any(|(c, m)| matches!(c, Until::Idle(_)) && m.is_none());
+                if interrupted_at.is_some() || (l.tree_gone && !idle_pending) {
+                    let exit = Milestone::stop(Reason::Exit, exit_ns, Some(l.root_pid));
+                    return Ok(l.outcome(exit, false, signal, milestones));
                 }
             }
             let now = boottime_ns();
             if let Some(at) = interrupted_at
                 && now - at >= options.interrupt_grace.as_nanos() as i64
             {
-                return Ok(done(Reason::Interrupted, now, None, l, signal));
+                return Ok(l.outcome(
+                    Milestone::stop(Reason::Interrupted, now, None),
+                    false,
+                    signal,
+                    milestones,
+                ));
             }
             if deadline.is_some_and(|d| now >= d) {
-                return Ok(done(Reason::Timeout, now, None, l, signal));
+                return Ok(l.outcome(Milestone::stop(Reason::Timeout, now, None), false, signal, milestones));
             }
         }
     }

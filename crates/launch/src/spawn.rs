@@ -118,8 +118,12 @@ impl PausedChild {
         let marks = MarksFile::create(creds.as_ref().map(|c| (c.uid, c.gid)))?;
         let envp = child_env(&command.env, creds.as_ref(), marks.path());
         let program_path = resolve_program(first, &envp)?;
-        let display =
-            envp.iter().find_map(|kv| kv.to_str().ok()?.strip_prefix("DISPLAY=").map(str::to_owned));
+        let env_value = |name: &str| {
+            envp.iter()
+                .find_map(|kv| kv.to_str().ok()?.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
+        };
+        let display = env_value("DISPLAY");
+        let wayland = env_value("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty());
         use std::os::unix::ffi::OsStrExt;
         let program = cstring(program_path.as_os_str().as_bytes(), "the program path", &program_name)?;
         let argv: Vec<CString> = command
@@ -190,6 +194,7 @@ impl PausedChild {
             interrupts,
         );
         launch.display = display;
+        launch.wayland = wayland;
         let first = launch.read_first_report();
         match first {
             Some(r) if r.kind == Report::STARTED => launch.root_pid = r.pid,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 
 use crate::error::LaunchError;
+use crate::window::WindowPattern;
 
 /// Default quiet period of `idle`.
 pub const DEFAULT_IDLE_MS: u64 = 500;
@@ -28,18 +29,35 @@ pub enum Until {
     Idle(Duration),
     /// A process of the command's tree maps its first top-level X11 window.
     Window,
+    /// A window whose WM_CLASS instance or class matches becomes visible, whichever
+    /// process maps it.
+    WindowClass(WindowPattern),
+    /// A window whose title (`_NET_WM_NAME` or `WM_NAME`) matches becomes visible,
+    /// whichever process maps it.
+    WindowName(WindowPattern),
 }
 
 impl Until {
     /// Every text form with what it waits for: the one list that help texts and parse
     /// errors show, so that a new kind is added here and in the parser only.
-    pub const FORMS: [(&str, &str); 5] = [
+    pub const FORMS: [(&str, &str); 7] = [
         ("exit", "the command itself exits (not its descendants)"),
         ("mark:NAME", "the program runs `coldstart mark NAME`"),
         ("output:REGEX", "a line of its stdout or stderr matches"),
         ("idle[:MS]", "no disk reads and CPUs under 10% busy for MS milliseconds (default 500)"),
         ("window", "a process of its tree maps its first top-level X11 window"),
+        (
+            "window:CLASS",
+            "a window of WM_CLASS instance or class CLASS becomes visible, mapped by any process (X11)",
+        ),
+        ("window-name:NAME", "a window titled NAME becomes visible, mapped by any process (X11)"),
     ];
+
+    /// How the window forms take a regular expression, and where they do not work:
+    /// the note help texts print after [`Until::FORMS`].
+    pub const WINDOW_NOTE: &str = "CLASS and NAME are exact, or /REGEX/ (unanchored: /^mate-/). Window \
+        conditions need X11: under Wayland a client cannot see other clients' windows, so there \
+        readiness comes from a mark (mark:NAME) or the session's systemd user units.";
 
     /// The forms as a list: `exit, mark:NAME, … or window`.
     pub fn forms_list() -> String {
@@ -55,6 +73,25 @@ impl Until {
     pub fn watches_output(&self) -> bool {
         matches!(self, Until::Output(_))
     }
+
+    /// True for the conditions read from the X server.
+    pub(crate) fn watches_windows(&self) -> bool {
+        matches!(self, Until::Window | Until::WindowClass(_) | Until::WindowName(_))
+    }
+
+    /// Several conditions as one text (bench's exports): `window:marco and window:mate-panel`.
+    pub fn describe_all(conditions: &[Until]) -> String {
+        let texts: Vec<String> = conditions.iter().map(Until::to_string).collect();
+        texts.join(" and ")
+    }
+}
+
+/// A regex error in one line: the regex crate's own message spans several lines,
+/// pointing at the pattern; its last line says what is wrong.
+pub(crate) fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    format!("not a regular expression: {}", last.strip_prefix("error: ").unwrap_or(last))
 }
 
 impl PartialEq for Until {
@@ -71,6 +108,8 @@ impl fmt::Display for Until {
             Until::Output(re) => write!(f, "output:{}", re.as_str()),
             Until::Idle(quiet) => write!(f, "idle:{}", quiet.as_millis()),
             Until::Window => f.write_str("window"),
+            Until::WindowClass(pattern) => write!(f, "window:{pattern}"),
+            Until::WindowName(pattern) => write!(f, "window-name:{pattern}"),
         }
     }
 }
@@ -99,10 +138,17 @@ impl FromStr for Until {
                 Ok(Until::Mark(name.to_owned()))
             }
             ("output", Some(re)) if !re.is_empty() => {
-                Regex::new(re).map(Until::Output).map_err(|e| bad(&format!("not a regular expression: {e}")))
+                Regex::new(re).map(Until::Output).map_err(|e| bad(&regex_error(&e)))
             }
-            ("exit" | "window", Some(_)) => Err(bad("takes no argument")),
+            ("window", Some(class)) => {
+                WindowPattern::parse(class).map(Until::WindowClass).map_err(|e| bad(&e))
+            }
+            ("window-name", Some(name)) => {
+                WindowPattern::parse(name).map(Until::WindowName).map_err(|e| bad(&e))
+            }
+            ("exit", Some(_)) => Err(bad("takes no argument")),
             ("mark" | "output", _) => Err(bad(&format!("write it as {kind}:{}", kind.to_uppercase()))),
+            ("window-name", None) => Err(bad("write it as window-name:NAME")),
             _ => Err(bad(&format!("expected {}", Until::forms_list()))),
         }
     }
@@ -120,6 +166,8 @@ impl Until {
             (Reason::Mark(a), Until::Mark(b)) => a == b,
             (Reason::Output(a), Until::Output(b)) => a == b.as_str(),
             (Reason::Idle(a), Until::Idle(b)) => u128::from(*a) == b.as_millis(),
+            (Reason::WindowClass(a), Until::WindowClass(b))
+            | (Reason::WindowName(a), Until::WindowName(b)) => *a == b.to_string(),
             _ => false,
         }
     }
@@ -132,6 +180,8 @@ impl Until {
             Until::Output(re) => Reason::Output(re.as_str().to_owned()),
             Until::Idle(quiet) => Reason::Idle(quiet.as_millis() as u64),
             Until::Window => Reason::Window,
+            Until::WindowClass(pattern) => Reason::WindowClass(pattern.to_string()),
+            Until::WindowName(pattern) => Reason::WindowName(pattern.to_string()),
         }
     }
 }
@@ -150,6 +200,10 @@ mod tests {
             "mark:ready",
             "mark:first paint",
             "output:^Listening on \\d+",
+            "window:mate-panel",
+            "window:/^mate-(panel|desktop)$/",
+            "window-name:Home: a folder",
+            "window-name:/^Home/",
         ] {
             let until: Until = text.parse().unwrap();
             assert_eq!(until.to_string(), text);
@@ -161,9 +215,24 @@ mod tests {
 
     #[test]
     fn rejects_malformed_conditions() {
-        for text in
-            ["", "exit:1", "idle:0", "idle:x", "mark", "mark:", "output:", "output:(", "window:2", "ready"]
-        {
+        for text in [
+            "",
+            "exit:1",
+            "idle:0",
+            "idle:x",
+            "mark",
+            "mark:",
+            "output:",
+            "output:(",
+            "window:",
+            "window://",
+            "window:/[/",
+            "window:/mate",
+            "window-name",
+            "window-name:",
+            "window-name:/(/",
+            "ready",
+        ] {
             assert!(text.parse::<Until>().is_err(), "{text:?} should not parse");
         }
     }
@@ -171,7 +240,26 @@ mod tests {
     #[test]
     fn an_unknown_kind_is_told_every_form() {
         let err = "ready".parse::<Until>().unwrap_err().to_string();
-        assert!(err.ends_with("expected exit, mark:NAME, output:REGEX, idle[:MS] or window"), "{err}");
+        assert!(
+            err.ends_with(
+                "expected exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS or window-name:NAME"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_window_values_are_one_line_and_say_what_is_wrong() {
+        for (text, says) in [
+            ("window:", "empty"),
+            ("window://", "empty"),
+            ("window:/[/", "unclosed character class"),
+            ("window:/mate", "/REGEX/"),
+            ("output:(", "unclosed group"),
+        ] {
+            let err = text.parse::<Until>().unwrap_err().to_string();
+            assert!(err.contains(says) && !err.contains('\n'), "{text}: {err}");
+        }
     }
 
     #[test]

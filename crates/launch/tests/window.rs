@@ -1,20 +1,25 @@
-//! `window` readiness under Xvfb: a window mapped by a process outside the tree is
-//! ignored; the first top-level window mapped by a descendant of the command is
-//! the ready moment, and the tree is ended afterwards.
+//! Window readiness under Xvfb: for `window`, a window mapped by a process outside
+//! the tree is ignored and the first top-level window mapped by a descendant of the
+//! command is the ready moment; `window:CLASS` and `window-name:NAME` fire on a window
+//! of that class or title whoever maps it, and credit its owner; several conditions
+//! give one milestone each and are ready at the last.
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-use coldstart_launch::{Ending, PausedChild, Reason, Until, WaitOptions, marks};
-use coldstart_testkit::skip_without;
+use coldstart_launch::{Ending, PausedChild, Reason, Running, Until, WaitOptions, marks};
+use coldstart_testkit::{Xvfb, xvfb};
 use common::{alive, sh};
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{ConnectionExt, CreateWindowAux, WindowClass};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, CreateWindowAux, PropMode, WindowClass};
+use x11rb::wrapper::ConnectionExt as _;
 
 const HELPER_ENV: &str = "COLDSTART_TEST_MAP_WINDOW";
+/// The helper's WM_CLASS class (its instance is the class in lower case) and title.
+const CLASS_ENV: &str = "COLDSTART_TEST_WINDOW_CLASS";
+const TITLE_ENV: &str = "COLDSTART_TEST_WINDOW_TITLE";
 
 /// Maps one top-level window on `$DISPLAY` and keeps it (stands for a GUI program).
 fn map_a_window(hold: Duration) {
@@ -35,6 +40,27 @@ fn map_a_window(hold: Duration) {
         &CreateWindowAux::new(),
     )
     .unwrap();
+    if let Ok(class) = std::env::var(CLASS_ENV) {
+        let wm_class = format!("{}\0{class}\0", class.to_lowercase());
+        conn.change_property8(
+            PropMode::REPLACE,
+            window,
+            AtomEnum::WM_CLASS,
+            AtomEnum::STRING,
+            wm_class.as_bytes(),
+        )
+        .unwrap();
+    }
+    if let Ok(title) = std::env::var(TITLE_ENV) {
+        conn.change_property8(
+            PropMode::REPLACE,
+            window,
+            AtomEnum::WM_NAME,
+            AtomEnum::STRING,
+            title.as_bytes(),
+        )
+        .unwrap();
+    }
     if let Some(path) = std::env::var_os("COLDSTART_MARKS") {
         marks::append(path.as_ref(), "mapping", None).unwrap();
     }
@@ -51,39 +77,130 @@ fn helper_map_window() {
     }
 }
 
-struct Xvfb {
-    child: Child,
-    display: String,
-}
+/// A window-mapping helper started by the test itself, outside the command's tree:
+/// after `delay` it maps a window of `class` titled `title`, after marking `mapping`
+/// in `marks_file`.
+struct Outsider(Child);
 
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl Outsider {
+    fn start(
+        xvfb: &Xvfb,
+        class: &str,
+        title: &str,
+        delay: Duration,
+        marks_file: &std::path::Path,
+    ) -> Outsider {
+        let script = format!(
+            "sleep {}; exec '{}' --exact helper_map_window --nocapture >/dev/null",
+            delay.as_secs_f64(),
+            std::env::current_exe().unwrap().display()
+        );
+        let child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("DISPLAY", &xvfb.display)
+            .env(HELPER_ENV, "1")
+            .env(CLASS_ENV, class)
+            .env(TITLE_ENV, title)
+            .env("COLDSTART_MARKS", marks_file)
+            .spawn()
+            .unwrap();
+        Outsider(child)
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
     }
 }
 
-fn start_xvfb() -> Option<Xvfb> {
-    let mut child = std::process::Command::new("Xvfb")
-        .args(["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take()?).read_line(&mut line).ok()?;
-    let number: u32 = line.trim().parse().ok()?;
-    Some(Xvfb { child, display: format!(":{number}") })
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn within(secs: u64) -> WaitOptions {
+    WaitOptions { timeout: Some(Duration::from_secs(secs)), ..WaitOptions::default() }
+}
+
+fn until(text: &str) -> Until {
+    text.parse().unwrap()
+}
+
+/// A command on `xvfb` that maps no window, and a directory holding an empty marks
+/// file (`marks`) for the outsiders.
+fn a_command_that_maps_nothing(xvfb: &Xvfb) -> (tempfile::TempDir, Running) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("marks"), "").unwrap();
+    let mut command = sh("exec sleep 60");
+    command.env("DISPLAY", &xvfb.display);
+    (dir, PausedChild::spawn(&command).unwrap().resume().unwrap())
+}
+
+#[test]
+fn window_class_fires_on_a_window_outside_the_tree_and_credits_its_owner() {
+    let Some(xvfb) = xvfb("window:CLASS readiness") else { return };
+    let (dir, mut running) = a_command_that_maps_nothing(&xvfb);
+    let marks_file = dir.path().join("marks");
+
+    let decoy = Outsider::start(&xvfb, "Decoy", "Coldstart panel", Duration::from_millis(500), &marks_file);
+    let wanted = [until("window:Coldstart-panel")];
+    let outcome = running.wait_all(&wanted, &within(8)).unwrap();
+    assert_eq!((outcome.reason.clone(), outcome.met), (Reason::Timeout, false), "{outcome:?}");
+    assert!(outcome.milestones.is_empty());
+    let decoy_mapped = marks::read(&marks_file).unwrap().marks.iter().any(|m| m.name == "mapping");
+    assert!(decoy_mapped, "the decoy mapped its window before the timeout");
+
+    let panel = Outsider::start(&xvfb, "Coldstart-panel", "panel", Duration::from_millis(300), &marks_file);
+    let outcome = running.wait_all(&wanted, &within(60)).unwrap();
+    assert_eq!(outcome.reason, Reason::WindowClass("Coldstart-panel".into()), "{outcome:?}");
+    assert!(outcome.met);
+    assert_eq!((outcome.pid, outcome.tid), (Some(panel.pid()), Some(panel.pid())), "{outcome:?}");
+    assert_ne!(outcome.pid, Some(decoy.pid()));
+    assert!(!running.tree_pids().contains(&panel.pid()), "the panel is not of the command's tree");
+    assert_eq!(outcome.milestones.len(), 1);
+    assert_eq!(outcome.milestones[0].t_ns, outcome.ready_ns);
+    let last_mapping = marks::read(&marks_file).unwrap().marks.iter().map(|m| m.boottime_ns).max().unwrap();
+    assert!(outcome.ready_ns >= last_mapping, "ready no earlier than the panel's map request");
+    running.finish(&Ending::Kill).unwrap();
+}
+
+#[test]
+fn two_conditions_give_two_milestones_and_are_ready_at_the_last() {
+    let Some(xvfb) = xvfb("window readiness, several conditions") else { return };
+    let (dir, mut running) = a_command_that_maps_nothing(&xvfb);
+    let marks_file = dir.path().join("marks");
+
+    let wm = Outsider::start(&xvfb, "Coldstart-wm", "wm", Duration::from_millis(300), &marks_file);
+    let desktop = Outsider::start(
+        &xvfb,
+        "Coldstart-desktop",
+        "Desktop of tests",
+        Duration::from_millis(2000),
+        &marks_file,
+    );
+    let wanted = [until("window-name:/^Desktop of/"), until("window:coldstart-wm")];
+    let outcome = running.wait_all(&wanted, &within(60)).unwrap();
+    assert!(outcome.met, "{outcome:?}");
+    let met: Vec<(Reason, Option<i32>)> =
+        outcome.milestones.iter().map(|m| (m.reason.clone(), m.pid)).collect();
+    assert_eq!(
+        met,
+        [
+            (Reason::WindowClass("coldstart-wm".into()), Some(wm.pid())),
+            (Reason::WindowName("/^Desktop of/".into()), Some(desktop.pid())),
+        ],
+        "by time: the WM's window (matched by its instance), then the desktop's (by title)"
+    );
+    assert!(outcome.milestones[0].t_ns < outcome.milestones[1].t_ns);
+    assert_eq!(outcome.reason, Reason::WindowName("/^Desktop of/".into()), "ready at the last");
+    assert_eq!((outcome.ready_ns, outcome.pid), (outcome.milestones[1].t_ns, Some(desktop.pid())));
+    running.finish(&Ending::Kill).unwrap();
 }
 
 #[test]
 fn window_readiness_fires_on_the_trees_first_window() {
-    let Some(xvfb) = start_xvfb() else {
-        if skip_without(false, "window readiness", "Xvfb (Debian package xvfb)") {
-            return;
-        }
-        unreachable!()
-    };
+    let Some(xvfb) = xvfb("window readiness") else { return };
     let exe = std::env::current_exe().unwrap();
     let script =
         format!("sleep 0.5; '{}' --exact helper_map_window --nocapture >/dev/null & wait", exe.display());
@@ -141,4 +258,13 @@ fn window_readiness_without_a_display_is_an_error() {
     let mut running = PausedChild::spawn(&command).unwrap().resume().unwrap();
     let err = running.wait(&Until::Window, &WaitOptions::default()).unwrap_err();
     assert!(err.to_string().contains("DISPLAY"), "{err}");
+}
+
+#[test]
+fn window_readiness_under_wayland_says_why_it_cannot_work() {
+    let mut command = sh("sleep 1");
+    command.env("DISPLAY", "").env("WAYLAND_DISPLAY", "wayland-1");
+    let mut running = PausedChild::spawn(&command).unwrap().resume().unwrap();
+    let err = running.wait(&until("window:mate-panel"), &WaitOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("Wayland") && err.contains("mark:NAME") && !err.contains('\n'), "{err}");
 }

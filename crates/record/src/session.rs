@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitOptions};
-use coldstart_trace::{Ready, TraceWriter};
+use coldstart_trace::{Mark, MarkSource, Ready, TraceWriter};
 
 use crate::assemble::{Summary, assemble};
 use crate::capture::connector::ProcWatch;
@@ -19,7 +19,7 @@ use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages,
 use crate::error::{IoContext, RecordError, Result};
 use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
 use crate::guardian::Guardian;
-use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolRoot, SpoolStart};
+use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolMilestone, SpoolRoot, SpoolStart};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
 
 /// Environment variable naming the scope instance's `trace_marker` (root only).
@@ -32,7 +32,8 @@ pub struct RecordConfig {
     /// `None`: `<command basename>.coldstart` in the current directory, never overwriting.
     pub output: Option<PathBuf>,
     pub system: bool,
-    pub until: Until,
+    /// Readiness conditions: ready when all are met.
+    pub until: Vec<Until>,
     pub timeout: Option<Duration>,
     pub cold: bool,
     /// Run the command as root even under sudo.
@@ -51,7 +52,7 @@ impl Default for RecordConfig {
             command: Vec::new(),
             output: None,
             system: false,
-            until: Until::Exit,
+            until: vec![Until::Exit],
             timeout: None,
             cold: false,
             as_root: false,
@@ -69,6 +70,8 @@ pub struct Recorded {
     pub path: PathBuf,
     pub summary: Summary,
     pub ready: Option<Ready>,
+    /// The readiness conditions met (`until` marks), by time.
+    pub milestones: Vec<Mark>,
     /// The status `record` should exit with (the command's).
     pub exit_code: i32,
     /// Traces rebuilt from spools of earlier, killed recorders.
@@ -409,6 +412,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     Ok(Recorded {
         path: output,
         ready: assembled.trace.meta.ready.clone(),
+        milestones: assembled.trace.marks.iter().filter(|m| m.source == MarkSource::Until).cloned().collect(),
         summary: assembled.summary,
         exit_code,
         recovered,
@@ -435,7 +439,7 @@ fn run_command(
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
     command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
-    if config.until.watches_output() {
+    if config.until.iter().any(Until::watches_output) {
         command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
     }
     let user = coldstart_launch::resolve_user(&command.run_as)?
@@ -502,7 +506,7 @@ fn run_command(
     spool.write_json("start.json", &start)?;
     let mut running = paused.resume()?;
     let options = WaitOptions { timeout: config.timeout, ..WaitOptions::default() };
-    let outcome = running.wait(&config.until, &options)?;
+    let outcome = running.wait_all(&config.until, &options)?;
     let t_end_boot_ns = boottime_ns();
     let diskstats_end = crate::system::diskstats();
     for inst in &instances.list {
@@ -523,6 +527,13 @@ fn run_command(
         t_end_boot_ns,
         ready_boot_ns: Some(outcome.ready_ns),
         ready_reason: Some(outcome.reason.to_string()),
+        ready_pid: outcome.pid,
+        ready_tid: outcome.tid,
+        milestones: outcome
+            .milestones
+            .iter()
+            .map(|m| SpoolMilestone { boot_ns: m.t_ns, name: m.reason.to_string(), pid: m.pid, tid: m.tid })
+            .collect(),
         ready_line: matches!(outcome.reason, coldstart_launch::Reason::Output(_))
             .then(|| outcome.detail.clone())
             .flatten(),

@@ -353,14 +353,32 @@ pub struct SpoolEnd {
     pub t_end_boot_ns: i64,
     pub ready_boot_ns: Option<i64>,
     pub ready_reason: Option<String>,
+    /// The process and thread that reached readiness, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_tid: Option<i32>,
     /// The output line that made the command ready (`--until output:REGEX`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_line: Option<String>,
+    /// Each `--until` condition met, by time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub milestones: Vec<SpoolMilestone>,
     pub exit_code: Option<i32>,
     pub diskstats_end: Vec<DiskCounters>,
     /// (source, what, count) rows for the `loss` table.
     pub losses: Vec<(String, String, u64)>,
     pub notes: Vec<String>,
+}
+
+/// A readiness condition met during the recording, as the `until` mark it becomes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpoolMilestone {
+    pub boot_ns: i64,
+    /// The condition's words, e.g. `window:mate-panel`.
+    pub name: String,
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
 }
 
 /// One spool directory, held open.

@@ -11,7 +11,7 @@ use coldstart_record::Spool;
 use coldstart_record::assemble::{DirEntry, EntryStat, RawExtent, SystemView, assemble_with};
 use coldstart_record::capture::connector::ProcRecord;
 use coldstart_record::capture::fanotify::OpenRecord;
-use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolStart};
+use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolMilestone, SpoolStart};
 use coldstart_record::system::{DiskInfo, Mount};
 use coldstart_trace::{Dev, FileKind, LossSource, MarkSource, Meta, NoteSource, Trace};
 
@@ -235,7 +235,23 @@ fn write_spool(dir: &Path, finished: bool) -> Spool {
         let end = SpoolEnd {
             t_end_boot_ns: T0 + 100 * MS,
             ready_boot_ns: Some(T0 + 40 * MS),
-            ready_reason: Some("exit".into()),
+            ready_reason: Some("window:mate-panel".into()),
+            ready_pid: Some(4242),
+            ready_tid: Some(4242),
+            milestones: vec![
+                SpoolMilestone {
+                    boot_ns: T0 + 20 * MS,
+                    name: "window:marco".into(),
+                    pid: Some(4100),
+                    tid: None,
+                },
+                SpoolMilestone {
+                    boot_ns: T0 + 40 * MS,
+                    name: "window:mate-panel".into(),
+                    pid: Some(4242),
+                    tid: Some(4242),
+                },
+            ],
             exit_code: Some(3),
             diskstats_end: counters(11, 1016),
             losses: vec![
@@ -287,8 +303,17 @@ fn a_spool_is_assembled_through_the_system_view() {
     assert_eq!((vda.dev, vda.name.as_str(), vda.model.as_deref()), (DISK, "vda", Some("fake disk")));
     assert_eq!((vda.read_bytes, vda.read_ios), (Some(16 * 512), Some(1)));
 
-    let marks: Vec<_> = trace.marks.iter().map(|m| (m.t_ns, m.pid, m.name.as_str(), m.source)).collect();
-    assert_eq!(marks, [(30 * MS, Some(100), "window-shown", MarkSource::Command)]);
+    let marks: Vec<_> =
+        trace.marks.iter().map(|m| (m.t_ns, m.pid, m.tid, m.name.as_str(), m.source)).collect();
+    assert_eq!(
+        marks,
+        [
+            (20 * MS, Some(4100), None, "window:marco", MarkSource::Until),
+            (30 * MS, Some(100), None, "window-shown", MarkSource::Command),
+            (40 * MS, Some(4242), Some(4242), "window:mate-panel", MarkSource::Until),
+        ],
+        "each readiness condition met is a milestone with its owner, among the program's marks by time"
+    );
 
     let losses: Vec<_> = trace.losses.iter().map(|l| (l.source, l.what.as_str(), l.count)).collect();
     assert_eq!(
@@ -320,7 +345,10 @@ fn a_spool_is_assembled_through_the_system_view() {
     let meta = &trace.meta;
     assert_eq!((meta.host.as_str(), meta.page_size, meta.duration_ns), ("fakehost", 4096, 100 * MS));
     let ready = meta.ready.as_ref().unwrap();
-    assert_eq!((ready.t_ns, &ready.reason), (40 * MS, &coldstart_trace::ReadyReason::Exit));
+    assert_eq!(
+        (ready.t_ns, &ready.reason, ready.pid, ready.tid),
+        (40 * MS, &coldstart_trace::ReadyReason::WindowClass("mate-panel".into()), Some(4242), Some(4242))
+    );
     assert_eq!((meta.exit_code, meta.partial), (Some(3), false));
 }
 

@@ -292,7 +292,13 @@ fn milestones_and_readiness_are_lines_across_the_chart_with_their_names() {
     assert!(texts.iter().any(|t| t == "command start 0.002 s"), "{texts:?}");
     // Another mark gets its own line and name.
     let mut t = recorded();
-    t.marks.push(Mark { t_ns: 50 * MS, pid: Some(200), name: "loaded".into(), source: MarkSource::Command });
+    t.marks.push(Mark {
+        t_ns: 50 * MS,
+        pid: Some(200),
+        name: "loaded".into(),
+        source: MarkSource::Command,
+        tid: None,
+    });
     let svg = chart(&t);
     let all = elements(&svg);
     let mark = all

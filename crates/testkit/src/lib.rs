@@ -3,7 +3,8 @@
 //! The CI rule: a test that needs a capability the machine lacks (root, tracefs,
 //! fanotify, Xvfb, …) fails under `CI=true`, where the capability must be there, and
 //! elsewhere skips with a one-line reason on standard error. Plus private directories
-//! on the build's disk, whose pages go through the page cache as a program's would.
+//! on the build's disk, whose pages go through the page cache as a program's would,
+//! and a private X server.
 
 use std::path::Path;
 
@@ -45,6 +46,40 @@ pub fn can_record(test: &str) -> bool {
         None
     };
     missing.is_none_or(|why| !unavailable(test, &format!("cannot record here ({why})")))
+}
+
+/// A private X server (`Xvfb` on a free display, no TCP), ended when dropped.
+pub struct Xvfb {
+    child: std::process::Child,
+    /// `:N`, for `DISPLAY`.
+    pub display: String,
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts Xvfb for `test`, or returns `None` when it is missing (see [`unavailable`]).
+pub fn xvfb(test: &str) -> Option<Xvfb> {
+    use std::io::BufRead;
+    let started = std::process::Command::new("Xvfb")
+        .args(["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut child) = started else {
+        skip_without(false, test, "Xvfb (Debian package xvfb)");
+        return None;
+    };
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("Xvfb's stdout is piped");
+    let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+    let xvfb = Xvfb { child, display: format!(":{}", line.trim()) };
+    assert!(line.trim().parse::<u32>().is_ok(), "Xvfb did not say its display: {line:?}");
+    Some(xvfb)
 }
 
 /// A private temporary directory under `base`, created if missing: pass the test's

@@ -72,11 +72,18 @@ pub enum CacheState {
     Unknown,
 }
 
-/// The moment the start counts as done, and why.
+/// The moment the start counts as done, why, and who reached it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ready {
     pub t_ns: Nanos,
     pub reason: ReadyReason,
+    /// The process that reached it, when the recorder knew (a window's owner, the
+    /// command for `exit`, a mark's process); `None` in files of format 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// The thread that reached it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<i32>,
 }
 
 /// What ended the wait for a start. Stored and shown as its words (`exit`,
@@ -95,6 +102,12 @@ pub enum ReadyReason {
     Idle(u64),
     /// `window`: the command's tree mapped its first top-level X11 window.
     Window,
+    /// `window:CLASS`: a window of this WM_CLASS class or instance became visible;
+    /// `/REGEX/` for a regular expression.
+    WindowClass(String),
+    /// `window-name:NAME`: a window of this title became visible; `/REGEX/` for a
+    /// regular expression.
+    WindowName(String),
     /// `timeout`: the condition was not met in time.
     Timeout,
     /// `interrupted`: SIGINT or SIGTERM ended the wait.
@@ -461,6 +474,9 @@ pub enum MarkSource {
     Output,
     /// Imported from another tool's log.
     Import,
+    /// A readiness condition (`--until`) that was met: a milestone named by the
+    /// condition, e.g. `window:mate-panel`, with the process that reached it.
+    Until,
 }
 
 /// A milestone the program (or its user) marked.
@@ -470,6 +486,9 @@ pub struct Mark {
     pub pid: Option<i32>,
     pub name: String,
     pub source: MarkSource,
+    /// The thread that reached it, when known (format 2 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<i32>,
 }
 
 /// System CPU use over the interval `(t_ns - dt_ns, t_ns]`, as fractions of all CPUs.

@@ -138,6 +138,11 @@ fn unsigned_or_null(
     }
 }
 
+/// A column that files of an older format lack (a new column always goes last).
+fn optional_column<T: rusqlite::types::FromSql>(row: &Row<'_>, index: usize) -> Result<Option<T>> {
+    if index < row.as_ref().column_count() { Ok(row.get(index)?) } else { Ok(None) }
+}
+
 impl Reader<'_> {
     fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
         let sqlite = |e| TraceError::sqlite(self.path, e);
@@ -203,6 +208,8 @@ impl Reader<'_> {
                     column: "ready_reason",
                     value: reason,
                 })?,
+                pid: int("ready_pid").map(|p| p as i32),
+                tid: int("ready_tid").map(|t| t as i32),
             }),
             _ => None,
         };
@@ -380,6 +387,7 @@ impl Reader<'_> {
                     pid: r.get(1)?,
                     name: r.get(2)?,
                     source: word("mark", "source", &r.get::<_, String>(3)?)?,
+                    tid: optional_column(r, 4)?,
                 })
             })?,
             cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", |r| {

@@ -2,7 +2,10 @@
 //! the two must change together, and [`FORMAT_VERSION`] with them.
 
 /// `PRAGMA user_version` of the files this code writes and reads.
-pub const FORMAT_VERSION: i32 = 1;
+///
+/// 2 added `mark.tid` (a new last column) and the `ready_pid`/`ready_tid` meta keys;
+/// files of format 1 read with them NULL.
+pub const FORMAT_VERSION: i32 = 2;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
 pub const APPLICATION_ID: i32 = 0x436f_6c64;
@@ -141,7 +144,8 @@ CREATE TABLE mark (
     t_ns   INTEGER NOT NULL,
     pid    INTEGER,
     name   TEXT NOT NULL,
-    source TEXT NOT NULL
+    source TEXT NOT NULL,
+    tid    INTEGER
 );
 
 CREATE TABLE cpu_sample (

@@ -67,6 +67,7 @@ text_enum! {
         TraceMarker => "trace_marker",
         Output => "output",
         Import => "import",
+        Until => "until",
     }
     LossSource {
         Tracefs => "tracefs",
@@ -117,6 +118,8 @@ impl fmt::Display for ReadyReason {
             ReadyReason::Output(regex) => write!(f, "output:{regex}"),
             ReadyReason::Idle(ms) => write!(f, "idle:{ms}"),
             ReadyReason::Window => f.write_str("window"),
+            ReadyReason::WindowClass(pattern) => write!(f, "window:{pattern}"),
+            ReadyReason::WindowName(pattern) => write!(f, "window-name:{pattern}"),
             ReadyReason::Timeout => f.write_str("timeout"),
             ReadyReason::Interrupted => f.write_str("interrupted"),
             ReadyReason::Bootchart2End => f.write_str("bootchart2:end"),
@@ -127,8 +130,8 @@ impl fmt::Display for ReadyReason {
 /// Text that is not a ready reason's words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "not a ready reason: {0:?} (expected exit, mark:NAME, output:REGEX, idle:MS, window, timeout, \
-     interrupted or bootchart2:end)"
+    "not a ready reason: {0:?} (expected exit, mark:NAME, output:REGEX, idle:MS, window, window:CLASS, \
+     window-name:NAME, timeout, interrupted or bootchart2:end)"
 )]
 pub struct ParseReadyReasonError(String);
 
@@ -149,6 +152,8 @@ impl FromStr for ReadyReason {
             ("interrupted", None) if kind == text => ReadyReason::Interrupted,
             ("mark", Some(name)) => ReadyReason::Mark(name.to_owned()),
             ("output", Some(regex)) => ReadyReason::Output(regex.to_owned()),
+            ("window", Some(pattern)) => ReadyReason::WindowClass(pattern.to_owned()),
+            ("window-name", Some(pattern)) => ReadyReason::WindowName(pattern.to_owned()),
             ("idle", Some(ms)) => match ms.parse() {
                 Ok(ms) => ReadyReason::Idle(ms),
                 Err(_) => return Err(ParseReadyReasonError(text.to_owned())),
@@ -253,6 +258,9 @@ mod tests {
             (ReadyReason::Output("^Listening on \\d+".into()), "output:^Listening on \\d+"),
             (ReadyReason::Idle(500), "idle:500"),
             (ReadyReason::Window, "window"),
+            (ReadyReason::WindowClass("mate-panel".into()), "window:mate-panel"),
+            (ReadyReason::WindowClass("/^mate-.*$/".into()), "window:/^mate-.*$/"),
+            (ReadyReason::WindowName("Home: a folder".into()), "window-name:Home: a folder"),
             (ReadyReason::Timeout, "timeout"),
             (ReadyReason::Interrupted, "interrupted"),
             (ReadyReason::Bootchart2End, "bootchart2:end"),
@@ -265,13 +273,15 @@ mod tests {
             ReadyReason::Output(_) => 2,
             ReadyReason::Idle(_) => 3,
             ReadyReason::Window => 4,
-            ReadyReason::Timeout => 5,
-            ReadyReason::Interrupted => 6,
-            ReadyReason::Bootchart2End => 7,
+            ReadyReason::WindowClass(_) => 5,
+            ReadyReason::WindowName(_) => 6,
+            ReadyReason::Timeout => 7,
+            ReadyReason::Interrupted => 8,
+            ReadyReason::Bootchart2End => 9,
         };
         let covered: std::collections::BTreeSet<usize> =
             every_kind.iter().map(|(r, _)| kind_index(r)).collect();
-        assert_eq!(covered, (0..=7).collect());
+        assert_eq!(covered, (0..=9).collect());
         for (reason, words) in every_kind {
             assert_eq!(reason.to_string(), words);
             assert_eq!(words.parse::<ReadyReason>(), Ok(reason.clone()));
@@ -286,6 +296,8 @@ mod tests {
             "",
             "exit:1",
             "window:",
+            "window-name:",
+            "window-name",
             "mark",
             "mark:",
             "output:",

@@ -99,6 +99,8 @@ impl TraceWriter {
             ("duration_ns", int(meta.duration_ns)),
             ("ready_ns", meta.ready.as_ref().map_or(Value::Null, |r| int(r.t_ns))),
             ("ready_reason", meta.ready.as_ref().map_or(Value::Null, |r| Value::Text(r.reason.to_string()))),
+            ("ready_pid", meta.ready.as_ref().and_then(|r| r.pid).map_or(Value::Null, |p| int(p.into()))),
+            ("ready_tid", meta.ready.as_ref().and_then(|r| r.tid).map_or(Value::Null, |t| int(t.into()))),
             ("cache", text(meta.cache.as_str())),
             ("eviction", opt_text(&meta.eviction)),
             ("exit_code", meta.exit_code.map_or(Value::Null, |c| int(c.into()))),
@@ -246,8 +248,8 @@ impl TraceWriter {
 
     pub fn mark(&mut self, m: &Mark) -> Result<()> {
         self.exec(
-            "INSERT INTO mark VALUES (?1, ?2, ?3, ?4)",
-            params![m.t_ns, m.pid, m.name, m.source.as_str()],
+            "INSERT INTO mark VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![m.t_ns, m.pid, m.name, m.source.as_str(), m.tid],
         )
     }
 

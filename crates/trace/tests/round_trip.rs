@@ -70,6 +70,31 @@ fn a_newer_format_is_refused_with_the_versions() {
     assert!(err.contains("newer"), "{err}");
 }
 
+/// A file of format 1 has no `mark.tid` column and no `ready_pid`/`ready_tid` keys: it
+/// reads with them `None` and everything else as written.
+#[test]
+fn a_format_1_file_reads_without_the_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE mark DROP COLUMN tid; DELETE FROM meta WHERE key IN ('ready_pid', 'ready_tid'); \
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let read = Trace::read(&path).unwrap();
+    let ready = read.meta.ready.clone().unwrap();
+    assert_eq!((ready.pid, ready.tid), (None, None));
+    assert_eq!(ready.reason, trace.meta.ready.clone().unwrap().reason);
+    let owners: Vec<_> = read.marks.iter().map(|m| (m.name.as_str(), m.pid, m.tid)).collect();
+    assert_eq!(owners, [("ready now", Some(100), None), ("window:mate-panel", Some(100), None)]);
+    assert_eq!(read.processes, trace.processes);
+}
+
 #[test]
 fn plain_sqlite_sees_bytes_per_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -184,12 +184,28 @@ impl Builder {
     }
 
     pub fn mark(mut self, t_ns: Nanos, pid: i32, name: &str) -> Builder {
-        self.trace.marks.push(Mark { t_ns, pid: Some(pid), name: name.into(), source: MarkSource::Command });
+        self.trace.marks.push(Mark {
+            t_ns,
+            pid: Some(pid),
+            name: name.into(),
+            source: MarkSource::Command,
+            tid: None,
+        });
         self
     }
 
     pub fn ready(mut self, t_ns: Nanos, reason: &str) -> Builder {
-        self.trace.meta.ready = Some(Ready { t_ns, reason: reason.parse().expect("a ready reason") });
+        self.trace.meta.ready =
+            Some(Ready { t_ns, reason: reason.parse().expect("a ready reason"), pid: None, tid: None });
+        self
+    }
+
+    /// A readiness point the recorder credited to `pid` (and `tid`, when it knew the thread).
+    pub fn ready_by(mut self, t_ns: Nanos, reason: &str, pid: i32, tid: Option<i32>) -> Builder {
+        self = self.ready(t_ns, reason);
+        if let Some(ready) = &mut self.trace.meta.ready {
+            (ready.pid, ready.tid) = (Some(pid), tid);
+        }
         self
     }
 
@@ -354,7 +370,7 @@ impl Builder {
 
     /// Ready at `t`, when the root process exits.
     pub fn ready_at_exit(mut self, t: Nanos) -> Builder {
-        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit });
+        self.trace.meta.ready = Some(Ready { t_ns: t, reason: ReadyReason::Exit, pid: None, tid: None });
         for p in self.trace.processes.iter_mut().filter(|p| p.pid == 100) {
             p.end_ns = Some(t);
         }

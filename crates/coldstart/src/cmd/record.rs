@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use coldstart_record::{RecordConfig, Recorded, Summary};
 
-use crate::cmd::launch_args::LaunchArgs;
+use crate::cmd::launch_args::{LaunchArgs, reached_by};
 use crate::cmd::values;
 
 /// Record every page, block request, process and milestone of a command's start (as root).
@@ -18,6 +18,7 @@ use crate::cmd::values;
   sudo coldstart record --cold -o gimp.coldstart -- gimp
   sudo coldstart record --until mark:ready --timeout 60 -- ./server
   sudo coldstart record --until idle:800 --system -- systemctl start myservice
+  sudo coldstart record --cold --until window:marco --until window:mate-panel -- dbus-run-session mate-session
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
@@ -132,8 +133,16 @@ pub fn print_recorded(r: &Recorded) {
         eprintln!("coldstart: recovered a partial trace of a killed recorder: {}", path.display());
     }
     eprintln!("coldstart: recorded {}", r.path.display());
+    for m in &r.milestones {
+        eprintln!("  milestone   {:.3} s {}{}", m.t_ns as f64 / 1e9, m.name, reached_by(m.pid, m.tid));
+    }
     if let Some(ready) = &r.ready {
-        eprintln!("  ready       {:.3} s ({})", ready.t_ns as f64 / 1e9, ready.reason);
+        eprintln!(
+            "  ready       {:.3} s ({}){}",
+            ready.t_ns as f64 / 1e9,
+            ready.reason,
+            reached_by(ready.pid, ready.tid)
+        );
     }
     print_summary(&r.summary);
     eprintln!("  exit status {}", r.exit_code);

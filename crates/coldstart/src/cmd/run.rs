@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use coldstart_launch::{Command, Ending, Output, PausedChild, WaitOptions};
+use coldstart_launch::{Command, Ending, Milestone, Output, PausedChild, WaitOptions};
 use coldstart_prefetch::{Replay, ReplayReport};
 use serde::Serialize;
 
-use crate::cmd::launch_args::LaunchArgs;
+use crate::cmd::launch_args::{LaunchArgs, reached_by};
 use crate::cmd::prefetch::{ReplayArgs, load_plan};
 
 /// Start a command with a prefetch plan replayed alongside it (or before it), and time it.
@@ -61,6 +61,11 @@ struct RunReport {
     /// From the command's start to readiness.
     time_s: f64,
     ready: coldstart_launch::Reason,
+    /// The process and thread that reached readiness, when known.
+    ready_pid: Option<i32>,
+    ready_tid: Option<i32>,
+    /// Each condition met, by time.
+    milestones: Vec<MilestoneReport>,
     met: bool,
     exit_code: Option<i32>,
     /// For `ahead`: the replay before the start.
@@ -70,13 +75,30 @@ struct RunReport {
     replay: Option<ReplayReport>,
 }
 
+/// A condition met, in `--report-json`.
+#[derive(Serialize)]
+struct MilestoneReport {
+    reason: coldstart_launch::Reason,
+    /// From the command's start.
+    time_s: f64,
+    pid: Option<i32>,
+    tid: Option<i32>,
+}
+
+impl MilestoneReport {
+    fn new(m: &Milestone, started_ns: i64) -> MilestoneReport {
+        let time_s = (m.t_ns - started_ns).max(0) as f64 / 1e9;
+        MilestoneReport { reason: m.reason.clone(), time_s, pid: m.pid, tid: m.tid }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let until = &args.launch.until;
     let plan = args.prefetch.as_deref().map(load_plan).transpose()?;
     let options = args.replay.options();
     let mut command = Command::new(args.command.clone());
     let watched = Output::Watch { echo: true };
-    let output = if until.watches_output() { watched } else { Output::Inherit };
+    let output = if args.launch.watches_output() { watched } else { Output::Inherit };
     command.stdout(output).stderr(output).run_as(args.launch.run_as());
 
     let mut ahead = None;
@@ -91,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut running = paused.resume()?;
     let wait = WaitOptions { timeout: args.launch.timeout, ..WaitOptions::default() };
-    let outcome = running.wait(until, &wait);
+    let outcome = running.wait_all(until, &wait);
     let done_before_ready = replay.as_ref().map(Replay::is_finished);
     if let Some(r) = &replay {
         r.cancel();
@@ -111,6 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         time_s: outcome.time_to_ready().as_secs_f64(),
         ready: outcome.reason.clone(),
+        ready_pid: outcome.pid,
+        ready_tid: outcome.tid,
+        milestones: outcome.milestones.iter().map(|m| MilestoneReport::new(m, outcome.started_ns)).collect(),
         met: outcome.met,
         exit_code,
         ahead_s: ahead.as_ref().map(|r| r.elapsed_s),
@@ -119,12 +144,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if !args.quiet {
         eprintln!(
-            "coldstart: {} ready after {:.3} s ({}), prefetch {}",
+            "coldstart: {} ready after {:.3} s ({}{}), prefetch {}",
             args.command.first().map_or("", String::as_str),
             report.time_s,
             report.ready,
+            reached_by(report.ready_pid, report.ready_tid),
             report.prefetch
         );
+        if report.milestones.len() > 1 {
+            for m in &report.milestones {
+                eprintln!("  milestone {:.3} s {}{}", m.time_s, m.reason, reached_by(m.pid, m.tid));
+            }
+        }
         if let Some(r) = &report.replay {
             eprint!("{}", coldstart_prefetch::summary::render(r));
         }

@@ -167,7 +167,12 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
             start_clock_ns: t0_cs * NS_PER_CS,
             boottime_offset_ns: 0,
             duration_ns: to_ns(last_cs),
-            ready: Some(Ready { t_ns: to_ns(end_cs), reason: ReadyReason::Bootchart2End }),
+            ready: Some(Ready {
+                t_ns: to_ns(end_cs),
+                reason: ReadyReason::Bootchart2End,
+                pid: None,
+                tid: None,
+            }),
             cache: CacheState::Cold,
             eviction: Some("boot".to_owned()),
             exit_code: None,

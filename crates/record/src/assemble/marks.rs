@@ -1,6 +1,7 @@
 //! The trace's marks from their sources: the marks file (a line with a pid comes
 //! from `coldstart mark` in the command, one without from the user), the scope's
-//! `trace_marker` writes, and the output line that made the command ready.
+//! `trace_marker` writes, the output line that made the command ready, and the
+//! readiness conditions met (`until` marks named by the condition, with their owner).
 
 use coldstart_trace::{Mark, MarkSource};
 
@@ -21,7 +22,7 @@ pub fn marks(data: &SpoolData, clock: &Clock, tree: &ProcTree, system: &dyn Syst
         .into_iter()
         .map(|m| {
             let source = if m.pid.is_some() { MarkSource::Command } else { MarkSource::MarksFile };
-            Mark { t_ns: clock.since_t0(m.boottime_ns), pid: m.pid, name: m.name, source }
+            Mark { t_ns: clock.since_t0(m.boottime_ns), pid: m.pid, name: m.name, source, tid: None }
         })
         .collect();
     for e in &data.scope.events {
@@ -32,12 +33,28 @@ pub fn marks(data: &SpoolData, clock: &Clock, tree: &ProcTree, system: &dyn Syst
                 pid,
                 name: text.clone(),
                 source: MarkSource::TraceMarker,
+                tid: Some(*tid),
             });
         }
     }
     let ready_line = data.end.as_ref().and_then(|e| Some((e.ready_line.clone()?, e.ready_boot_ns?)));
     if let Some((line, ready)) = ready_line {
-        marks.push(Mark { t_ns: clock.since_t0(ready), pid: None, name: line, source: MarkSource::Output });
+        marks.push(Mark {
+            t_ns: clock.since_t0(ready),
+            pid: None,
+            name: line,
+            source: MarkSource::Output,
+            tid: None,
+        });
+    }
+    for m in data.end.iter().flat_map(|e| &e.milestones) {
+        marks.push(Mark {
+            t_ns: clock.since_t0(m.boot_ns),
+            pid: m.pid,
+            name: m.name.clone(),
+            source: MarkSource::Until,
+            tid: m.tid,
+        });
     }
     marks.sort_by_key(|m| m.t_ns);
     marks

@@ -323,7 +323,12 @@ fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
         boottime_offset_ns: start.boottime_offset_ns,
         duration_ns: clock.duration,
         ready: end.and_then(|e| {
-            Some(Ready { t_ns: e.ready_boot_ns? - t0, reason: e.ready_reason.as_deref()?.parse().ok()? })
+            Some(Ready {
+                t_ns: e.ready_boot_ns? - t0,
+                reason: e.ready_reason.as_deref()?.parse().ok()?,
+                pid: e.ready_pid,
+                tid: e.ready_tid,
+            })
         }),
         cache: if start.cold { CacheState::Cold } else { CacheState::Warm },
         eviction: start.eviction.clone(),

@@ -69,7 +69,12 @@ pub fn fixture() -> Trace {
             page_size: 4096,
             clock: "boot".into(),
             duration_ns: 120 * MS,
-            ready: Some(Ready { t_ns: 100 * MS, reason: ReadyReason::Mark("ready".into()) }),
+            ready: Some(Ready {
+                t_ns: 100 * MS,
+                reason: ReadyReason::Mark("ready".into()),
+                pid: None,
+                tid: None,
+            }),
             cache: CacheState::Cold,
             eviction: Some("drop_caches".into()),
             exit_code: Some(0),
@@ -169,6 +174,7 @@ pub fn fixture() -> Trace {
             pid: Some(100),
             name: "ready".into(),
             source: MarkSource::MarksFile,
+            tid: None,
         }],
         ..Trace::default()
     }

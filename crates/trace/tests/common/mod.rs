@@ -24,7 +24,12 @@ pub fn full_trace() -> Trace {
             start_clock_ns: 98_765_432_100,
             boottime_offset_ns: 0,
             duration_ns: 1_830_000_000,
-            ready: Some(Ready { t_ns: 1_800_000_000, reason: ReadyReason::Mark("ready".into()) }),
+            ready: Some(Ready {
+                t_ns: 1_800_000_000,
+                reason: ReadyReason::WindowClass("mate-panel".into()),
+                pid: Some(100),
+                tid: Some(101),
+            }),
             cache: CacheState::Cold,
             eviction: Some("drop_caches".into()),
             exit_code: Some(0),
@@ -183,12 +188,22 @@ pub fn full_trace() -> Trace {
             Wakeup { t_ns: 19, tid: 101, waker_tid: None },
             Wakeup { t_ns: 25, tid: 100, waker_tid: Some(101) },
         ],
-        marks: vec![Mark {
-            t_ns: 1_800_000_000,
-            pid: Some(100),
-            name: "ready now".into(),
-            source: MarkSource::MarksFile,
-        }],
+        marks: vec![
+            Mark {
+                t_ns: 1_700_000_000,
+                pid: Some(100),
+                name: "ready now".into(),
+                source: MarkSource::MarksFile,
+                tid: None,
+            },
+            Mark {
+                t_ns: 1_800_000_000,
+                pid: Some(100),
+                name: "window:mate-panel".into(),
+                source: MarkSource::Until,
+                tid: Some(101),
+            },
+        ],
         cpu_samples: vec![CpuSample {
             t_ns: 20_000_000,
             dt_ns: 20_000_000,
