@@ -1,8 +1,9 @@
 //! The SQL schema of the trace file. docs/trace-format.md documents it for users;
 //! the two must change together, and [`FORMAT_VERSION`] with them.
 
-/// `PRAGMA user_version` of the files this code writes and reads.
-pub const FORMAT_VERSION: i32 = 1;
+/// `PRAGMA user_version` of the files this code writes; it reads this one and every
+/// older one. 2 added the `also` key of `meta`.
+pub const FORMAT_VERSION: i32 = 2;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
 pub const APPLICATION_ID: i32 = 0x436f_6c64;
