@@ -7,7 +7,9 @@
 //! `sectors` 512-byte sectors. Lists are in a documented, deterministic order.
 //! Files are referred to by their trace file id (`file`), processes by `pid`.
 
-use coldstart_trace::{BlockOp, CacheState, Dev, FileKind, Loss, Mark, Nanos, ReadyReason, Scope, Source};
+use coldstart_trace::{
+    AlsoScope, BlockOp, CacheState, Dev, FileKind, Loss, Mark, Nanos, ReadyReason, Scope, Source,
+};
 use serde::{Deserialize, Serialize};
 
 /// The name written in the `schema` field of every serialized analysis.
@@ -80,6 +82,8 @@ pub struct TraceInfo {
     pub eviction: Option<String>,
     pub exit_code: Option<i32>,
     pub partial: bool,
+    /// Processes outside the command's tree the recording covered (`record --also`).
+    pub also: Vec<AlsoScope>,
 }
 
 /// The headline figures.
@@ -436,10 +440,13 @@ pub enum SegmentKind {
     /// Runnable, waiting for a CPU.
     CpuWait,
     IoWait,
-    /// Asleep until an interrupt or timer (no waking thread), or with no wakeup recorded.
+    /// Asleep until a timer or an interrupt: the wakeup was recorded, and no other thread made it.
     Sleep,
-    /// Asleep until woken by a thread the trace has no scheduler data for.
+    /// Asleep until woken by a thread outside the recorded scope (no scheduler data for it):
+    /// `waker_process` names its process where the trace does.
     WaitUntraced,
+    /// Asleep, and no wakeup was recorded: what ended the sleep is unknown.
+    NoWakeup,
     /// No scheduler data for this time (before the thread's first interval, gaps).
     Untraced,
 }
@@ -463,6 +470,29 @@ pub struct PathSegment {
     pub files: Vec<FileTime>,
     /// For waits ended by another thread that has no data: that thread.
     pub waker_tid: Option<i32>,
+    /// For waits ended by another thread that has no data: its process, as the trace names it.
+    pub waker_process: Option<WakerProcess>,
+}
+
+/// The process of a thread that ended a wait on the critical path from outside the
+/// recorded scope (record it with `--also COMM`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakerProcess {
+    /// The waker's thread group; the thread's own id when the trace does not know its process.
+    pub pid: i32,
+    /// Empty when the trace does not name it (the thread had exited before the recording ended).
+    pub comm: String,
+    /// False for a process the recording only names; true for one recorded without scheduler data.
+    pub in_scope: bool,
+}
+
+/// Time the critical path waited on one process outside the recorded scope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutsideWait {
+    pub process: WakerProcess,
+    pub ns: Nanos,
+    /// Waits (segments of the path) it ended.
+    pub waits: u64,
 }
 
 /// Time the critical path spent in another process (a helper), all kinds together.
@@ -488,7 +518,12 @@ pub struct PathSummary {
     pub sleep_ns: Nanos,
     /// Waits on threads without scheduler data.
     pub wait_untraced_ns: Nanos,
+    /// Sleeps that no recorded wakeup ended.
+    pub no_wakeup_ns: Nanos,
     pub untraced_ns: Nanos,
+    /// Waits of any thread on the path that a process outside the recorded scope ended,
+    /// by process, most time first.
+    pub outside: Vec<OutsideWait>,
     /// Other processes on the path, most time first.
     pub helpers: Vec<ProcessTime>,
 }

@@ -13,13 +13,21 @@
 //! timer-ended sleeps before it that only short checks separate, so the walk follows
 //! the waker back to where the polling began instead of charging the polls' timer
 //! sleeps to the start.
+//!
+//! Processes are no boundary: a wakeup through a pipe, a socket (D-Bus, X11) or a futex
+//! names its waker whatever process it belongs to, and the walk follows it when the
+//! trace has the waker's scheduler data (the command's tree, `record --also`, `--system`).
+//! A wait ended by a thread without data is a named wait on its process
+//! ([`SegmentKind::WaitUntraced`] with [`WakerProcess`]); a sleep is a timer sleep
+//! ([`SegmentKind::Sleep`]) only when its wakeup was recorded and no other thread made it;
+//! one without a recorded wakeup is [`SegmentKind::NoWakeup`].
 
 use coldstart_trace::{Nanos, SchedInterval, ThreadState, Wakeup};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{
-    CriticalPath, FileTime, PathSegment, PathSummary, ProcessTime, ReadyInfo, SegmentKind, Warning,
-    WarningCode,
+    CriticalPath, FileTime, OutsideWait, PathSegment, PathSummary, ProcessTime, ReadyInfo, SegmentKind,
+    WakerProcess, Warning, WarningCode,
 };
 use crate::context::Ctx;
 use crate::time::{WaitFiles, split, wait_files};
@@ -52,7 +60,24 @@ impl Walk<'_, '_> {
                 kind,
                 files: Vec::new(),
                 waker_tid: None,
+                waker_process: None,
             });
+        }
+    }
+
+    /// A wait of `tid` from `start` to `end` that `waker`, a thread without scheduler data, ended.
+    fn push_outside_wait(&mut self, tid: i32, start: Nanos, end: Nanos, waker: i32) {
+        let pid = self.ctx.pid_of(waker);
+        let process = self.ctx.processes.at(pid, end);
+        let waker_process = WakerProcess {
+            pid,
+            comm: process.map(|p| p.comm.clone()).unwrap_or_default(),
+            in_scope: process.is_some_and(|p| p.in_scope),
+        };
+        self.push(tid, start, end, SegmentKind::WaitUntraced);
+        if let Some(seg) = self.segments.last_mut().filter(|s| s.tid == tid && s.end_ns == end) {
+            seg.waker_tid = Some(waker);
+            seg.waker_process = Some(waker_process);
         }
     }
 
@@ -218,12 +243,13 @@ pub(crate) fn critical_path(
                 }
             }
             ThreadState::Sleeping | ThreadState::Stopped => {
-                let waker = walk
-                    .wakeup_ending(tid, &iv, t)
-                    .and_then(|w| w.waker_tid.map(|waker| (w.t_ns, waker)))
-                    .filter(|&(_, wt)| wt != tid);
-                match waker {
-                    Some((wake_t, waker)) if !ctx.sched_by_tid.rows_of(waker).is_empty() => {
+                let wakeup = walk.wakeup_ending(tid, &iv, t).map(|w| (w.t_ns, w.waker_tid));
+                match wakeup {
+                    // The line that makes the walk cross threads and processes alike: the
+                    // waker's history stands in for the sleep.
+                    Some((wake_t, Some(waker)))
+                        if waker != tid && !ctx.sched_by_tid.rows_of(waker).is_empty() =>
+                    {
                         let jump_t = wake_t.min(t).max(start);
                         if jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
                             walk.push(tid, jump_t, t, SegmentKind::Sleep);
@@ -238,15 +264,11 @@ pub(crate) fn critical_path(
                             t = jump_t;
                             continue;
                         }
-                        walk.push(tid, start, t, SegmentKind::Sleep);
+                        walk.push(tid, start, t, SegmentKind::NoWakeup);
                     }
-                    Some((_, waker)) => {
-                        walk.push(tid, start, t, SegmentKind::WaitUntraced);
-                        if let Some(seg) = walk.segments.last_mut() {
-                            seg.waker_tid = Some(waker);
-                        }
-                    }
-                    None => walk.push(tid, start, t, SegmentKind::Sleep),
+                    Some((_, Some(waker))) if waker != tid => walk.push_outside_wait(tid, start, t, waker),
+                    Some(_) => walk.push(tid, start, t, SegmentKind::Sleep),
+                    None => walk.push(tid, start, t, SegmentKind::NoWakeup),
                 }
             }
         }
@@ -276,6 +298,7 @@ fn merge(segments: Vec<PathSegment>) -> Vec<PathSegment> {
                 if last.tid == seg.tid
                     && last.kind == seg.kind
                     && last.waker_tid == seg.waker_tid
+                    && last.waker_process == seg.waker_process
                     && last.end_ns == seg.start_ns =>
             {
                 last.end_ns = seg.end_ns;
@@ -301,8 +324,18 @@ fn add_file_times(mut into: Vec<FileTime>, more: &[FileTime]) -> Vec<FileTime> {
 fn summarize(ctx: &Ctx, segments: &[PathSegment], ready: &ReadyInfo, origin: Nanos) -> PathSummary {
     let mut s = PathSummary { total_ns: ready.t_ns - origin, ..PathSummary::default() };
     let mut helpers: FxHashMap<i32, ProcessTime> = FxHashMap::default();
+    let mut outside: Vec<OutsideWait> = Vec::new();
     for seg in segments {
         let ns = seg.end_ns - seg.start_ns;
+        if let Some(process) = &seg.waker_process {
+            match outside.iter_mut().find(|o| o.process.pid == process.pid) {
+                Some(o) => {
+                    o.ns += ns;
+                    o.waits += 1;
+                }
+                None => outside.push(OutsideWait { process: process.clone(), ns, waits: 1 }),
+            }
+        }
         if seg.kind == SegmentKind::Untraced {
             s.untraced_ns += ns;
         } else if seg.pid != ready.pid {
@@ -330,10 +363,13 @@ fn summarize(ctx: &Ctx, segments: &[PathSegment], ready: &ReadyInfo, origin: Nan
                 }
                 SegmentKind::Sleep => s.sleep_ns += ns,
                 SegmentKind::WaitUntraced => s.wait_untraced_ns += ns,
+                SegmentKind::NoWakeup => s.no_wakeup_ns += ns,
                 SegmentKind::Untraced => {}
             }
         }
     }
+    outside.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.process.pid.cmp(&b.process.pid)));
+    s.outside = outside;
     s.helpers = helpers.into_values().collect();
     s.helpers.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
     s

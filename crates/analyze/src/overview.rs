@@ -31,6 +31,7 @@ pub(crate) fn trace_info(ctx: &Ctx) -> TraceInfo {
         eviction: m.eviction.clone(),
         exit_code: m.exit_code,
         partial: m.partial,
+        also: m.also.clone(),
     }
 }
 

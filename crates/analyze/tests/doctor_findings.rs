@@ -159,14 +159,25 @@ fn durable_writes_the_critical_path_waited_for_gain_those_waits() {
 }
 
 #[test]
-fn idle_waits_count_sleeps_and_waits_on_untraced_threads() {
+fn idle_waits_count_timer_sleeps_only_and_a_wait_on_an_untraced_thread_is_unexplained() {
     let d = diagnose(&scenarios::idle_waits());
-    expect(&d, "idle_waits 70.000 Medium | 70.0 ms idle on the critical path: no CPU, no I/O");
+    expect(
+        &d,
+        "idle_waits 50.000 Medium | 50.0 ms asleep on a timer on the critical path: no CPU, no I/O
+         unexplained_waits 0.000 Low | 20.0 ms of the critical path is outside the recording",
+    );
     let f = one(&d, FindingKind::IdleWaits);
     assert_eq!(input(f, "sleep_ns"), 50e6);
-    assert_eq!(input(f, "wait_untraced_ns"), 20e6);
-    assert_eq!(f.evidence.intervals.len(), 2, "the 1 ms sleep is below idle_min_wait_ns");
-    assert!(f.evidence.intervals[1].what.contains("thread 555"), "{}", f.evidence.intervals[1].what);
+    assert_eq!(f.evidence.intervals.len(), 1, "the 1 ms sleep is below idle_min_wait_ns");
+    let u = one(&d, FindingKind::UnexplainedWaits);
+    assert_eq!(u.gain.ns, 0, "no gain from time the path could not explain");
+    assert_eq!(figure(u, "wait_outside_ns"), 20e6);
+    assert!(
+        u.evidence.intervals[0].what.contains("thread 555 (exited, not recorded)"),
+        "{:?}",
+        u.evidence.intervals
+    );
+    assert!(u.suggestion.contains("--system"), "{}", u.suggestion);
 }
 
 #[test]

@@ -58,7 +58,7 @@ fn every_field_of_the_diagnosis_is_documented() {
     }
     let missing: Vec<_> = all.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
     assert!(missing.is_empty(), "fields missing from docs/report-json.md: {missing:?}");
-    assert_eq!(kinds.len(), 10, "the scenarios show every kind: {kinds:?}");
+    assert_eq!(kinds.len(), 11, "the scenarios show every kind: {kinds:?}");
 }
 
 #[test]
@@ -77,6 +77,7 @@ fn every_kind_has_its_section_in_the_doctor_document() {
         FindingKind::IdleWaits,
         FindingKind::ScatteredLayout,
         FindingKind::NotIoBound,
+        FindingKind::UnexplainedWaits,
     ] {
         let word = kind.as_str();
         assert!(doc.contains(&format!("### `{word}`")), "docs/doctor.md has no section for {word}");

@@ -188,7 +188,7 @@ fn a_wait_on_a_thread_without_data_and_time_before_the_first_interval_are_named(
         Facet::CriticalPath,
         "0-2 100 untraced
          2-10 100 cpu
-         10-30 100 wait_untraced
+         10-30 100 wait_untraced on /999
          30-40 100 cpu
          total=40 cpu=18 cpu_wait=0 io=0 [] sleep=0 untraced=2 helpers=[]",
     );

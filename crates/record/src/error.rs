@@ -34,6 +34,9 @@ pub enum RecordError {
     Trace(#[from] coldstart_trace::TraceError),
     #[error("{0}")]
     Spool(String),
+    /// A `--also` that names no running process.
+    #[error("--also {spec}: {reason}")]
+    BadAlso { spec: String, reason: String },
     /// A spool file that is not the JSON the recorder writes, or a value it could not write.
     #[error("{}: not a spool record coldstart can read or write", path.display())]
     SpoolJson { path: PathBuf, source: serde_json::Error },

@@ -22,6 +22,7 @@
 //! - Raw pages are parsed by hand ([`ftrace`]) from the kernel's own format
 //!   descriptions: no crate parses ftrace ring-buffer pages well.
 
+pub mod also;
 pub mod assemble;
 pub mod capture;
 pub mod error;

@@ -32,6 +32,8 @@ pub struct RecordConfig {
     /// `None`: `<command basename>.coldstart` in the current directory, never overwriting.
     pub output: Option<PathBuf>,
     pub system: bool,
+    /// Processes outside the command's tree to record too (`--also`).
+    pub also: Vec<crate::also::AlsoSpec>,
     /// Readiness conditions: ready when all are met.
     pub until: Vec<Until>,
     pub timeout: Option<Duration>,
@@ -52,6 +54,7 @@ impl Default for RecordConfig {
             command: Vec::new(),
             output: None,
             system: false,
+            also: Vec::new(),
             until: vec![Until::Exit],
             timeout: None,
             cold: false,
@@ -260,6 +263,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     if config.command.is_empty() {
         return Err(RecordError::NoCommand);
     }
+    let also = crate::also::resolve(&config.also, &[std::process::id() as i32])?;
     let tracefs = preflight()?;
     let spool_root = SpoolRoot::create(&config.spool_root)?;
     let removed_stale_instances = tracefs.remove_stale_instances();
@@ -355,7 +359,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         }
     };
     let result = run_command(
-        config, &tracefs, &instances, &spool, &scope, &stop, &output, &cpus, page_size, &mut notes,
+        config, &also, &tracefs, &instances, &spool, &scope, &stop, &output, &cpus, page_size, &mut notes,
     );
     stop.fire();
     for inst in &instances.list {
@@ -426,6 +430,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
 #[allow(clippy::too_many_arguments)]
 fn run_command(
     config: &RecordConfig,
+    also: &[coldstart_trace::AlsoScope],
     _tracefs: &Tracefs,
     instances: &Instances,
     spool: &Spool,
@@ -453,19 +458,21 @@ fn run_command(
     };
     let paused = PausedChild::spawn(&command)?;
     let root_pid = paused.pid();
+    let also_pids: Vec<i32> = also.iter().flat_map(|a| a.pids.iter().copied()).collect();
+    let also_threads = crate::also::threads_of(&also_pids);
     if !config.system {
         instances.list[0].add_pids(&[root_pid])?;
+        instances.list[0].add_pids(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
     }
     if let Ok(mut s) = scope.lock() {
         s.add(root_pid);
+        for &pid in &also_pids {
+            s.add(pid);
+        }
     }
     if config.system {
-        let tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect();
+        let tids: Vec<i32> =
+            crate::also::threads_of(&[std::process::id() as i32]).into_iter().map(|(tid, _)| tid).collect();
         let path = instances.list[0].dir.join("set_event_notrace_pid");
         if path.exists() {
             let list: Vec<String> = tids.iter().map(i32::to_string).collect();
@@ -491,6 +498,8 @@ fn run_command(
         chown: coldstart_launch::SudoInvoker::owner(),
         system: config.system,
         root_pid: Some(root_pid),
+        also: also.to_vec(),
+        also_threads,
         t0_boot_ns,
         start_unix_ns,
         boottime_offset_ns,

@@ -332,6 +332,12 @@ pub struct SpoolStart {
     pub chown: Option<(u32, u32)>,
     pub system: bool,
     pub root_pid: Option<i32>,
+    /// The processes of `--also`, recorded with the tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<coldstart_trace::AlsoScope>,
+    /// The threads of the `--also` processes at the start, as (tid, pid).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_threads: Vec<(i32, i32)>,
     /// CLOCK_BOOTTIME at t = 0.
     pub t0_boot_ns: i64,
     pub start_unix_ns: i64,

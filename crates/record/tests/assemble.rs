@@ -106,6 +106,10 @@ impl SystemView for FakeSystem {
         None
     }
 
+    fn task_exe(&self, _pid: i32) -> Option<String> {
+        None
+    }
+
     fn task_start_ticks(&self, _tid: i32) -> Option<u64> {
         None
     }

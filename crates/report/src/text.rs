@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use coldstart_analyze::units::{base_name, bytes, count, duration, percent, plural, secs};
-use coldstart_analyze::{Analysis, CriticalPath, RankBy, ReadFilter, SegmentKind};
+use coldstart_analyze::{Analysis, CriticalPath, PathSegment, RankBy, ReadFilter, SegmentKind, WakerProcess};
 use coldstart_trace::{CacheState, FileKind, Nanos, TextEnum};
 
 use crate::table::{Align, Table};
@@ -15,15 +15,28 @@ use crate::table::{Align, Table};
 pub struct Options {
     /// Rows of each top-N table.
     pub top: usize,
-    /// Critical path segments listed (the longest, in time order) before the rest are summed up.
-    pub path_lines: usize,
+    /// How the critical path is shown.
+    pub path: PathDetail,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { top: 10, path_lines: 40 }
+        Options { top: 10, path: PathDetail::Summary }
     }
 }
+
+/// How the text report shows the critical path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathDetail {
+    /// Its time by process and kind, then its longest waits and what they waited on.
+    #[default]
+    Summary,
+    /// That, then every segment in time order.
+    Full,
+}
+
+/// Waits listed under the critical path's summary, the longest.
+const PATH_WAITS_LISTED: usize = 8;
 
 /// `comm/pid` for a process.
 fn who(a: &Analysis, pid: i32) -> String {
@@ -105,6 +118,18 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     };
     let eviction = t.eviction.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
     writeln!(out, "Page cache    {cache}{eviction}")?;
+    if !t.also.is_empty() {
+        let also: Vec<String> = t
+            .also
+            .iter()
+            .map(|s| {
+                let pids: Vec<String> =
+                    s.pids.iter().map(|&pid| format!("{} pid {pid}", a.comm(pid))).collect();
+                format!("{} (--also {})", pids.join(", "), s.spec)
+            })
+            .collect();
+        writeln!(out, "Recorded      the command's tree and {}", also.join("; "))?;
+    }
     match &o.ready {
         Some(r) => writeln!(
             out,
@@ -272,10 +297,13 @@ pub fn path_summary(a: &Analysis, cp: &CriticalPath) -> String {
         let processes: usize = by_comm[3..].iter().map(|c| c.2.len()).sum();
         terms.push(format!("{} in {} other processes", secs(rest), processes));
     }
+    for (process, ns) in outside_waits_of(cp, Some(cp.pid)) {
+        terms.push(format!("{} waiting on {}", secs(ns), outside_name(&process)));
+    }
     let others = [
         (m.cpu_wait_ns, "waiting for a CPU"),
-        (m.sleep_ns, "sleeping"),
-        (m.wait_untraced_ns, "waiting on untraced threads"),
+        (m.sleep_ns, "sleeping on a timer"),
+        (m.no_wakeup_ns, "asleep with no wakeup recorded"),
         (m.untraced_ns, "untraced"),
     ];
     for (ns, what) in others {
@@ -289,18 +317,61 @@ pub fn path_summary(a: &Analysis, cp: &CriticalPath) -> String {
     format!("{} to ready = {}", secs(m.total_ns), terms.join(" + "))
 }
 
-fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "\nCritical path to ready (walked back from the thread that reached it)")?;
-    let Some(cp) = &a.critical_path else {
-        return writeln!(out, "  none: the trace has no readiness point or no scheduler data");
-    };
-    writeln!(out, "  {}", path_summary(a, cp))?;
-    let mut shown: Vec<usize> = (0..cp.segments.len()).collect();
-    if shown.len() > options.path_lines {
-        shown.sort_by_key(|&i| (std::cmp::Reverse(cp.segments[i].end_ns - cp.segments[i].start_ns), i));
-        shown.truncate(options.path_lines);
-        shown.sort_unstable();
+/// `Xvfb (pid 812, not recorded)`, or `thread 812 (exited, not recorded)` when the trace does not name it.
+fn outside_name(p: &WakerProcess) -> String {
+    let recorded = if p.in_scope { "recorded without scheduler data" } else { "not recorded" };
+    if p.comm.is_empty() {
+        format!("thread {} (exited, {recorded})", p.pid)
+    } else {
+        format!("{} (pid {}, {recorded})", p.comm, p.pid)
     }
+}
+
+/// The path's waits on processes outside the recorded scope, of the threads of `pid` (all
+/// when `None`), by process in order of first appearance.
+fn outside_waits_of(cp: &CriticalPath, pid: Option<i32>) -> Vec<(WakerProcess, Nanos)> {
+    let mut by_process: Vec<(WakerProcess, Nanos)> = Vec::new();
+    for s in cp.segments.iter().filter(|s| pid.is_none_or(|p| s.pid == p)) {
+        let Some(w) = &s.waker_process else { continue };
+        match by_process.iter_mut().find(|(p, _)| p.pid == w.pid) {
+            Some((_, ns)) => *ns += s.end_ns - s.start_ns,
+            None => by_process.push((w.clone(), s.end_ns - s.start_ns)),
+        }
+    }
+    by_process
+}
+
+/// What a segment of the critical path was doing, in words.
+fn doing(a: &Analysis, s: &PathSegment) -> String {
+    match s.kind {
+        SegmentKind::Cpu => "running".to_owned(),
+        SegmentKind::CpuWait => "waiting for a CPU".to_owned(),
+        SegmentKind::IoWait if s.files.is_empty() => "I/O wait (no file seen)".to_owned(),
+        SegmentKind::IoWait => {
+            let mut files: Vec<String> = s
+                .files
+                .iter()
+                .take(3)
+                .map(|f| format!("{} {}", a.file_name(f.file), duration(f.ns)))
+                .collect();
+            if s.files.len() > 3 {
+                files.push(format!("+{} more", s.files.len() - 3));
+            }
+            format!("I/O wait: {}", files.join(", "))
+        }
+        SegmentKind::Sleep => "asleep until a timer or an interrupt".to_owned(),
+        SegmentKind::NoWakeup => "asleep, no wakeup recorded".to_owned(),
+        SegmentKind::WaitUntraced => match &s.waker_process {
+            Some(p) => format!("waiting on {}", outside_name(p)),
+            None => {
+                format!("waiting on untraced thread {}", s.waker_tid.map_or("?".into(), |t| t.to_string()))
+            }
+        },
+        SegmentKind::Untraced => "no scheduler data".to_owned(),
+    }
+}
+
+fn segment_table(a: &Analysis, segments: &[&PathSegment], out: &mut dyn Write) -> io::Result<()> {
     let mut table = Table::new(&[
         ("start", Align::Right),
         ("end", Align::Right),
@@ -308,46 +379,123 @@ fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
         ("thread", Align::Left),
         ("doing", Align::Left),
     ]);
-    for &i in &shown {
-        let s = &cp.segments[i];
-        let doing = match s.kind {
-            SegmentKind::Cpu => "running".to_owned(),
-            SegmentKind::CpuWait => "waiting for a CPU".to_owned(),
-            SegmentKind::IoWait if s.files.is_empty() => "I/O wait (no file seen)".to_owned(),
-            SegmentKind::IoWait => {
-                let mut files: Vec<String> = s
-                    .files
-                    .iter()
-                    .take(3)
-                    .map(|f| format!("{} {}", a.file_name(f.file), duration(f.ns)))
-                    .collect();
-                if s.files.len() > 3 {
-                    files.push(format!("+{} more", s.files.len() - 3));
-                }
-                format!("I/O wait: {}", files.join(", "))
-            }
-            SegmentKind::Sleep => "sleeping (timer, interrupt or no wakeup seen)".to_owned(),
-            SegmentKind::WaitUntraced => {
-                format!("waiting on untraced thread {}", s.waker_tid.map_or("?".into(), |t| t.to_string()))
-            }
-            SegmentKind::Untraced => "no scheduler data".to_owned(),
-        };
+    for s in segments {
         table.row(vec![
             secs(s.start_ns),
             secs(s.end_ns),
             duration(s.end_ns - s.start_ns),
             thread(a, s.tid),
-            doing,
+            doing(a, s),
         ]);
     }
-    table.write(out, "  ")?;
-    let hidden = cp.segments.len() - shown.len();
-    if hidden > 0 {
-        let listed: Nanos = shown.iter().map(|&i| cp.segments[i].end_ns - cp.segments[i].start_ns).sum();
-        let total: Nanos = cp.segments.iter().map(|s| s.end_ns - s.start_ns).sum();
-        writeln!(out, "  … {} shorter segments ({}) not listed", count(hidden as u64), secs(total - listed))?;
+    table.write(out, "    ")
+}
+
+/// The path's time in one process, by kind.
+#[derive(Default)]
+struct ProcessOnPath {
+    pid: i32,
+    first_ns: Nanos,
+    total: Nanos,
+    cpu: Nanos,
+    io: Nanos,
+    cpu_wait: Nanos,
+    outside: Nanos,
+    sleep: Nanos,
+    unexplained: Nanos,
+}
+
+fn by_process(cp: &CriticalPath) -> Vec<ProcessOnPath> {
+    let mut rows: Vec<ProcessOnPath> = Vec::new();
+    for s in &cp.segments {
+        let i = match rows.iter().position(|r| r.pid == s.pid) {
+            Some(i) => i,
+            None => {
+                rows.push(ProcessOnPath { pid: s.pid, first_ns: s.start_ns, ..ProcessOnPath::default() });
+                rows.len() - 1
+            }
+        };
+        let r = &mut rows[i];
+        let ns = s.end_ns - s.start_ns;
+        r.total += ns;
+        match s.kind {
+            SegmentKind::Cpu => r.cpu += ns,
+            SegmentKind::IoWait => r.io += ns,
+            SegmentKind::CpuWait => r.cpu_wait += ns,
+            SegmentKind::WaitUntraced => r.outside += ns,
+            SegmentKind::Sleep => r.sleep += ns,
+            SegmentKind::NoWakeup | SegmentKind::Untraced => r.unexplained += ns,
+        }
     }
-    Ok(())
+    rows.sort_by(|a, b| b.total.cmp(&a.total).then(a.first_ns.cmp(&b.first_ns)));
+    rows
+}
+
+fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nCritical path to ready (walked back from the thread that reached it)")?;
+    let Some(cp) = &a.critical_path else {
+        return writeln!(out, "  none: the trace has no readiness point or no scheduler data");
+    };
+    writeln!(out, "  {}", path_summary(a, cp))?;
+    for (process, ns) in outside_waits_of(cp, None) {
+        let advice = if process.comm.is_empty() {
+            "record with --system to see it".to_owned()
+        } else {
+            format!("record with --also {}", process.comm)
+        };
+        writeln!(out, "  {} waiting on {}: {advice}", secs(ns), outside_name(&process))?;
+    }
+    let rows = by_process(cp);
+    writeln!(out, "  By process (time on the path, most first)")?;
+    let mut table = Table::new(&[
+        ("process", Align::Left),
+        ("on path", Align::Right),
+        ("CPU", Align::Right),
+        ("I/O", Align::Right),
+        ("waiting for a CPU", Align::Right),
+        ("waiting outside", Align::Right),
+        ("timer sleep", Align::Right),
+        ("unexplained", Align::Right),
+    ]);
+    for r in rows.iter().take(options.top) {
+        table.row(vec![
+            who(a, r.pid),
+            secs(r.total),
+            secs(r.cpu),
+            secs(r.io),
+            secs(r.cpu_wait),
+            secs(r.outside),
+            secs(r.sleep),
+            secs(r.unexplained),
+        ]);
+    }
+    table.write(out, "    ")?;
+    if rows.len() > options.top {
+        let rest: Nanos = rows[options.top..].iter().map(|r| r.total).sum();
+        writeln!(out, "    … {} other processes ({})", count((rows.len() - options.top) as u64), secs(rest))?;
+    }
+    let mut waits: Vec<&PathSegment> =
+        cp.segments.iter().filter(|s| !matches!(s.kind, SegmentKind::Cpu | SegmentKind::CpuWait)).collect();
+    waits.sort_by(|x, y| {
+        (y.end_ns - y.start_ns).cmp(&(x.end_ns - x.start_ns)).then(x.start_ns.cmp(&y.start_ns))
+    });
+    waits.truncate(PATH_WAITS_LISTED);
+    waits.sort_by_key(|s| s.start_ns);
+    if !waits.is_empty() {
+        writeln!(out, "  Longest waits (I/O, other processes, sleeps), in time order")?;
+        segment_table(a, &waits, out)?;
+    }
+    match options.path {
+        PathDetail::Summary => writeln!(
+            out,
+            "  {} segments in all: `coldstart report --critical-path full` lists them",
+            count(cp.segments.len() as u64)
+        ),
+        PathDetail::Full => {
+            writeln!(out, "  Every segment, in time order")?;
+            segment_table(a, &cp.segments.iter().collect::<Vec<_>>(), out)
+        }
+    }
 }
 
 fn phases(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

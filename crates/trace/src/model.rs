@@ -157,6 +157,19 @@ pub struct Meta {
     pub partial: bool,
     /// Rate of the periodic samples, per second.
     pub sample_hz: Option<f64>,
+    /// Processes outside the command's tree put into the recording (`record --also`),
+    /// one entry per `--also` as typed, in order. Empty for traces of format 1.
+    pub also: Vec<AlsoScope>,
+}
+
+/// One `record --also PID|COMM`: the spec as typed and the processes it named when
+/// the command started. Those processes (and the children they started during the
+/// recording) are recorded like the command's tree and have `in_scope = true`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlsoScope {
+    /// A pid or a command name, as given to `--also`.
+    pub spec: String,
+    pub pids: Vec<i32>,
 }
 
 /// A block device the recording saw, with its /proc/diskstats totals over the recording.
@@ -249,7 +262,9 @@ pub struct Process {
     /// Exit time; `None` when still running at the end.
     pub end_ns: Option<Nanos>,
     pub exit_code: Option<i32>,
-    /// True for the traced command and its descendants (always true under [`Scope::System`]).
+    /// True for the processes recorded: the traced command and its descendants, the
+    /// processes of [`Meta::also`] and theirs (always true under [`Scope::System`]). False for
+    /// processes the recording only names: issuers of block requests, wakers of recorded threads.
     pub in_scope: bool,
 }
 

@@ -1,10 +1,11 @@
 //! The SQL schema of the trace file. docs/trace-format.md documents it for users;
 //! the two must change together, and [`FORMAT_VERSION`] with them.
 
-/// `PRAGMA user_version` of the files this code writes and reads.
+/// `PRAGMA user_version` of the files this code writes; it reads this one and every
+/// older one.
 ///
-/// 2 added `mark.tid` (a new last column) and the `ready_pid`/`ready_tid` meta keys;
-/// files of format 1 read with them NULL.
+/// 2 added `mark.tid` (a new last column) and the `ready_pid`, `ready_tid` and `also`
+/// meta keys; files of format 1 read with them NULL or empty.
 pub const FORMAT_VERSION: i32 = 2;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").

@@ -18,6 +18,37 @@ fn every_table_survives_a_round_trip() {
 }
 
 #[test]
+fn a_format_1_file_without_the_also_key_reads_with_no_also() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DELETE FROM meta WHERE key = 'also'; PRAGMA user_version = 1").unwrap();
+    drop(conn);
+    let read = Trace::read(&path).unwrap();
+    assert_eq!(read.meta.also, Vec::new());
+    assert_eq!(read.processes, trace.processes);
+}
+
+#[test]
+fn the_also_key_is_json_a_sqlite_client_can_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    full_trace().write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let pids: String = conn
+        .query_row(
+            "SELECT group_concat(p.value, ' ') FROM meta, json_each(meta.value) AS a, \
+             json_each(json_extract(a.value, '$.pids')) AS p WHERE meta.key = 'also'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(pids, "812 813");
+}
+
+#[test]
 fn the_file_is_private_and_no_temporary_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.coldstart");

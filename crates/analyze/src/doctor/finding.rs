@@ -26,12 +26,15 @@ pub enum FindingKind {
     OtherLanguages,
     /// Synchronous (durable) writes or cache flushes the critical path waited for.
     DurableWrites,
-    /// Time on the critical path with neither CPU nor I/O.
+    /// Timer sleeps on the critical path: neither CPU nor I/O, and no other thread involved.
     IdleWaits,
     /// The start's data spread far apart on a disk where seeks cost time.
     ScatteredLayout,
     /// The start is mostly CPU: a CPU profiler will say more than the disk.
     NotIoBound,
+    /// Time on the critical path outside the recording (waits on unrecorded processes,
+    /// sleeps without a wakeup, no scheduler data): no gain, advice to widen the scope.
+    UnexplainedWaits,
 }
 
 impl FindingKind {
@@ -48,6 +51,7 @@ impl FindingKind {
             FindingKind::IdleWaits => "idle_waits",
             FindingKind::ScatteredLayout => "scattered_layout",
             FindingKind::NotIoBound => "not_io_bound",
+            FindingKind::UnexplainedWaits => "unexplained_waits",
         }
     }
 }

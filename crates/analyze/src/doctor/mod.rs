@@ -73,7 +73,7 @@ pub fn diagnose(
     what_if: &[WhatIfSpec],
 ) -> Diagnosis {
     let facts = facts::Facts::new(trace, analysis, config);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 10] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 11] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -82,6 +82,7 @@ pub fn diagnose(
         locale::other_languages,
         writes::durable_writes,
         waits::idle_waits,
+        waits::unexplained_waits,
         layout::scattered_layout,
         waits::not_io_bound,
     ];

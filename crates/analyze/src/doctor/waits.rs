@@ -1,57 +1,69 @@
 //! Findings about what the critical path does when it neither runs nor reads:
-//! idle waits (fixed sleeps, timeouts, waits on daemons outside the trace), and the
+//! idle waits (timer sleeps: fixed sleeps, timeouts, polling), the waits the recording
+//! cannot explain (on processes outside its scope, without a wakeup or data), and the
 //! verdict that the start is not I/O-bound when it mostly runs.
 
 use coldstart_trace::Nanos;
 
-use crate::analysis::SegmentKind;
+use crate::analysis::{PathSegment, SegmentKind};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::units::{count, duration, percent, plural};
 
-pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
+/// The critical path's waits at least `idle_min_wait_ns` long, of the given kinds.
+fn long_waits<'p>(f: &Facts<'p>, kinds: &[SegmentKind]) -> Vec<&'p PathSegment> {
     let Some(cp) = f.path else { return Vec::new() };
-    let waits: Vec<&crate::PathSegment> = cp
-        .segments
+    cp.segments
         .iter()
-        .filter(|s| matches!(s.kind, SegmentKind::Sleep | SegmentKind::WaitUntraced))
+        .filter(|s| kinds.contains(&s.kind))
         .filter(|s| s.end_ns - s.start_ns >= f.config.idle_min_wait_ns)
-        .collect();
-    let gain: Nanos = waits.iter().map(|s| s.end_ns - s.start_ns).sum();
-    if gain < f.min_gain {
+        .collect()
+}
+
+fn length(s: &PathSegment) -> Nanos {
+    s.end_ns - s.start_ns
+}
+
+/// The longest of `waits`, at most `max_listed`, in time order, described by `what`.
+fn longest(
+    f: &Facts,
+    waits: &[&PathSegment],
+    what: impl Fn(&PathSegment) -> String,
+) -> Vec<EvidenceInterval> {
+    let mut longest: Vec<&PathSegment> = waits.to_vec();
+    longest.sort_by(|a, b| length(b).cmp(&length(a)).then(a.start_ns.cmp(&b.start_ns)));
+    longest.truncate(f.config.max_listed);
+    longest.sort_by_key(|s| s.start_ns);
+    longest
+        .iter()
+        .map(|s| EvidenceInterval { start_ns: s.start_ns, end_ns: s.end_ns, tid: Some(s.tid), what: what(s) })
+        .collect()
+}
+
+/// Sleeps on the critical path that a timer or an interrupt ended, with no other thread
+/// involved: fixed sleeps, timeouts, polling. Only those: waits on other processes, and
+/// time the walk could not explain, are [`unexplained_waits`], which claims no gain.
+pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
+    let waits = long_waits(f, &[SegmentKind::Sleep]);
+    let sleep: Nanos = waits.iter().map(|s| length(s)).sum();
+    if sleep < f.min_gain {
         return Vec::new();
     }
-    let sleep: Nanos =
-        waits.iter().filter(|s| s.kind == SegmentKind::Sleep).map(|s| s.end_ns - s.start_ns).sum();
-    let untraced = gain - sleep;
     let mut pids: Vec<i32> = waits.iter().map(|s| s.pid).collect();
     pids.sort_unstable();
     pids.dedup();
-    let mut longest: Vec<&&crate::PathSegment> = waits.iter().collect();
-    longest.sort_by(|a, b| {
-        (b.end_ns - b.start_ns).cmp(&(a.end_ns - a.start_ns)).then(a.start_ns.cmp(&b.start_ns))
-    });
-    longest.truncate(f.config.max_listed);
-    longest.sort_by_key(|s| s.start_ns);
-    let what = |s: &crate::PathSegment| match (s.kind, s.waker_tid) {
-        (SegmentKind::WaitUntraced, Some(w)) => {
-            format!("{}/{} waiting on thread {w}, outside the trace", f.a.comm(s.pid), s.tid)
-        }
-        _ => format!("{}/{} asleep: a timer, an interrupt, or no wakeup seen", f.a.comm(s.pid), s.tid),
-    };
     vec![Finding {
         kind: FindingKind::IdleWaits,
-        title: format!("{} idle on the critical path: no CPU, no I/O", duration(gain)),
+        title: format!("{} asleep on a timer on the critical path: no CPU, no I/O", duration(sleep)),
         evidence: Evidence {
             summary: format!(
-                "{} of at least {} on the critical path: {} asleep until a timer or an interrupt (fixed sleeps, \
-                 timeouts, network replies), {} waiting on threads outside the trace (daemons, D-Bus services)",
-                plural(waits.len() as u64, "wait"),
+                "{} of at least {} on the critical path, {} in all, that no other thread ended: a timer or an \
+                 interrupt woke the thread (fixed sleeps, timeouts, polling, network replies)",
+                plural(waits.len() as u64, "sleep"),
                 duration(f.config.idle_min_wait_ns),
-                duration(sleep),
-                duration(untraced)
+                duration(sleep)
             ),
             files: Vec::new(),
             files_total: 0,
@@ -60,45 +72,127 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
                 .map(|&pid| EvidenceProcess {
                     pid,
                     comm: f.a.comm(pid).to_owned(),
-                    ns: waits.iter().filter(|s| s.pid == pid).map(|s| s.end_ns - s.start_ns).sum(),
+                    ns: waits.iter().filter(|s| s.pid == pid).map(|s| length(s)).sum(),
                     read_bytes: 0,
                     in_scope: true,
                 })
                 .collect(),
-            figures: vec![
-                Figure::count("waits", waits.len() as u64),
-                Figure::ns("sleep_ns", sleep),
-                Figure::ns("wait_untraced_ns", untraced),
-            ],
-            intervals: longest
-                .iter()
-                .map(|s| EvidenceInterval { start_ns: s.start_ns, end_ns: s.end_ns, tid: Some(s.tid), what: what(s) })
-                .collect(),
+            figures: vec![Figure::count("waits", waits.len() as u64), Figure::ns("sleep_ns", sleep)],
+            intervals: longest(f, &waits, |s| {
+                format!("{}/{} asleep until a timer or an interrupt", f.a.comm(s.pid), s.tid)
+            }),
         },
         gain: Gain {
-            ns: gain,
-            formula: "sleep_ns + wait_untraced_ns".to_owned(),
-            text: format!(
-                "{} asleep + {} waiting on untraced threads = {}, if nothing had to be waited for",
-                duration(sleep),
-                duration(untraced),
-                duration(gain)
-            ),
-            inputs: vec![Figure::ns("sleep_ns", sleep), Figure::ns("wait_untraced_ns", untraced)],
+            ns: sleep,
+            formula: "sleep_ns".to_owned(),
+            text: format!("{} asleep on timers, if nothing had to be waited for", duration(sleep)),
+            inputs: vec![Figure::ns("sleep_ns", sleep)],
             ahead_ns: None,
         },
-        suggestion: "Find what each wait is for (strace -f -tt -e trace=nanosleep,clock_nanosleep,poll,select,\
+        suggestion: "Find what each sleep is for (strace -f -tt -e trace=nanosleep,clock_nanosleep,poll,select,\
                      connect,futex): replace fixed sleeps and polling with waiting for the event itself, make name \
-                     lookups and other network calls asynchronous or cache their answers, and start the services the \
-                     program waits for earlier (socket activation)."
+                     lookups and other network calls asynchronous or cache their answers."
             .to_owned(),
         verify: format!("{}  # before and after the change", f.bench_command()),
         confidence: Confidence::Medium,
         caveat: Some(
-            "the trace shows that the thread slept and who woke it, not why it slept; a wait may be needed (a \
-             reply the program cannot do without)"
+            "the trace shows that the thread slept and that no thread woke it, not why it slept; a timeout may be \
+             needed"
                 .to_owned(),
         ),
+    }]
+}
+
+/// Time on the critical path the recording cannot explain: waits that a process outside
+/// the recorded scope ended, sleeps with no recorded wakeup, and time without scheduler
+/// data. No gain is claimed: what happened then is outside the data. The finding names
+/// the processes waited on and how to put them into the next recording.
+pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
+    let waits = long_waits(f, &[SegmentKind::WaitUntraced, SegmentKind::NoWakeup, SegmentKind::Untraced]);
+    let total: Nanos = waits.iter().map(|s| length(s)).sum();
+    if total < f.min_gain {
+        return Vec::new();
+    }
+    let sum =
+        |kind: SegmentKind| -> Nanos { waits.iter().filter(|s| s.kind == kind).map(|s| length(s)).sum() };
+    let (outside, no_wakeup, untraced) =
+        (sum(SegmentKind::WaitUntraced), sum(SegmentKind::NoWakeup), sum(SegmentKind::Untraced));
+    let mut waited_on: Vec<EvidenceProcess> = Vec::new();
+    for s in &waits {
+        let Some(w) = &s.waker_process else { continue };
+        match waited_on.iter_mut().find(|p| p.pid == w.pid) {
+            Some(p) => p.ns += length(s),
+            None => waited_on.push(EvidenceProcess {
+                pid: w.pid,
+                comm: w.comm.clone(),
+                ns: length(s),
+                read_bytes: 0,
+                in_scope: w.in_scope,
+            }),
+        }
+    }
+    waited_on.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
+    let mut names: Vec<&str> = waited_on.iter().map(|p| p.comm.as_str()).filter(|c| !c.is_empty()).collect();
+    names.dedup();
+    let widen = match names.first() {
+        Some(_) => format!(
+            "record again with {} to follow the waits into those processes, or with --system",
+            names.iter().take(3).map(|c| format!("--also {c}")).collect::<Vec<_>>().join(" ")
+        ),
+        None => {
+            "record again with --also PID for the processes the start talks to, or with --system".to_owned()
+        }
+    };
+    let what = |s: &PathSegment| -> String {
+        let who = format!("{}/{}", f.a.comm(s.pid), s.tid);
+        match (s.kind, &s.waker_process) {
+            (SegmentKind::WaitUntraced, Some(w)) if !w.comm.is_empty() => {
+                format!("{who} waiting on {} (pid {}, not recorded)", w.comm, w.pid)
+            }
+            (SegmentKind::WaitUntraced, _) => format!(
+                "{who} waiting on thread {} (exited, not recorded)",
+                s.waker_tid.map_or("?".to_owned(), |t| t.to_string())
+            ),
+            (SegmentKind::NoWakeup, _) => format!("{who} asleep, no wakeup recorded"),
+            _ => format!("{who}: no scheduler data"),
+        }
+    };
+    vec![Finding {
+        kind: FindingKind::UnexplainedWaits,
+        title: format!("{} of the critical path is outside the recording", duration(total)),
+        evidence: Evidence {
+            summary: format!(
+                "{} of at least {} on the critical path the recording cannot explain: {} waiting on processes \
+                 outside the recorded scope, {} asleep with no wakeup recorded, {} without scheduler data",
+                plural(waits.len() as u64, "wait"),
+                duration(f.config.idle_min_wait_ns),
+                duration(outside),
+                duration(no_wakeup),
+                duration(untraced)
+            ),
+            files: Vec::new(),
+            files_total: 0,
+            processes: waited_on,
+            figures: vec![
+                Figure::count("waits", waits.len() as u64),
+                Figure::ns("wait_outside_ns", outside),
+                Figure::ns("no_wakeup_ns", no_wakeup),
+                Figure::ns("untraced_ns", untraced),
+            ],
+            intervals: longest(f, &waits, what),
+        },
+        gain: Gain {
+            ns: 0,
+            formula: "0".to_owned(),
+            text: "no gain is estimated: the recording does not show what the start waited for then"
+                .to_owned(),
+            inputs: Vec::new(),
+            ahead_ns: None,
+        },
+        suggestion: format!("Widen the recording's scope: {widen}."),
+        verify: "coldstart report TRACE  # the critical path then names what the waits were for".to_owned(),
+        confidence: Confidence::Low,
+        caveat: None,
     }]
 }
 

@@ -81,6 +81,13 @@ impl Builder {
         self.thread(pid, pid, comm)
     }
 
+    /// A process outside the recorded scope (no scheduler data), named as the recorder
+    /// names the waker of a recorded thread.
+    pub fn outside_process(mut self, pid: i32, comm: &str) -> Builder {
+        self.trace.processes.push(Process { pid, comm: comm.into(), in_scope: false, ..Process::default() });
+        self.thread(pid, pid, comm)
+    }
+
     pub fn exits(mut self, pid: i32, t_ns: Nanos) -> Builder {
         for p in self.trace.processes.iter_mut().filter(|p| p.pid == pid) {
             p.end_ns = Some(t_ns);
@@ -555,7 +562,12 @@ pub fn render(a: &Analysis, facet: Facet) -> String {
                         SegmentKind::IoWait => "io",
                         SegmentKind::Sleep => "sleep",
                         SegmentKind::WaitUntraced => "wait_untraced",
+                        SegmentKind::NoWakeup => "no_wakeup",
                         SegmentKind::Untraced => "untraced",
+                    };
+                    let kind = match &s.waker_process {
+                        Some(w) => format!("{kind} on {}/{}", w.comm, w.pid),
+                        None => kind.to_owned(),
                     };
                     let files: Vec<String> =
                         s.files.iter().map(|f| format!("{}={}", name(f.file), ms(f.ns))).collect();
@@ -708,6 +720,7 @@ pub fn check_invariants(trace: &Trace) {
             + m.io_wait_ns
             + m.sleep_ns
             + m.wait_untraced_ns
+            + m.no_wakeup_ns
             + m.untraced_ns
             + helpers;
         assert_eq!(parts, m.total_ns, "critical path summary");

@@ -154,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &Default::default(), &mut text)
         .context("cannot write the text report")?;
     let mut short = Vec::new();
-    let options = coldstart_report::text::Options { top: args.top, path_lines: 10 };
+    let options = coldstart_report::text::Options { top: args.top, ..Default::default() };
     coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &options, &mut short)
         .context("cannot write the text report")?;
 

@@ -19,6 +19,7 @@ use crate::cmd::values;
   sudo coldstart record --until mark:ready --timeout 60 -- ./server
   sudo coldstart record --until idle:800 --system -- systemctl start myservice
   sudo coldstart record --cold --until window:marco --until window:mate-panel -- dbus-run-session mate-session
+  sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
@@ -32,6 +33,12 @@ pub struct Args {
     /// Record every process on the machine, not only the command's tree.
     #[arg(long)]
     pub system: bool,
+    /// Record this process too, outside the command's tree (repeatable): a pid, or a command
+    /// name that names every process running under it when the command starts (an X server,
+    /// a D-Bus daemon). Processes started later under that name are recorded only if they
+    /// descend from one of those or from the command.
+    #[arg(long, value_name = "PID|COMM")]
+    pub also: Vec<coldstart_record::also::AlsoSpec>,
     #[command(flatten)]
     pub launch: LaunchArgs,
     /// Evict the page cache before the start (sync; drop_caches).
@@ -61,6 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         command: args.command,
         output: args.output,
         system: args.system,
+        also: args.also,
         until: args.launch.until,
         timeout: args.launch.timeout,
         cold: args.cold,

@@ -20,6 +20,15 @@ pub enum FormatArg {
     Svg,
 }
 
+/// How much of the critical path the text report lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CriticalPathArg {
+    /// Its time by process and kind, and its longest waits.
+    Summary,
+    /// That, and every segment in time order.
+    Full,
+}
+
 /// Analyse a trace: time to ready, reads and seeks, where the time went, phases,
 /// the critical path, disk seeks, lost data and warnings.
 #[derive(Debug, clap::Args)]
@@ -29,6 +38,7 @@ pub enum FormatArg {
   coldstart report app.coldstart --format html -o app.html
   coldstart report app.coldstart --format svg -o chart.svg
   coldstart report app.coldstart --top 25 | less
+  coldstart report app.coldstart --critical-path full
 
 Lost events, unresolved files and other warnings are always printed; the diskstats
 cross-check shows how much of each disk's reads the recorded block requests account for.")]
@@ -44,6 +54,9 @@ pub struct Args {
     /// Rows of each top-N table of the text report.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+    /// How much of the critical path the text report lists.
+    #[arg(long, value_enum, default_value = "summary", value_name = "HOW")]
+    pub critical_path: CriticalPathArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -63,7 +76,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = super::output(args.output.as_ref())?;
     match args.format {
         FormatArg::Text => {
-            let options = coldstart_report::text::Options { top: args.top, ..Default::default() };
+            let path = match args.critical_path {
+                CriticalPathArg::Summary => coldstart_report::text::PathDetail::Summary,
+                CriticalPathArg::Full => coldstart_report::text::PathDetail::Full,
+            };
+            let options = coldstart_report::text::Options { top: args.top, path };
             coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &options, &mut out)
         }
         FormatArg::Json => coldstart_report::json::write_with_doctor(&analysis, &diagnosis, &mut out),

@@ -119,14 +119,16 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         &data.procs,
         &data.scope.events,
         start.root_pid,
+        &start.also_threads,
         start.system,
         |t| clock.mono(t),
         |ts| clock.boot(ts),
     );
+    tree.name_from_proc(system);
     let fp = files_and_pages(&data, &clock, &mut tree, system, page_size);
     let block::Requests { rows: block_ios, requeues } =
         block_requests(&data, &clock, &tree, &fp.extents, system);
-    let (sched, wakeups) = scheduling(&data, &clock, &mut tree, system);
+    let (sched, wakeups, wakers_gone) = scheduling(&data, &clock, &mut tree, system);
     let marks = marks::marks(&data, &clock, &tree, system);
     let disk_devs = disks::devices(&block_ios, &fp.files.files, system);
     let disks = disks::disks(&disk_devs, &data, &block_ios, &clock, system);
@@ -141,7 +143,16 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         system.clock_ticks_per_second(),
     );
     let losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
-    let notes = remarks::notes(&data, spool, &fp, requeues);
+    let mut notes = remarks::notes(&data, spool, &fp, requeues);
+    if wakers_gone > 0 {
+        notes.push(Note {
+            source: NoteSource::Record,
+            text: format!(
+                "{wakers_gone} threads outside the recorded scope that woke recorded threads had exited before the \
+                 trace was assembled: reports name them by thread id only (exited)"
+            ),
+        });
+    }
     let meta = meta(&data, &clock, host, &tree);
     let mut processes = tree.processes;
     processes.sort_by_key(|p| (p.start_ns.unwrap_or(i64::MIN), p.pid));
@@ -281,18 +292,22 @@ fn block_requests(
 }
 
 /// Scheduler intervals and wakeups of the tasks in scope; in system mode every task
-/// that ran gets a thread (and a process) row.
+/// that ran gets a thread (and a process) row. A task outside the scope that woke one in
+/// it gets rows out of scope, so the critical path names what it waited on; the count
+/// returned is of those wakers already gone, known only by their thread id.
 fn scheduling(
     data: &SpoolData,
     clock: &Clock,
     tree: &mut ProcTree,
     system: &dyn SystemView,
-) -> (Vec<SchedInterval>, Vec<Wakeup>) {
+) -> (Vec<SchedInterval>, Vec<Wakeup>, u64) {
     let system_wide = data.start.system;
     let states = sched::StateMap::new(&data.formats.decoder.state_bits);
     let in_scope = |tid: i32| system_wide || tree.in_scope.contains(&tree.tgid(tid));
     let (sched, wakeups) =
         sched::intervals(&data.scope.events, &states, in_scope, |ts| clock.boot(ts), clock.duration);
+    let outside_wakers: HashSet<i32> =
+        wakeups.iter().filter_map(|w| w.waker_tid).filter(|&waker| waker > 0 && !in_scope(waker)).collect();
     if system_wide {
         let mut seen = HashSet::new();
         for s in &sched {
@@ -301,7 +316,11 @@ fn scheduling(
             }
         }
     }
-    (sched, wakeups)
+    let mut wakers: Vec<i32> = outside_wakers.into_iter().collect();
+    wakers.sort_unstable();
+    let gone =
+        wakers.into_iter().filter(|&waker| !tree.name_outside_task(waker, system, clock.end_boot_ns)).count();
+    (sched, wakeups, gone as u64)
 }
 
 fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
@@ -335,6 +354,7 @@ fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
         exit_code: end.and_then(|e| e.exit_code).or(root_exit),
         partial: end.is_none(),
         sample_hz: Some(start.sample_hz),
+        also: start.also.clone(),
         ..host
     }
 }

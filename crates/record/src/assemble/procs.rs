@@ -38,11 +38,14 @@ impl ProcTree {
         self.pid_of.get(&tid).copied().unwrap_or(tid)
     }
 
-    /// Builds the tree. `to_trace` converts connector times; `system` puts everything in scope.
+    /// Builds the tree. `to_trace` converts connector times; `system` puts everything in scope;
+    /// `also` (tid, pid) are the threads of the `--also` processes at the start, in scope with
+    /// the children they start.
     pub fn from_records(
         records: &[ProcRecord],
         scope_events: &[Timed],
         root_pid: Option<i32>,
+        also: &[(i32, i32)],
         system: bool,
         to_trace: impl Fn(i64) -> Nanos,
         boot_to_trace: impl Fn(u64) -> Nanos,
@@ -51,7 +54,8 @@ impl ProcTree {
         let mut replay = Replay {
             tree: ProcTree {
                 system_wide: system,
-                in_scope: root_pid.into_iter().collect(),
+                in_scope: root_pid.into_iter().chain(also.iter().map(|&(_, pid)| pid)).collect(),
+                pid_of: also.iter().copied().collect(),
                 ..ProcTree::default()
             },
             root_pid,
@@ -60,6 +64,7 @@ impl ProcTree {
             exec_files,
             thread_comm,
         };
+        replay.existing(also);
         for rec in records {
             match rec {
                 ProcRecord::Fork { t, ppid, tid, pid, .. } => replay.fork(to_trace(*t), *ppid, *tid, *pid),
@@ -76,6 +81,41 @@ impl ProcTree {
 
     /// Adds a thread (and in system mode its process) for a task seen in events
     /// but never forked during the recording, named as /proc names it now.
+    /// Names the processes of the recording that /proc still knows and no event named
+    /// (`--also` processes, which were running before the recording and never exec'd in it).
+    pub fn name_from_proc(&mut self, system: &dyn SystemView) {
+        for p in self.processes.iter_mut().filter(|p| p.comm.is_empty()) {
+            p.comm = system.task_comm(p.pid).unwrap_or_default();
+            p.exe = p.exe.take().or_else(|| system.task_exe(p.pid));
+        }
+        for t in self.threads.iter_mut().filter(|t| t.comm.is_empty()) {
+            t.comm = system.task_comm(t.tid).unwrap_or_default();
+        }
+    }
+
+    /// Adds a process and a thread row, out of scope, for a task outside the recording
+    /// that woke a recorded thread, named as /proc names it now (if it had started by
+    /// `end_boot_ns`). False when the task is gone: the trace then knows only its id.
+    pub fn name_outside_task(&mut self, tid: i32, system: &dyn SystemView, end_boot_ns: i64) -> bool {
+        if self.threads.iter().any(|t| t.tid == tid) {
+            return true;
+        }
+        let Some(pid) = tgid_of_task_started_by(system, tid, end_boot_ns) else { return false };
+        self.pid_of.insert(tid, pid);
+        if !self.processes.iter().any(|p| p.pid == pid) {
+            self.processes.push(Process {
+                pid,
+                comm: system.task_comm(pid).unwrap_or_default(),
+                exe: system.task_exe(pid),
+                in_scope: false,
+                ..Process::default()
+            });
+        }
+        let comm = system.task_comm(tid).unwrap_or_default();
+        self.threads.push(Thread { tid, pid, comm, start_ns: None, end_ns: None });
+        true
+    }
+
     pub fn ensure_task(&mut self, tid: i32, system: &dyn SystemView) {
         if self.pid_of.contains_key(&tid) && self.threads.iter().any(|t| t.tid == tid) {
             return;
@@ -134,6 +174,19 @@ struct Replay {
 }
 
 impl Replay {
+    /// Rows for processes in scope from before the recording (`--also`), named as tracefs
+    /// names their threads; the assembly names the rest from /proc.
+    fn existing(&mut self, threads: &[(i32, i32)]) {
+        for &(tid, pid) in threads {
+            if !self.current.contains_key(&pid) {
+                self.current.insert(pid, self.tree.processes.len());
+                self.tree.processes.push(Process { pid, in_scope: true, ..Process::default() });
+            }
+            self.thread_idx.insert(tid, self.tree.threads.len());
+            self.tree.threads.push(Thread { tid, pid, comm: String::new(), start_ns: None, end_ns: None });
+        }
+    }
+
     fn fork(&mut self, t: Nanos, ppid: i32, tid: i32, pid: i32) {
         let tree = &mut self.tree;
         tree.pid_of.insert(tid, pid);
@@ -248,7 +301,7 @@ mod tests {
     #[test]
     fn a_thread_outside_the_tree_that_exits_is_named_by_its_process() {
         let recs = vec![ProcRecord::Exit { t: 5, tid: 501, pid: 500, code: 0, signal: 0 }];
-        let tree = ProcTree::from_records(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        let tree = ProcTree::from_records(&recs, &[], Some(100), &[], false, |t| t, |t| t as i64);
         assert_eq!(tree.tgid(501), 500);
         assert!(!tree.in_scope.contains(&500), "an outside process stays outside");
     }
@@ -290,7 +343,7 @@ mod tests {
             ProcRecord::Fork { t: 16, ptid: 5, ppid: 5, tid: 400, pid: 400 },
             ProcRecord::Exit { t: 20, tid: 100, pid: 100, code: 3 << 8, signal: 17 },
         ];
-        let tree = ProcTree::from_records(&recs, &[], Some(100), false, |t| t, |t| t as i64);
+        let tree = ProcTree::from_records(&recs, &[], Some(100), &[], false, |t| t, |t| t as i64);
         let pids: Vec<i32> = tree.processes.iter().map(|p| p.pid).collect();
         assert_eq!(pids, vec![100, 200, 300]);
         assert_eq!(tree.processes[2].ppid, Some(200));

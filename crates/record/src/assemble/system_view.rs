@@ -49,6 +49,8 @@ pub trait SystemView {
     fn task_tgid(&self, tid: i32) -> Option<i32>;
     /// The name (`comm`) of a live task.
     fn task_comm(&self, tid: i32) -> Option<String>;
+    /// The executable of a live process.
+    fn task_exe(&self, pid: i32) -> Option<String>;
     /// When a live task started, in clock ticks since boot.
     fn task_start_ticks(&self, tid: i32) -> Option<u64>;
     /// The clock ticks per second of /proc's CPU times (`_SC_CLK_TCK`).
@@ -111,6 +113,10 @@ impl SystemView for LiveSystem {
 
     fn task_comm(&self, tid: i32) -> Option<String> {
         fs::read_to_string(format!("/proc/{tid}/comm")).ok().map(|c| c.trim_end().to_owned())
+    }
+
+    fn task_exe(&self, pid: i32) -> Option<String> {
+        fs::read_link(format!("/proc/{pid}/exe")).ok().map(|p| p.to_string_lossy().into_owned())
     }
 
     fn task_start_ticks(&self, tid: i32) -> Option<u64> {

@@ -375,6 +375,7 @@ fn analysis_tracks(ev: &mut Events, a: &Analysis) {
                 SegmentKind::IoWait => "I/O wait",
                 SegmentKind::Sleep => "sleep",
                 SegmentKind::WaitUntraced => "waiting on an untraced thread",
+                SegmentKind::NoWakeup => "asleep, no wakeup recorded",
                 SegmentKind::Untraced => "untraced",
             };
             let files: Vec<&str> = s.files.iter().map(|f| a.file_name(f.file)).collect();
@@ -382,7 +383,9 @@ fn analysis_tracks(ev: &mut Events, a: &Analysis) {
                 Some(f) => format!("{kind}: {}", base_name(f)),
                 None => format!("{kind} ({})", a.comm(s.pid)),
             };
-            let args = json!({ "pid": s.pid, "tid": s.tid, "comm": a.comm(s.pid), "files": files });
+            let args = json!({
+                "pid": s.pid, "tid": s.tid, "comm": a.comm(s.pid), "files": files, "waker": s.waker_process
+            });
             ev.slice((ANALYSIS_PID, PATH_TID), "critical_path", name, (s.start_ns, s.end_ns), args);
         }
     }

@@ -78,8 +78,17 @@ function pathSentence() {
   for (const h of s.helpers.slice(0, 3)) parts.push(fmtSecs(h.ns) + ' in ' + h.comm + '/' + h.pid);
   if (s.helpers.length > 3) parts.push(fmtSecs(s.helpers.slice(3).reduce((a, h) => a + h.ns, 0)) + ' in ' + (s.helpers.length - 3) + ' other processes');
   if (s.cpu_wait_ns) parts.push(fmtSecs(s.cpu_wait_ns) + ' waiting for a CPU');
-  if (s.sleep_ns) parts.push(fmtSecs(s.sleep_ns) + ' asleep');
-  if (s.wait_untraced_ns + s.untraced_ns) parts.push(fmtSecs(s.wait_untraced_ns + s.untraced_ns) + ' untraced');
+  if (s.sleep_ns) parts.push(fmtSecs(s.sleep_ns) + ' asleep on a timer');
+  const outside = new Map();
+  for (const g of p.segments) {
+    if (g.pid !== p.pid || !g.waker_process) continue;
+    const o = outside.get(g.waker_process.pid) || { process: g.waker_process, ns: 0 };
+    o.ns += g.end_ns - g.start_ns;
+    outside.set(g.waker_process.pid, o);
+  }
+  for (const o of outside.values()) parts.push(fmtSecs(o.ns) + ' waiting on ' + outsideName(o.process));
+  if (s.no_wakeup_ns) parts.push(fmtSecs(s.no_wakeup_ns) + ' asleep with no wakeup recorded');
+  if (s.untraced_ns) parts.push(fmtSecs(s.untraced_ns) + ' untraced');
   return el('p', { class: 'path-sentence' }, el('strong', { text: 'Critical path: ' }),
     fmtSecs(s.total_ns) + ' to ready = ' + parts.join(' + ') + '.');
 }
@@ -153,6 +162,7 @@ function pathRows() {
 function pathDoing(s) {
   const what = PATH_NAMES[s.kind] || s.kind;
   if (s.files.length) return what + ': ' + s.files.slice(0, 3).map(f => fileName(f.file) + ' ' + fmtDur(f.ns)).join(', ') + (s.files.length > 3 ? ', …' : '');
+  if (s.waker_process) return 'waiting on ' + outsideName(s.waker_process);
   if (s.waker_tid !== null) return what + ' (woken by thread ' + s.waker_tid + ')';
   return what;
 }

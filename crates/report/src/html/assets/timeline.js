@@ -10,9 +10,14 @@ const STATE_COLORS = ['#3f73d6', '#e0533a', '#f0ad2e', '#9a9a9a', '#dbe2ec'];
 const STATE_NAMES = ['running', 'waiting for I/O (D)', 'waiting for a CPU', 'stopped', 'asleep'];
 const PHASE_COLORS = { read: '#f6c8bb', cpu: '#c6d6f4', wait: '#e4e6ea' };
 const PATH_COLORS = { cpu: STATE_COLORS[0], io_wait: STATE_COLORS[1], cpu_wait: STATE_COLORS[2], sleep: '#c9ced8',
-  wait_untraced: '#a9b0bc', untraced: '#eceff3' };
+  wait_untraced: '#a9b0bc', no_wakeup: '#dde1e7', untraced: '#eceff3' };
 const PATH_NAMES = { cpu: 'running', io_wait: 'waiting for I/O', cpu_wait: 'waiting for a CPU', sleep: 'asleep (timer, interrupt)',
-  wait_untraced: 'waiting on an untraced thread', untraced: 'no scheduler data' };
+  wait_untraced: 'waiting outside the recorded scope', no_wakeup: 'asleep, no wakeup recorded', untraced: 'no scheduler data' };
+// `Xvfb (pid 812, not recorded)`: the process outside the recorded scope a wait was on.
+function outsideName(w) {
+  const recorded = w.in_scope ? 'recorded without scheduler data' : 'not recorded';
+  return w.comm ? w.comm + ' (pid ' + w.pid + ', ' + recorded + ')' : 'thread ' + w.pid + ' (exited, ' + recorded + ')';
+}
 const READ_COLOR = '#127f74';
 const SEEK_COLOR = '#c2185b';
 const REQ_COLORS = { file: '#2c6fb7', metadata: '#8e44ad', unknown: '#a0a4ab', write: '#c9a227' };
@@ -377,7 +382,7 @@ class Timeline {
   paint_path(ctx, t) {
     const segs = A.critical_path.segments;
     const start = this.pathStart, end = this.pathEnd;
-    const order = ['io_wait', 'cpu', 'cpu_wait', 'wait_untraced', 'sleep', 'untraced'];
+    const order = ['io_wait', 'cpu', 'cpu_wait', 'wait_untraced', 'sleep', 'no_wakeup', 'untraced'];
     this.eachVisible(start, end, segs.length, (x0, x1, i) => {
       const s = segs[i];
       ctx.globalAlpha = FILTER.hasPid(s.pid) ? 1 : 0.25;
@@ -678,7 +683,7 @@ function pathTip(s, i) {
   const files = s.files.slice(0, 5).map(f => baseName(fileName(f.file)) + ' ' + fmtDur(f.ns)).join(', ');
   return { key: 'cp' + i, pid: s.pid, title: 'Critical path: ' + (PATH_NAMES[s.kind] || s.kind),
     rows: [['thread', threadName(s.tid)], ['process', who(s.pid)], ['from', fmtSecs(s.start_ns)], ['to', fmtSecs(s.end_ns)],
-      ['length', fmtDur(s.end_ns - s.start_ns)], ['files', files], ['woken by', s.waker_tid === null ? null : 'thread ' + s.waker_tid]] };
+      ['length', fmtDur(s.end_ns - s.start_ns)], ['files', files], ['woken by', s.waker_process ? outsideName(s.waker_process) : s.waker_tid === null ? null : 'thread ' + s.waker_tid]] };
 }
 
 // A small label on a white box, readable over the points it covers.
