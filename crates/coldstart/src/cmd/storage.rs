@@ -105,7 +105,7 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
     if !at.is_dir() {
         bail!("--at {}: not a directory", at.display());
     }
-    if !nix::unistd::Uid::effective().is_root() {
+    if !coldstart_bench::evict::is_root() {
         bail!("coldstart storage mount needs root (loop devices, FUSE and mounts)");
     }
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
@@ -132,11 +132,11 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
             .args(&command[1..])
             .spawn()
             .with_context(|| format!("cannot run {:?}", command[0]))?;
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let pid = child.id();
         let forwarder = thread::spawn(move || {
             let first = signals.forever().next();
             if first.is_some() {
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                let _ = coldstart_storage::terminate(pid);
             }
             first
         });
