@@ -8,8 +8,7 @@ pub type BootNanos = i64;
 /// The current CLOCK_BOOTTIME reading. Async-signal-safe (one system call, or none
 /// through the vDSO).
 pub fn boottime_ns() -> BootNanos {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    crate::sys::boottime_ns()
 }
 
 #[cfg(test)]

@@ -5,9 +5,8 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use nix::unistd::{Gid, Uid, User};
-
 use crate::error::{LaunchError, Result};
+use crate::sys::{self, Passwd};
 
 /// Whose credentials the command runs with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -166,8 +165,8 @@ impl SudoInvoker {
 /// Resolves `run_as` from our credentials and environment. `None` means "keep ours".
 pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
     let user_error = |user: &str, reason: String| LaunchError::User { user: user.to_owned(), reason };
-    let lookup = |name: &str| -> Result<User> {
-        User::from_name(name)
+    let lookup = |name: &str| -> Result<Passwd> {
+        sys::user_by_name(name)
             .map_err(|source| LaunchError::UserLookup { user: name.to_owned(), source })?
             .ok_or_else(|| user_error(name, "no such user".into()))
     };
@@ -175,33 +174,23 @@ pub fn resolve_user(run_as: &RunAs) -> Result<Option<Credentials>> {
         RunAs::Current => return Ok(None),
         RunAs::User(name) => lookup(name)?,
         RunAs::Invoker => {
-            if !Uid::effective().is_root() {
+            if !sys::is_root() {
                 return Ok(None);
             }
             let Some(invoker) = SudoInvoker::from_env()? else {
                 return Ok(None);
             };
-            User {
-                uid: Uid::from_raw(invoker.uid),
-                gid: Gid::from_raw(invoker.gid),
-                ..lookup(&invoker.name)?
-            }
+            Passwd { uid: invoker.uid, gid: invoker.gid, ..lookup(&invoker.name)? }
         }
     };
-    if !Uid::effective().is_root() && user.uid != Uid::effective() {
+    if !sys::is_root() && user.uid != sys::effective_uid() {
         return Err(user_error(&user.name, "switching users needs root".into()));
     }
     let c_name =
         CString::new(user.name.as_bytes()).map_err(|_| user_error(&user.name, "bad user name".into()))?;
-    let groups = nix::unistd::getgrouplist(&c_name, user.gid)
+    let groups = sys::group_list(&c_name, user.gid)
         .map_err(|source| LaunchError::UserGroups { user: user.name.clone(), source })?;
-    Ok(Some(Credentials {
-        uid: user.uid.as_raw(),
-        gid: user.gid.as_raw(),
-        groups: groups.into_iter().map(Gid::as_raw).collect(),
-        home: user.dir,
-        name: user.name,
-    }))
+    Ok(Some(Credentials { uid: user.uid, gid: user.gid, groups, home: user.home, name: user.name }))
 }
 
 /// The environment the command gets: ours, then `extra`, then the variables below.

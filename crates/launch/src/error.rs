@@ -18,9 +18,9 @@ pub enum LaunchError {
     #[error("cannot run the command as {user}: {reason}")]
     User { user: String, reason: String },
     #[error("cannot run the command as {user}")]
-    UserLookup { user: String, source: nix::Error },
+    UserLookup { user: String, source: std::io::Error },
     #[error("cannot run the command as {user}: cannot list its groups")]
-    UserGroups { user: String, source: nix::Error },
+    UserGroups { user: String, source: std::io::Error },
     #[error("{}", path.display())]
     File { path: PathBuf, source: std::io::Error },
     #[error("{what}")]

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{LaunchError, Result};
+use crate::sys;
 
 const SLOTS: usize = 32;
 const SIGNALS: [i32; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -44,7 +45,7 @@ fn global() -> Result<&'static Global> {
         for (i, &sig) in SIGNALS.iter().enumerate() {
             signal_hook::flag::register_conditional_default(sig, Arc::clone(&global.default_action))
                 .map_err(|e| e.to_string())?;
-            // SAFETY: the action only touches atomics and calls write(2), both async-signal-safe.
+            // SAFETY: the action only touches atomics and calls write(2) (sys::wake), both async-signal-safe.
             unsafe {
                 signal_hook::low_level::register(sig, move || {
                     let Some(Ok(g)) = GLOBAL.get() else { return };
@@ -52,7 +53,7 @@ fn global() -> Result<&'static Global> {
                     for wake in &g.wake {
                         let fd = wake.load(Ordering::SeqCst);
                         if fd >= 0 {
-                            libc::write(fd, [1u8].as_ptr().cast(), 1);
+                            sys::wake(fd);
                         }
                     }
                 })
@@ -82,9 +83,7 @@ impl Interrupts {
             LaunchError::io("too many concurrent launches", std::io::Error::other("32 at most"))
         })?;
         if pool[slot].is_none() {
-            let (read, write) =
-                rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
-                    .map_err(|e| LaunchError::io("pipe", e))?;
+            let (read, write) = sys::pipe(true).map_err(|e| LaunchError::io("pipe", e))?;
             pool[slot] = Some(Slot { read, write });
         }
         let Some(pipe) = &pool[slot] else { unreachable!("the slot was just filled") };
@@ -132,7 +131,7 @@ impl Drop for Interrupts {
 
 fn drain(fd: BorrowedFd<'_>) {
     let mut buf = [0u8; 64];
-    while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
+    while matches!(sys::read(fd, &mut buf), Ok(n) if n > 0) {}
 }
 
 #[cfg(test)]

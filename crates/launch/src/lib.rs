@@ -92,6 +92,7 @@ pub mod marks;
 mod output;
 mod running;
 mod spawn;
+mod sys;
 mod tree;
 mod until;
 pub mod window;

@@ -22,10 +22,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::inotify;
-
 use crate::clock::BootNanos;
 use crate::error::{LaunchError, Result};
+use crate::sys;
 
 /// The environment variable naming the marks file.
 pub const MARKS_ENV: &str = "COLDSTART_MARKS";
@@ -171,10 +170,8 @@ pub(crate) struct MarksWatcher {
 
 impl MarksWatcher {
     pub(crate) fn new(path: &Path) -> Result<MarksWatcher> {
-        let inotify = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
-            .map_err(|e| LaunchError::io("inotify_init", e))?;
-        inotify::add_watch(&inotify, path, inotify::WatchFlags::MODIFY | inotify::WatchFlags::CLOSE_WRITE)
-            .map_err(|e| LaunchError::file(path, e))?;
+        let inotify = sys::inotify().map_err(|e| LaunchError::io("inotify_init", e))?;
+        sys::watch_writes(inotify.as_fd(), path).map_err(|e| LaunchError::file(path, e))?;
         let file = File::open(path).map_err(|e| LaunchError::file(path, e))?;
         Ok(MarksWatcher { inotify, file, pending: Vec::new() })
     }
@@ -186,9 +183,8 @@ impl MarksWatcher {
     /// Drains the inotify events and returns the marks of the complete lines added
     /// since the last call.
     pub(crate) fn read_new(&mut self) -> Result<Vec<Mark>> {
-        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
-        let mut events = inotify::Reader::new(&self.inotify, &mut buf);
-        while events.next().is_ok() {}
+        let mut events = [0u8; 4096];
+        while sys::read(self.inotify.as_fd(), &mut events).is_ok_and(|n| n > 0) {}
         let mut chunk = Vec::new();
         self.file.read_to_end(&mut chunk).map_err(|e| LaunchError::io("cannot read the marks file", e))?;
         self.pending.extend_from_slice(&chunk);

@@ -41,13 +41,13 @@ impl OutputPipe {
     pub(crate) fn read_lines(&mut self) -> Vec<String> {
         let mut buf = [0u8; 16 * 1024];
         loop {
-            match rustix::io::read(&self.fd, &mut buf) {
+            match crate::sys::read(self.fd.as_fd(), &mut buf) {
                 Ok(0) => {
                     self.eof = true;
                     break;
                 }
                 Ok(n) => self.pending.extend_from_slice(&buf[..n]),
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             }
         }
@@ -80,11 +80,11 @@ mod tests {
 
     #[test]
     fn splits_lines_across_reads_and_flushes_the_last_at_eof() {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::NONBLOCK).unwrap();
+        let (read, write) = crate::sys::pipe(true).unwrap();
         let mut pipe = OutputPipe::new(read, None);
-        rustix::io::write(&write, b"one\r\ntw").unwrap();
+        crate::sys::write(write.as_fd(), b"one\r\ntw").unwrap();
         assert_eq!(pipe.read_lines(), ["one"]);
-        rustix::io::write(&write, b"o\nthree").unwrap();
+        crate::sys::write(write.as_fd(), b"o\nthree").unwrap();
         assert_eq!(pipe.read_lines(), ["two"]);
         assert!(!pipe.is_eof());
         drop(write);
@@ -95,14 +95,14 @@ mod tests {
 
     #[test]
     fn cuts_endless_lines() {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::NONBLOCK).unwrap();
+        let (read, write) = crate::sys::pipe(true).unwrap();
         let mut pipe = OutputPipe::new(read, None);
         let chunk = vec![b'x'; 60 * 1024];
-        rustix::io::write(&write, &chunk).unwrap();
+        crate::sys::write(write.as_fd(), &chunk).unwrap();
         assert!(pipe.read_lines().is_empty());
         let mut written = 0;
         while written < 8 * 1024 {
-            written += rustix::io::write(&write, &chunk[..8 * 1024 - written]).unwrap();
+            written += crate::sys::write(write.as_fd(), &chunk[..8 * 1024 - written]).unwrap();
         }
         let lines = pipe.read_lines();
         assert_eq!(lines.len(), 1);

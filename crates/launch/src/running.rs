@@ -4,8 +4,6 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
-
 use crate::clock::{BootNanos, boottime_ns};
 use crate::error::{LaunchError, Result};
 use crate::idle::IdleDetector;
@@ -13,6 +11,7 @@ use crate::interrupt::Interrupts;
 use crate::marks::{Marks, MarksFile, MarksWatcher};
 use crate::output::OutputPipe;
 use crate::spawn::Report;
+use crate::sys;
 use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
 use crate::until::{Reason, Until};
 use crate::window::{WindowFacts, WindowWatcher};
@@ -159,10 +158,6 @@ fn wait_status_code(status: i32) -> i32 {
     if libc::WIFSIGNALED(status) { 128 + libc::WTERMSIG(status) } else { libc::WEXITSTATUS(status) }
 }
 
-fn timespec(d: Duration) -> Timespec {
-    Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ }
-}
-
 /// The state shared by a paused and a running command.
 pub(crate) struct Launch {
     pub(crate) shepherd: i32,
@@ -251,10 +246,10 @@ impl Launch {
         let mut buf = [0u8; Report::SIZE];
         let mut got = 0;
         while got < buf.len() {
-            match rustix::io::read(&self.report, &mut buf[got..]) {
+            match sys::read(self.report.as_fd(), &mut buf[got..]) {
                 Ok(0) => return None,
                 Ok(n) => got += n,
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return None,
             }
         }
@@ -264,13 +259,13 @@ impl Launch {
     fn read_reports(&mut self) {
         let mut buf = [0u8; Report::SIZE * 16];
         loop {
-            match rustix::io::read(&self.report, &mut buf) {
+            match sys::read(self.report.as_fd(), &mut buf) {
                 Ok(0) => {
                     self.tree_gone = true;
                     break;
                 }
                 Ok(n) => self.report_buf.extend_from_slice(&buf[..n]),
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             }
         }
@@ -287,19 +282,16 @@ impl Launch {
     /// and handles what arrived.
     fn pump(&mut self, extra: &[BorrowedFd<'_>], timeout: Duration) -> Pumped {
         let (report_ready, outputs_ready, extra_ready) = {
-            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + self.outputs.len() + extra.len());
+            let mut fds: Vec<BorrowedFd<'_>> = Vec::with_capacity(1 + self.outputs.len() + extra.len());
             if !self.tree_gone {
-                fds.push(PollFd::from_borrowed_fd(self.report.as_fd(), PollFlags::IN));
+                fds.push(self.report.as_fd());
             }
             for out in self.outputs.iter().filter(|o| !o.is_eof()) {
-                fds.push(PollFd::from_borrowed_fd(out.fd(), PollFlags::IN));
+                fds.push(out.fd());
             }
             let first_extra = fds.len();
-            for fd in extra {
-                fds.push(PollFd::from_borrowed_fd(*fd, PollFlags::IN));
-            }
-            let _ = rustix::event::poll(&mut fds, Some(&timespec(timeout)));
-            let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+            fds.extend_from_slice(extra);
+            let ready = sys::poll_readable(&fds, timeout);
             let report_ready = !self.tree_gone && ready[0];
             let skip = usize::from(!self.tree_gone);
             (report_ready, ready[skip..first_extra].to_vec(), ready[first_extra..].to_vec())
@@ -357,22 +349,8 @@ impl Launch {
         if self.reaped {
             return None;
         }
-        let mut status = 0;
-        // SAFETY: a zeroed rusage is a valid out-parameter for wait4.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        loop {
-            // SAFETY: waiting for our own child with valid out-pointers.
-            let r = unsafe { libc::wait4(self.shepherd, &mut status, 0, &mut usage) };
-            if r == self.shepherd {
-                self.reaped = true;
-                return Some(usage);
-            }
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            self.reaped = true;
-            return None;
-        }
+        self.reaped = true;
+        sys::wait4(self.shepherd).ok()
     }
 
     /// Ends everything at once; used on errors and when dropped unfinished.

@@ -6,11 +6,12 @@
 //!
 //! After `fork` in a multi-threaded program only async-signal-safe calls are
 //! allowed, so everything the two children need (argv, envp, the resolved program
-//! path, credentials) is prepared before forking and the child code below uses raw
-//! system calls only: no allocation, no locks.
+//! path, credentials) is prepared before forking, and the children's code (in
+//! sys.rs) makes raw system calls only: no allocation, no locks.
 
 use std::ffi::{CString, c_char};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::fs::OpenOptions;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use crate::clock::{BootNanos, boottime_ns};
@@ -20,6 +21,7 @@ use crate::interrupt::Interrupts;
 use crate::marks::MarksFile;
 use crate::output::{OutputPipe, Stream};
 use crate::running::{Launch, Running};
+use crate::sys::{self, ChildPlan, EXEC_STAGES};
 
 /// A message from the shepherd: `Report::STARTED` (the command's pid),
 /// `Report::FORK_FAILED` (errno) or `Report::EXITED` (pid, wait status, time).
@@ -39,31 +41,33 @@ impl Report {
     pub(crate) const EXITED: i32 = 3;
     pub(crate) const SIZE: usize = std::mem::size_of::<Report>();
 
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Report {
-        let mut r = Report::default();
-        let n = bytes.len().min(Report::SIZE);
-        // SAFETY: Report is plain old data; at most SIZE bytes are copied into it.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&mut r as *mut Report).cast::<u8>(), n) };
-        r
+    /// The report's bytes as the pipe carries them (the fields in order, native endian).
+    pub(crate) fn to_bytes(self) -> [u8; Report::SIZE] {
+        let mut bytes = [0u8; Report::SIZE];
+        let fields = [self.kind, self.pid, self.status, self.errno].map(i32::to_ne_bytes);
+        for (at, field) in fields.iter().enumerate() {
+            bytes[at * 4..at * 4 + 4].copy_from_slice(field);
+        }
+        bytes[16..].copy_from_slice(&self.time_ns.to_ne_bytes());
+        bytes
     }
-}
 
-/// What failed in the command process before or at exec, sent over the error pipe.
-const STAGES: [&str; 6] = ["dup2", "setgroups", "setgid", "setuid", "chdir", "exec"];
-
-/// Everything the children need, prepared before forking.
-struct Plan {
-    program: CString,
-    _argv: Vec<CString>,
-    argv_ptrs: Vec<*const c_char>,
-    _envp: Vec<CString>,
-    envp_ptrs: Vec<*const c_char>,
-    cwd: Option<CString>,
-    creds: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
-    stdio: [Option<RawFd>; 3],
-    resume_r: RawFd,
-    err_w: RawFd,
-    report_w: RawFd,
+    /// The report of `bytes`; missing bytes read as zero.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Report {
+        let mut all = [0u8; Report::SIZE];
+        let n = bytes.len().min(Report::SIZE);
+        all[..n].copy_from_slice(&bytes[..n]);
+        let int = |at: usize| i32::from_ne_bytes([all[at], all[at + 1], all[at + 2], all[at + 3]]);
+        let mut time = [0u8; 8];
+        time.copy_from_slice(&all[16..]);
+        Report {
+            kind: int(0),
+            pid: int(4),
+            status: int(8),
+            errno: int(12),
+            time_ns: i64::from_ne_bytes(time),
+        }
+    }
 }
 
 /// A command forked but not yet exec'd: it waits for [`PausedChild::resume`].
@@ -82,18 +86,16 @@ fn cstring(bytes: impl Into<Vec<u8>>, what: &str, program: &str) -> Result<CStri
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| LaunchError::io("pipe", e))
+    sys::pipe(false).map_err(|e| LaunchError::io("pipe", e))
 }
 
 fn dev_null(write: bool) -> Result<OwnedFd> {
-    let mode = if write { rustix::fs::OFlags::WRONLY } else { rustix::fs::OFlags::RDONLY };
-    rustix::fs::open("/dev/null", mode | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
-        .map_err(|e| LaunchError::file("/dev/null", e))
+    let file = OpenOptions::new().read(!write).write(write).open("/dev/null");
+    file.map(OwnedFd::from).map_err(|e| LaunchError::file("/dev/null", e))
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> Result<()> {
-    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| LaunchError::io("fcntl", e))?;
-    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK).map_err(|e| LaunchError::io("fcntl", e))
+    sys::set_nonblocking(fd.as_fd()).map_err(|e| LaunchError::io("fcntl", e))
 }
 
 /// Where one of the command's output streams goes: the fd the child dup2s, and our read end.
@@ -152,11 +154,9 @@ impl PausedChild {
         argv_ptrs.push(std::ptr::null());
         let mut envp_ptrs: Vec<*const c_char> = envp.iter().map(|e| e.as_ptr()).collect();
         envp_ptrs.push(std::ptr::null());
-        let plan = Plan {
+        let plan = ChildPlan {
             program,
-            _argv: argv,
             argv_ptrs,
-            _envp: envp,
             envp_ptrs,
             cwd,
             creds: creds.as_ref().map(|c| (c.uid, c.gid, c.groups.clone())),
@@ -170,18 +170,10 @@ impl PausedChild {
             report_w: report_w.as_raw_fd(),
         };
 
-        // SAFETY: the child runs only async-signal-safe code over the prepared plan.
-        let shepherd = unsafe { libc::fork() };
-        if shepherd < 0 {
-            return Err(LaunchError::Spawn {
-                program: program_name,
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        if shepherd == 0 {
-            // SAFETY: we are the freshly forked shepherd.
-            unsafe { shepherd_main(&plan) }
-        }
+        let forked = sys::fork_shepherd(&plan);
+        drop((plan, argv, envp));
+        let shepherd =
+            forked.map_err(|source| LaunchError::Spawn { program: program_name.clone(), source })?;
         drop((resume_r, err_w, report_w, stdin, stdout_src, stderr_src));
 
         let mut launch = Launch::new(
@@ -242,18 +234,18 @@ impl PausedChild {
     pub fn resume(self) -> Result<Running> {
         let PausedChild { mut launch, resume_w, err_r } = self;
         let started_ns: BootNanos = boottime_ns();
-        let wrote = rustix::io::write(&resume_w, &[1]);
+        let wrote = sys::write(resume_w.as_fd(), &[1]);
         drop(resume_w);
-        if let Err(e) = wrote {
-            return Err(LaunchError::Spawn { program: launch.program.clone(), source: e.into() });
+        if let Err(source) = wrote {
+            return Err(LaunchError::Spawn { program: launch.program.clone(), source });
         }
         let mut buf = [0u8; 8];
         let mut got = 0;
         while got < buf.len() {
-            match rustix::io::read(err_r.as_fd(), &mut buf[got..]) {
+            match sys::read(err_r.as_fd(), &mut buf[got..]) {
                 Ok(0) => break,
                 Ok(n) => got += n,
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(LaunchError::io("reading the exec status", e)),
             }
         }
@@ -263,134 +255,11 @@ impl PausedChild {
             launch.kill_and_reap();
             return Err(LaunchError::Exec {
                 program: launch.program.clone(),
-                what: STAGES.get(stage as usize).copied().unwrap_or("exec"),
+                what: EXEC_STAGES.get(stage as usize).copied().unwrap_or("exec"),
                 source: std::io::Error::from_raw_os_error(errno),
             });
         }
         launch.started_ns = started_ns;
         Ok(Running::new(launch))
-    }
-}
-
-fn errno() -> i32 {
-    // SAFETY: reading the thread's errno.
-    unsafe { *libc::__errno_location() }
-}
-
-/// Writes one report; async-signal-safe.
-unsafe fn report(fd: RawFd, r: Report) {
-    // SAFETY: `r` is plain old data of SIZE bytes; pipe writes of that size are atomic.
-    unsafe { libc::write(fd, (&r as *const Report).cast(), Report::SIZE) };
-}
-
-/// Closes every descriptor from 3 up except those in `keep`; async-signal-safe.
-unsafe fn close_all_except(keep: &mut [RawFd]) {
-    keep.sort_unstable();
-    let mut first: u32 = 3;
-    for &fd in keep.iter() {
-        if fd >= first as RawFd {
-            if fd > first as RawFd {
-                // SAFETY: closing a range of descriptors in a child that owns no Rust objects on them.
-                unsafe { libc::syscall(libc::SYS_close_range, first, (fd - 1) as u32, 0u32) };
-            }
-            first = fd as u32 + 1;
-        }
-    }
-    // SAFETY: as above.
-    unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) };
-}
-
-unsafe fn shepherd_main(plan: &Plan) -> ! {
-    // SAFETY: only async-signal-safe system calls follow.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        let pid = libc::fork();
-        if pid == 0 {
-            command_main(plan);
-        }
-        if pid < 0 {
-            report(plan.report_w, Report { kind: Report::FORK_FAILED, errno: errno(), ..Report::default() });
-            libc::_exit(1);
-        }
-        report(plan.report_w, Report { kind: Report::STARTED, pid, ..Report::default() });
-        close_all_except(&mut [plan.report_w]);
-        loop {
-            let mut status = 0;
-            let reaped = libc::waitpid(-1, &mut status, libc::__WALL);
-            if reaped < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                break;
-            }
-            if reaped == pid {
-                let exited = Report { kind: Report::EXITED, pid, status, time_ns: boottime_ns(), errno: 0 };
-                report(plan.report_w, exited);
-            }
-        }
-        libc::_exit(0)
-    }
-}
-
-unsafe fn fail(err_w: RawFd, stage: i32) -> ! {
-    let (s, e) = (stage.to_ne_bytes(), errno().to_ne_bytes());
-    let msg = [s[0], s[1], s[2], s[3], e[0], e[1], e[2], e[3]];
-    // SAFETY: writing 8 bytes from the stack, then exiting without running destructors.
-    unsafe {
-        libc::write(err_w, msg.as_ptr().cast(), msg.len());
-        libc::_exit(127)
-    }
-}
-
-unsafe fn command_main(plan: &Plan) -> ! {
-    // SAFETY: only async-signal-safe system calls follow; the plan's pointers stay
-    // valid because the forked address space is a copy of the parent's.
-    unsafe {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGPIPE, libc::SIGCHLD] {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        for (target, source) in plan.stdio.iter().enumerate() {
-            if let Some(fd) = *source
-                && libc::dup2(fd, target as RawFd) < 0
-            {
-                fail(plan.err_w, 0);
-            }
-        }
-        close_all_except(&mut [plan.resume_r, plan.err_w]);
-        let mut byte = 0u8;
-        loop {
-            let n = libc::read(plan.resume_r, (&mut byte as *mut u8).cast(), 1);
-            if n == 1 {
-                break;
-            }
-            if n < 0 && errno() == libc::EINTR {
-                continue;
-            }
-            libc::_exit(126);
-        }
-        libc::close(plan.resume_r);
-        if let Some((uid, gid, groups)) = &plan.creds {
-            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-                fail(plan.err_w, 1);
-            }
-            if libc::setgid(*gid) != 0 {
-                fail(plan.err_w, 2);
-            }
-            if libc::setuid(*uid) != 0 {
-                fail(plan.err_w, 3);
-            }
-        }
-        if let Some(cwd) = &plan.cwd
-            && libc::chdir(cwd.as_ptr()) != 0
-        {
-            fail(plan.err_w, 4);
-        }
-        libc::execve(plan.program.as_ptr(), plan.argv_ptrs.as_ptr(), plan.envp_ptrs.as_ptr());
-        fail(plan.err_w, 5)
     }
 }

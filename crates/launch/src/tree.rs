@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rustix::process::{Pid, PidfdFlags, Signal};
+use std::os::fd::AsFd;
+
+use crate::sys;
 
 /// Every live (or zombie) descendant of `ancestor`, parents before children.
 pub(crate) fn descendants(ancestor: i32) -> Vec<i32> {
@@ -71,17 +73,15 @@ fn parent_of(pid: i32) -> Option<i32> {
 /// Each target is pinned with a pidfd and its parent checked again after pinning,
 /// so a pid recycled by an unrelated process in between is never signalled.
 pub(crate) fn signal_descendants(ancestor: i32, signal: i32) -> usize {
-    let Some(signal) = Signal::from_named_raw(signal) else { return 0 };
     let members = descendants(ancestor);
     let family: HashSet<i32> = members.iter().copied().chain([ancestor]).collect();
     let mut sent = 0;
     for pid in members {
-        let Some(raw) = Pid::from_raw(pid) else { continue };
-        let Ok(pidfd) = rustix::process::pidfd_open(raw, PidfdFlags::empty()) else { continue };
+        let Ok(pidfd) = sys::pidfd_open(pid) else { continue };
         if !parent_of(pid).is_some_and(|ppid| family.contains(&ppid)) {
             continue;
         }
-        if rustix::process::pidfd_send_signal(&pidfd, signal).is_ok() {
+        if sys::pidfd_send_signal(pidfd.as_fd(), signal).is_ok() {
             sent += 1;
         }
     }

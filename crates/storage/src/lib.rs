@@ -15,7 +15,7 @@ mod sys;
 pub use clock::{DeviceClock, Stats};
 pub use disk::{EmulatedDisk, FillReport};
 pub use profile::resolve;
-pub use sys::{is_root, make_timely, terminate};
+pub use sys::{make_timely, terminate};
 
 /// What can go wrong making or using an emulated disk.
 #[derive(Debug, thiserror::Error)]

@@ -125,6 +125,13 @@ pub fn make_timely() {
     let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
 }
 
+/// Sends SIGTERM to process `pid` (the command run on a mounted emulated disk).
+pub fn terminate(pid: u32) -> io::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
+        .map_err(io::Error::from)
+}
+
 /// Mounts the ext4 filesystem of `device` at `target`.
 pub fn mount_ext4(device: &Path, target: &Path) -> io::Result<()> {
     nix::mount::mount(Some(device), target, Some("ext4"), MsFlags::MS_NOATIME, None::<&str>)
@@ -175,18 +182,6 @@ fn unescape_octal(field: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Whether this process runs as root (loop devices, FUSE and mounts need it).
-pub fn is_root() -> bool {
-    nix::unistd::Uid::effective().is_root()
-}
-
-/// Asks process `pid` to end (SIGTERM); an error (it is gone already) is ignored.
-pub fn terminate(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
-    }
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
     if !at.is_dir() {
         bail!("--at {}: not a directory", at.display());
     }
-    if !coldstart_storage::is_root() {
+    if !coldstart_bench::evict::is_root() {
         bail!("coldstart storage mount needs root (loop devices, FUSE and mounts)");
     }
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
@@ -136,7 +136,7 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
         let forwarder = thread::spawn(move || {
             let first = signals.forever().next();
             if first.is_some() {
-                coldstart_storage::terminate(pid);
+                let _ = coldstart_storage::terminate(pid);
             }
             first
         });

@@ -19,6 +19,7 @@
 //! MemAvailable at the start. Threads get the I/O priority asked for. The report
 //! accounts for every planned range exactly once.
 
+mod priority;
 mod sys;
 mod worker;
 
@@ -29,7 +30,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use sys::{CpuClass, IoPriority, cached_pages, mem_available};
+pub use priority::{CpuClass, IoPriority};
+pub use sys::{cached_pages, mem_available};
 
 use crate::error::{PrefetchError, Result};
 use crate::plan::Plan;

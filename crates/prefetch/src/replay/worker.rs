@@ -2,17 +2,18 @@
 //! order and at most `depth` run at once), opens files on first use (checking their
 //! identity), and tallies what became of every range.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::fs::{File, Metadata};
+use std::io::ErrorKind;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use coldstart_trace::Dev;
-use rustix::fs::{Advice, FileType, Mode, OFlags, Stat};
-
 use super::sys::{self, cached_pages};
 use super::{Fill, Method, ReplayOptions, ReplayReport, Tally};
 use crate::plan::{Plan, PlanFile, PlanFileKind, Step};
+use coldstart_trace::Dev;
 
 const BUFFER_BYTES: usize = 256 * 1024;
 /// What the kernel's readahead may bring in past the end of a range read with
@@ -30,7 +31,7 @@ enum Skip {
 
 enum FileState {
     Unopened,
-    Ready { fd: Arc<OwnedFd>, residency_known: bool },
+    Ready { fd: Arc<File>, residency_known: bool },
     Skipped(Skip),
     Closed,
 }
@@ -93,12 +94,12 @@ fn enabled(plan: &Plan, options: &ReplayOptions, step: Step) -> bool {
     }
 }
 
-fn identity_problem(file: &PlanFile, st: &Stat) -> Option<String> {
-    let kind = FileType::from_raw_mode(st.st_mode);
+fn identity_problem(file: &PlanFile, st: &Metadata) -> Option<String> {
+    let kind = st.file_type();
     match file.kind {
         PlanFileKind::BlockDevice => {
-            let rdev = Dev::from_user(st.st_rdev);
-            if kind != FileType::BlockDevice {
+            let rdev = Dev::from_user(st.rdev());
+            if !kind.is_block_device() {
                 Some("no longer a block device".into())
             } else if rdev != file.dev {
                 Some(format!("now device {rdev}, planned {}", file.dev))
@@ -107,17 +108,19 @@ fn identity_problem(file: &PlanFile, st: &Stat) -> Option<String> {
             }
         }
         PlanFileKind::Regular => {
-            let dev = Dev::from_user(st.st_dev);
-            let mtime = st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64;
-            if kind != FileType::RegularFile {
+            let dev = Dev::from_user(st.dev());
+            let mtime = st.mtime() * 1_000_000_000 + st.mtime_nsec();
+            if !kind.is_file() {
                 Some("no longer a regular file".into())
-            } else if dev != file.dev || st.st_ino != file.ino {
+            } else if dev != file.dev || st.ino() != file.ino {
                 Some(format!(
                     "replaced (now {dev} inode {}, planned {} inode {})",
-                    st.st_ino, file.dev, file.ino
+                    st.ino(),
+                    file.dev,
+                    file.ino
                 ))
-            } else if file.size.is_some_and(|s| s != st.st_size as u64) {
-                Some(format!("size changed ({} → {} bytes)", file.size.unwrap_or(0), st.st_size))
+            } else if file.size.is_some_and(|s| s != st.size()) {
+                Some(format!("size changed ({} → {} bytes)", file.size.unwrap_or(0), st.size()))
             } else if file.mtime_ns.is_some_and(|m| m != mtime) {
                 Some("modified since the plan was made (mtime differs)".into())
             } else {
@@ -127,21 +130,9 @@ fn identity_problem(file: &PlanFile, st: &Stat) -> Option<String> {
     }
 }
 
-/// Opens a planned file for reading. `NONBLOCK` and `NOCTTY` because the path may have
-/// become a FIFO or a terminal since the identity check before the open: such an open
-/// must neither wait for a writer nor take a controlling terminal (the check after it
-/// then refuses the file).
-fn open(path: &str) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
-        Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty()),
-        other => other,
-    }
-}
-
 /// The open descriptor of file `f` and whether cachestat answers for it, opening
 /// and checking it on first use.
-fn file_fd(shared: &Shared<'_>, f: usize, local: &mut Local) -> Result<(Arc<OwnedFd>, bool), Skip> {
+fn file_fd(shared: &Shared<'_>, f: usize, local: &mut Local) -> Result<(Arc<File>, bool), Skip> {
     let slot = &shared.slots[f];
     let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
     match &*state {
@@ -150,28 +141,28 @@ fn file_fd(shared: &Shared<'_>, f: usize, local: &mut Local) -> Result<(Arc<Owne
         FileState::Closed | FileState::Unopened => {}
     }
     let file = &shared.plan.files[f];
-    let gone_or_unreadable = |e: rustix::io::Errno, what: &str| match e {
-        rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => (Skip::Missing, "gone".to_owned()),
-        e => (Skip::Unreadable, format!("cannot {what}: {}", std::io::Error::from(e))),
+    let gone_or_unreadable = |e: std::io::Error, what: &str| match e.kind() {
+        ErrorKind::NotFound | ErrorKind::NotADirectory => (Skip::Missing, "gone".to_owned()),
+        _ => (Skip::Unreadable, format!("cannot {what}: {e}")),
     };
     // The identity is checked before the open too, so that a path that now names a FIFO,
     // a character device or another file is never opened (an open can block or have side
     // effects), and again on the descriptor, against a swap in between.
-    let opened = rustix::fs::stat(file.path.as_str())
+    let opened = std::fs::metadata(&file.path)
         .map_err(|e| gone_or_unreadable(e, "stat"))
         .and_then(|st| identity_problem(file, &st).map_or(Ok(()), |why| Err((Skip::Stale, why))))
-        .and_then(|()| open(&file.path).map_err(|e| gone_or_unreadable(e, "open")));
-    let checked = opened.and_then(|fd| match rustix::fs::fstat(&fd) {
+        .and_then(|()| sys::open_for_reading(&file.path).map_err(|e| gone_or_unreadable(e, "open")));
+    let checked = opened.and_then(|fd| match fd.metadata() {
         Ok(st) => match identity_problem(file, &st) {
             Some(why) => Err((Skip::Stale, why)),
             None => Ok(fd),
         },
-        Err(e) => Err((Skip::Unreadable, format!("cannot stat: {}", std::io::Error::from(e)))),
+        Err(e) => Err((Skip::Unreadable, format!("cannot stat: {e}"))),
     });
     match checked {
         Ok(fd) => {
             if shared.options.method == Method::Read && shared.options.fill == Fill::Exact {
-                let _ = rustix::fs::fadvise(&fd, 0, None, Advice::Random);
+                let _ = sys::advise_random(&fd);
             }
             let residency_known = cached_pages(fd.as_fd(), 0, 1).is_ok();
             let fd = Arc::new(fd);
@@ -207,8 +198,25 @@ fn step_done(shared: &Shared<'_>, f: usize) {
     }
 }
 
+/// Reads `offset..offset+length` of `file` through the page cache into `buffer`
+/// piece by piece, so it returns only once every page is in (or at end of file).
+fn read_through(file: &File, offset: u64, length: u64, buffer: &mut [u8]) -> std::io::Result<()> {
+    let end = offset + length;
+    let mut at = offset;
+    while at < end {
+        let want = ((end - at) as usize).min(buffer.len());
+        match file.read_at(&mut buffer[..want], at) {
+            Ok(0) => return Ok(()),
+            Ok(n) => at += n as u64,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 fn fetch(
-    fd: &OwnedFd,
+    fd: &File,
     offset: u64,
     length: u64,
     options: &ReplayOptions,
@@ -218,9 +226,9 @@ fn fetch(
     let mut at = offset;
     while at < offset + length {
         let len = chunk.min(offset + length - at);
-        rustix::fs::fadvise(fd, at, std::num::NonZeroU64::new(len), Advice::WillNeed)?;
+        sys::advise_will_need(fd, at, len)?;
         if options.method == Method::Read {
-            sys::read_through(fd, at, len, buffer)?;
+            read_through(fd, at, len, buffer)?;
         }
         at += len;
     }
@@ -263,7 +271,7 @@ fn range_step(shared: &Shared<'_>, f: usize, r: usize, local: &mut Local, buffer
         let cached_beyond = || cached_pages(fd.as_fd(), end, beyond).unwrap_or(0) * page;
         let was = if beyond > 0 { cached_beyond() } else { 0 };
         // No advice: WILLNEED and FADV_RANDOM allocate 4 KiB folios, the reads' own readahead large ones.
-        let read = sys::read_through(&*fd, range.offset, range.length, buffer);
+        let read = read_through(&fd, range.offset, range.length, buffer);
         let added = if beyond > 0 { cached_beyond().saturating_sub(was) } else { 0 };
         shared.committed.fetch_add(added, Ordering::AcqRel);
         local.read_ahead_beyond += added;
