@@ -30,6 +30,7 @@ pub mod ftrace;
 pub mod guardian;
 mod session;
 pub mod spool;
+pub mod sys;
 pub mod system;
 pub mod tracefs;
 

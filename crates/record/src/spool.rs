@@ -31,8 +31,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
-use rustix::io::Errno;
+use nix::dir::{Dir, Type};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag, open, openat, readlinkat, renameat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat, mkdirat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, RecordError, Result};
@@ -66,23 +69,27 @@ pub enum Distrust {
 
 /// Whether `uid` may own what leads to a spool: root, or the user we run as.
 fn trusted_owner(uid: u32) -> bool {
-    uid == 0 || uid == rustix::process::geteuid().as_raw()
+    uid == 0 || uid == nix::unistd::geteuid().as_raw()
 }
 
-fn mode_of(st: &Stat) -> Mode {
-    Mode::from_raw_mode(st.st_mode)
+fn mode_of(st: &FileStat) -> Mode {
+    Mode::from_bits_truncate(st.st_mode)
+}
+
+fn file_type(st: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
 }
 
 /// Checks a directory met at `path`: its owner, and who else may write to it. Only an
 /// ancestor (`last == false`) may be writable by others, and then only if sticky.
-fn check_dir(st: &Stat, path: &Path, last: bool) -> std::result::Result<(), Distrust> {
+fn check_dir(st: &FileStat, path: &Path, last: bool) -> std::result::Result<(), Distrust> {
     let mode = mode_of(st);
     if !trusted_owner(st.st_uid) {
         return Err(Distrust::Owner { path: path.to_owned(), uid: st.st_uid });
     }
-    let writable = mode.intersects(Mode::WGRP | Mode::WOTH);
-    if writable && (last || !mode.contains(Mode::SVTX)) {
-        return Err(Distrust::Writable { path: path.to_owned(), mode: mode.as_raw_mode() });
+    let writable = mode.intersects(Mode::S_IWGRP | Mode::S_IWOTH);
+    if writable && (last || !mode.contains(Mode::S_ISVTX)) {
+        return Err(Distrust::Writable { path: path.to_owned(), mode: mode.bits() });
     }
     Ok(())
 }
@@ -112,8 +119,8 @@ impl From<Distrust> for WalkError {
     }
 }
 
-const DIR_FLAGS: OFlags =
-    OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+const DIR_FLAGS: OFlag =
+    OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
 
 /// Opens the directory `path` from `/`, one component at a time, checking each
 /// directory with [`check_dir`] and following a symbolic link only where no one but
@@ -123,11 +130,11 @@ const DIR_FLAGS: OFlags =
 fn open_trusted_dir(path: &Path, create: bool) -> std::result::Result<OwnedFd, WalkError> {
     let absolute = std::path::absolute(path).map_err(|e| WalkError::Io(path.to_owned(), e))?;
     let root = Path::new("/");
-    let root_fd = rustix::fs::open(root, DIR_FLAGS, Mode::empty()).map_err(|e| WalkError::io(root, e))?;
-    let root_st = rustix::fs::fstat(&root_fd).map_err(|e| WalkError::io(root, e))?;
+    let root_fd = open(root, DIR_FLAGS, Mode::empty()).map_err(|e| WalkError::io(root, e))?;
+    let root_st = fstat(&root_fd).map_err(|e| WalkError::io(root, e))?;
     check_dir(&root_st, root, false)?;
     let mut pending: VecDeque<OsString> = components(&absolute);
-    let mut stack: Vec<(OwnedFd, Stat, PathBuf)> = vec![(root_fd, root_st, root.to_owned())];
+    let mut stack: Vec<(OwnedFd, FileStat, PathBuf)> = vec![(root_fd, root_st, root.to_owned())];
     let mut links = 0;
     while let Some(name) = pending.pop_front() {
         if name == ".." {
@@ -139,29 +146,29 @@ fn open_trusted_dir(path: &Path, create: bool) -> std::result::Result<OwnedFd, W
         let last = pending.is_empty();
         let (parent, parent_st, parent_path) = stack.last().expect("the stack keeps `/`");
         let shown = parent_path.join(&name);
-        match rustix::fs::openat(parent, name.as_os_str(), DIR_FLAGS, Mode::empty()) {
+        match openat(parent, name.as_os_str(), DIR_FLAGS, Mode::empty()) {
             Ok(fd) => {
-                let st = rustix::fs::fstat(&fd).map_err(|e| WalkError::io(&shown, e))?;
+                let st = fstat(&fd).map_err(|e| WalkError::io(&shown, e))?;
                 check_dir(&st, &shown, last)?;
                 stack.push((fd, st, shown));
             }
-            Err(Errno::NOENT) if create => {
-                let mode = Mode::from_raw_mode(if last { 0o700 } else { 0o755 });
-                match rustix::fs::mkdirat(parent, name.as_os_str(), mode) {
-                    Ok(()) | Err(Errno::EXIST) => pending.push_front(name),
+            Err(Errno::ENOENT) if create => {
+                let mode = Mode::from_bits_truncate(if last { 0o700 } else { 0o755 });
+                match mkdirat(parent, name.as_os_str(), mode) {
+                    Ok(()) | Err(Errno::EEXIST) => pending.push_front(name),
                     Err(e) => return Err(WalkError::io(&shown, e)),
                 }
             }
-            Err(Errno::LOOP | Errno::NOTDIR) => {
-                let st = rustix::fs::statat(parent, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+            Err(Errno::ELOOP | Errno::ENOTDIR) => {
+                let st = fstatat(parent, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
                     .map_err(|e| WalkError::io(&shown, e))?;
-                if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+                if file_type(&st) != SFlag::S_IFLNK {
                     return Err(Distrust::NotDirectory(shown).into());
                 }
                 if last {
                     return Err(Distrust::Symlink(shown).into());
                 }
-                let parent_writable = mode_of(parent_st).intersects(Mode::WGRP | Mode::WOTH);
+                let parent_writable = mode_of(parent_st).intersects(Mode::S_IWGRP | Mode::S_IWOTH);
                 if parent_writable && !trusted_owner(st.st_uid) {
                     return Err(Distrust::ForeignSymlink { path: shown, uid: st.st_uid }.into());
                 }
@@ -169,9 +176,8 @@ fn open_trusted_dir(path: &Path, create: bool) -> std::result::Result<OwnedFd, W
                 if links > MAX_SYMLINKS {
                     return Err(Distrust::SymlinkLoop(absolute).into());
                 }
-                let target = rustix::fs::readlinkat(parent, name.as_os_str(), Vec::new())
-                    .map_err(|e| WalkError::io(&shown, e))?;
-                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                let target = readlinkat(parent, name.as_os_str()).map_err(|e| WalkError::io(&shown, e))?;
+                let target = PathBuf::from(target);
                 if target.is_absolute() {
                     stack.truncate(1);
                 }
@@ -199,17 +205,15 @@ fn components(path: &Path) -> VecDeque<OsString> {
 
 /// Opens a directory entry of `dir` that must itself be a trusted spool directory.
 fn open_trusted_entry(dir: &OwnedFd, name: &OsStr, path: &Path) -> std::result::Result<OwnedFd, WalkError> {
-    match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
+    match openat(dir, name, DIR_FLAGS, Mode::empty()) {
         Ok(fd) => {
-            let st = rustix::fs::fstat(&fd).map_err(|e| WalkError::io(path, e))?;
+            let st = fstat(&fd).map_err(|e| WalkError::io(path, e))?;
             check_dir(&st, path, true)?;
             Ok(fd)
         }
         // With O_NOFOLLOW | O_DIRECTORY, Linux answers ENOTDIR for a link.
-        Err(Errno::LOOP | Errno::NOTDIR) => match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                Err(Distrust::Symlink(path.to_owned()).into())
-            }
+        Err(Errno::ELOOP | Errno::ENOTDIR) => match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type(&st) == SFlag::S_IFLNK => Err(Distrust::Symlink(path.to_owned()).into()),
             Ok(_) => Err(Distrust::NotDirectory(path.to_owned()).into()),
             Err(e) => Err(WalkError::io(path, e)),
         },
@@ -219,8 +223,7 @@ fn open_trusted_entry(dir: &OwnedFd, name: &OsStr, path: &Path) -> std::result::
 
 /// Whether `dir` holds a regular `start.json` (what makes a directory a spool).
 fn has_start(dir: &OwnedFd) -> bool {
-    rustix::fs::statat(dir, "start.json", AtFlags::SYMLINK_NOFOLLOW)
-        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+    fstatat(dir, "start.json", AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(|st| file_type(&st) == SFlag::S_IFREG)
 }
 
 /// The directory spools live in, checked from `/` and held open.
@@ -260,21 +263,18 @@ impl SpoolRoot {
     pub fn new_spool(&self, owner: &InstanceOwner) -> Result<Spool> {
         let name = format!("{}-{}", owner.pid, owner.starttime.unwrap_or(0));
         let dir = self.path.join(&name);
-        match rustix::fs::statat(&self.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
-                fs::remove_dir_all(&dir).at(&dir)?
-            }
+        match fstatat(&self.fd, name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type(&st) == SFlag::S_IFDIR => fs::remove_dir_all(&dir).at(&dir)?,
             Ok(_) => {
-                rustix::fs::unlinkat(&self.fd, name.as_str(), AtFlags::empty()).map_err(|e| io_at(&dir, e))?
+                unlinkat(&self.fd, name.as_str(), UnlinkatFlags::NoRemoveDir).map_err(|e| io_at(&dir, e))?
             }
-            Err(Errno::NOENT) => {}
+            Err(Errno::ENOENT) => {}
             Err(e) => return Err(io_at(&dir, e)),
         }
-        rustix::fs::mkdirat(&self.fd, name.as_str(), Mode::from_raw_mode(0o700))
-            .map_err(|e| io_at(&dir, e))?;
+        mkdirat(&self.fd, name.as_str(), Mode::from_bits_truncate(0o700)).map_err(|e| io_at(&dir, e))?;
         let fd =
             open_trusted_entry(&self.fd, OsStr::new(&name), &dir).map_err(WalkError::into_record_error)?;
-        rustix::fs::mkdirat(&fd, "formats", Mode::from_raw_mode(0o700))
+        mkdirat(&fd, "formats", Mode::from_bits_truncate(0o700))
             .map_err(|e| io_at(dir.join("formats"), e))?;
         Ok(Spool { dir, fd: Arc::new(fd) })
     }
@@ -282,7 +282,9 @@ impl SpoolRoot {
     /// Spools here whose recorder is no longer running, and those not trusted enough to read.
     pub fn leftovers(&self) -> Result<Leftovers> {
         let mut found = Leftovers::default();
-        for entry in Dir::read_from(&self.fd).map_err(|e| io_at(&self.path, e))? {
+        let mut dir =
+            Dir::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&self.path, e))?;
+        for entry in dir.iter() {
             let entry = entry.map_err(|e| io_at(&self.path, e))?;
             let name = OsStr::from_bytes(entry.file_name().to_bytes());
             let Some((pid, start)) = name.to_str().and_then(|n| n.split_once('-')) else { continue };
@@ -419,16 +421,16 @@ impl Spool {
     /// Creates the new file `name` (mode 0600) in the spool, or in `formats/`; never
     /// follows or reuses what is already there.
     pub fn create_file(&self, name: &str) -> Result<File> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        rustix::fs::openat(&*self.fd, name, flags, Mode::from_raw_mode(0o600))
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        openat(&*self.fd, name, flags, Mode::from_bits_truncate(0o600))
             .map(File::from)
             .map_err(|e| io_at(self.path(name), e))
     }
 
     /// Opens the spool's file `name` for reading, without following a symbolic link.
     fn open_file(&self, name: &str) -> std::io::Result<File> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        Ok(File::from(rustix::fs::openat(&*self.fd, name, flags, Mode::empty())?))
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        Ok(File::from(openat(&*self.fd, name, flags, Mode::empty())?))
     }
 
     fn read_file(&self, name: &str) -> std::io::Result<Vec<u8>> {
@@ -441,8 +443,8 @@ impl Spool {
         let tmp = format!(".{name}.tmp");
         let text = serde_json::to_vec_pretty(value)
             .map_err(|source| RecordError::SpoolJson { path: self.path(name), source })?;
-        match rustix::fs::unlinkat(&*self.fd, tmp.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
+        match unlinkat(&*self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
             Err(e) => return Err(io_at(self.path(&tmp), e)),
         }
         self.create_file(&tmp)?.write_all(&text).at(self.path(&tmp))?;
@@ -450,7 +452,7 @@ impl Spool {
         // and a cache flush would be the recorder's own cost in the start (and its writes in
         // the trace); the rename keeps the file whole for `recover` after a killed recorder,
         // and a machine that crashes loses the tracing instances' data anyway.
-        rustix::fs::renameat(&*self.fd, tmp.as_str(), &*self.fd, name).map_err(|e| io_at(self.path(name), e))
+        renameat(&*self.fd, tmp.as_str(), &*self.fd, name).map_err(|e| io_at(self.path(name), e))
     }
 
     pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Option<T>> {
@@ -482,12 +484,12 @@ impl Spool {
     /// The saved format files, as (name, text).
     pub fn formats(&self) -> Result<Vec<(String, String)>> {
         let dir = self.dir.join("formats");
-        let formats =
-            rustix::fs::openat(&*self.fd, "formats", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&dir, e))?;
+        let mut formats =
+            Dir::openat(&*self.fd, "formats", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&dir, e))?;
         let mut out = Vec::new();
-        for entry in Dir::read_from(&formats).map_err(|e| io_at(&dir, e))?.flatten() {
+        for entry in formats.iter().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type() == FileType::Directory {
+            if entry.file_type() == Some(Type::Directory) {
                 continue;
             }
             let name_in_spool = format!("formats/{name}");
@@ -521,10 +523,10 @@ impl Spool {
     /// Copies the regular file at `source` into the spool as `name`, never opening a
     /// symbolic link, a FIFO or a device there.
     pub fn copy_in(&self, name: &str, source: &Path) -> Result<u64> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let from = rustix::fs::open(source, flags, Mode::empty()).map_err(|e| io_at(source, e))?;
-        let st = rustix::fs::fstat(&from).map_err(|e| io_at(source, e))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let from = open(source, flags, Mode::empty()).map_err(|e| io_at(source, e))?;
+        let st = fstat(&from).map_err(|e| io_at(source, e))?;
+        if file_type(&st) != SFlag::S_IFREG {
             return Err(RecordError::io(source, std::io::Error::other("not a regular file")));
         }
         std::io::copy(&mut File::from(from), &mut self.create_file(name)?).at(self.path(name))

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use coldstart_trace::{Dev, Meta};
+use nix::unistd::{SysconfVar, sysconf};
 use procfs::process::MountInfo;
 use procfs::{CpuInfo, Current, DiskStat, Meminfo};
 
@@ -126,20 +127,30 @@ pub fn disk_info(dev: Dev) -> DiskInfo {
     }
 }
 
+/// The kernel's clock ticks per second (`USER_HZ`, the unit of /proc's CPU times).
+pub fn clock_ticks_per_second() -> f64 {
+    sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64
+}
+
 /// The host facts of a trace's meta: `host`, `kernel`, `cpu_model`, `cpu_count`,
 /// `mem_total_bytes` and `page_size`; every other field is left at its default.
 pub fn host() -> Meta {
-    let uts = rustix::system::uname();
-    let text = |field: &std::ffi::CStr| field.to_string_lossy().into_owned();
+    let uts = nix::sys::utsname::uname().ok();
+    let text =
+        |field: Option<&std::ffi::OsStr>| field.map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let cpu_model =
         CpuInfo::current().ok().and_then(|info| info.model_name(0).map(str::to_owned)).unwrap_or_default();
     Meta {
-        host: text(uts.nodename()),
-        kernel: format!("{} {}", text(uts.release()), text(uts.version())),
+        host: text(uts.as_ref().map(|u| u.nodename())),
+        kernel: format!(
+            "{} {}",
+            text(uts.as_ref().map(|u| u.release())),
+            text(uts.as_ref().map(|u| u.version()))
+        ),
         cpu_model,
         cpu_count: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
         mem_total_bytes: Meminfo::current().map(|m| m.mem_total).unwrap_or(0),
-        page_size: rustix::param::page_size() as u32,
+        page_size: sysconf(SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u32,
         ..Meta::default()
     }
 }

@@ -85,8 +85,12 @@ fn faulted_pages(accesses: &[(i32, AccessKind, u64, u32)]) -> Vec<u64> {
 fn read_ahead_kb(path: &Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(path).ok()?.dev();
-    let sys =
-        std::fs::canonicalize(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))).ok()?;
+    let sys = std::fs::canonicalize(format!(
+        "/sys/dev/block/{}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    ))
+    .ok()?;
     let disk = if sys.join("partition").exists() { sys.parent()?.to_owned() } else { sys };
     std::fs::read_to_string(disk.join("queue/read_ahead_kb")).ok()?.trim().parse().ok()
 }

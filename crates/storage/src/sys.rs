@@ -1,11 +1,12 @@
-//! The kernel interfaces the emulated disk stands on: loop devices (the LOOP_* ioctls of
-//! `linux/loop.h`) and mounts.
+//! The kernel interfaces the emulated disk stands on, through nix: loop devices (the
+//! LOOP_* ioctls of `linux/loop.h`) and mounts.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use nix::libc;
 use nix::mount::{MntFlags, MsFlags};
 
 const LOOP_CLR_FD: u64 = 0x4C01;

@@ -2,14 +2,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use coldstart_trace::Dev;
+use nix::fcntl::OFlag;
 
-/// `_IOWR('f', 11, struct fiemap)`.
-const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 const FIEMAP_EXTENT_LAST: u32 = 0x1;
 const HEADER: usize = 32;
 const EXTENT: usize = 56;
@@ -28,7 +26,7 @@ pub struct RawExtent {
 pub fn extents(path: &Path, dev: Dev, ino: u64) -> io::Result<Vec<RawExtent>> {
     let file = File::options()
         .read(true)
-        .custom_flags(libc::O_NOATIME | libc::O_NOFOLLOW)
+        .custom_flags((OFlag::O_NOATIME | OFlag::O_NOFOLLOW).bits())
         .open(path)
         .or_else(|_| File::open(path))?;
     let md = file.metadata()?;
@@ -40,16 +38,12 @@ pub fn extents(path: &Path, dev: Dev, ino: u64) -> io::Result<Vec<RawExtent>> {
     let mut buf = vec![0u64; (HEADER + BATCH * EXTENT) / 8];
     loop {
         buf.fill(0);
-        let bytes: &mut [u8] = bytemuck_u8(&mut buf);
-        bytes[0..8].copy_from_slice(&start.to_ne_bytes());
-        bytes[8..16].copy_from_slice(&(u64::MAX - start).to_ne_bytes());
-        bytes[24..28].copy_from_slice(&(BATCH as u32).to_ne_bytes());
-        // SAFETY: the buffer is 8-aligned and holds a fiemap header plus BATCH extents.
-        let r = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP, buf.as_mut_ptr()) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let bytes: &[u8] = bytemuck_u8(&mut buf);
+        buf[0] = start;
+        buf[1] = u64::MAX - start;
+        // fm_flags, fm_mapped_extents, then fm_extent_count and fm_reserved: two u32 pairs.
+        buf[3] = words_of(BATCH as u32, 0);
+        crate::sys::fiemap(&file, &mut buf)?;
+        let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mapped = u32::from_ne_bytes(bytes[20..24].try_into().unwrap_or_default()) as usize;
         if mapped == 0 {
             return Ok(out);
@@ -70,9 +64,12 @@ pub fn extents(path: &Path, dev: Dev, ino: u64) -> io::Result<Vec<RawExtent>> {
     }
 }
 
-fn bytemuck_u8(words: &mut [u64]) -> &mut [u8] {
-    // SAFETY: u8 has no alignment or validity requirements; the length covers the same memory.
-    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+/// Two adjacent u32 fields of a C struct as the one u64 word that holds them.
+fn words_of(first: u32, second: u32) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes[..4].copy_from_slice(&first.to_ne_bytes());
+    bytes[4..].copy_from_slice(&second.to_ne_bytes());
+    u64::from_ne_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -95,7 +92,7 @@ mod tests {
                 let end = list.iter().map(|e| e.logical + e.length).max().unwrap();
                 assert!(end >= 3 * 4096 + 10, "extents end at {end}");
             }
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EOPNOTSUPP as i32) => {
                 eprintln!("skip: no FIEMAP on this filesystem")
             }
             Err(e) => panic!("{e}"),

@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn a_task_is_named_by_its_process_unless_it_started_after_the_recording() {
-        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let tid = nix::unistd::gettid().as_raw();
         let pid = std::process::id() as i32;
         let live = crate::assemble::LiveSystem;
         assert_eq!(tgid_of_task_started_by(&live, tid, i64::MAX / 2), Some(pid));

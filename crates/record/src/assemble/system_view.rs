@@ -124,7 +124,7 @@ impl SystemView for LiveSystem {
     }
 
     fn clock_ticks_per_second(&self) -> f64 {
-        rustix::param::clock_ticks_per_second() as f64
+        crate::system::clock_ticks_per_second()
     }
 
     fn read_marks_file(&self, path: &Path) -> Option<String> {

@@ -15,14 +15,18 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+use coldstart_record::sys::{Mapping, fork_child};
+use nix::fcntl::{PosixFadviseAdvice as Fadvice, posix_fadvise};
+use nix::sys::mman::MmapAdvise;
+use nix::unistd::{SysconfVar, sysconf};
 
 const PAGES: [(&str, usize); 5] = [("a.bin", 64), ("b.bin", 64), ("c.bin", 16), ("d.bin", 8), ("e.bin", 8)];
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+    sysconf(SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as usize
 }
 
 fn die(what: &str) -> ! {
@@ -38,26 +42,13 @@ fn mark(name: &str) {
 }
 
 fn resident_pages(file: &File, len: usize) -> usize {
-    // SAFETY: a private read-only mapping of an open file, unmapped below.
-    unsafe {
-        let addr =
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0);
-        if addr == libc::MAP_FAILED {
-            die("mmap for mincore");
-        }
-        let mut vec = vec![0u8; len.div_ceil(page_size())];
-        if libc::mincore(addr, len, vec.as_mut_ptr()) != 0 {
-            die("mincore");
-        }
-        libc::munmap(addr, len);
-        vec.iter().filter(|&&b| b & 1 != 0).count()
-    }
+    let mapping = Mapping::new(file, len).unwrap_or_else(|_| die("mmap for mincore"));
+    mapping.resident_pages(page_size()).unwrap_or_else(|_| die("mincore"))
 }
 
 fn evict(file: &File, len: usize) {
     for _ in 0..50 {
-        // SAFETY: fadvise on an open fd.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let _ = posix_fadvise(file, 0, 0, Fadvice::POSIX_FADV_DONTNEED);
         if resident_pages(file, len) == 0 {
             return;
         }
@@ -83,35 +74,22 @@ fn write_evicted(path: &Path, pages: usize) {
     evict(&f, pages * ps);
 }
 
-fn read_pages(path: &Path, first: usize, count: usize, advice: libc::c_int) {
+fn read_pages(path: &Path, first: usize, count: usize, advice: Fadvice) {
     let file = File::open(path).unwrap_or_else(|_| die("open for reading"));
     let ps = page_size();
     let mut buf = vec![0u8; count * ps];
-    // SAFETY: fadvise and pread on an open fd into a buffer of the right size.
-    unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice);
-        let n =
-            libc::pread(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), (first * ps) as libc::off_t);
-        if n != buf.len() as isize {
-            die("short pread");
-        }
+    let _ = posix_fadvise(&file, 0, 0, advice);
+    if file.read_at(&mut buf, (first * ps) as u64).ok() != Some(buf.len()) {
+        die("short pread");
     }
 }
 
-fn touch_pages(path: &Path, len: usize, pages: &[usize], advice: libc::c_int) {
+fn touch_pages(path: &Path, len: usize, pages: &[usize], advice: MmapAdvise) {
     let file = File::open(path).unwrap_or_else(|_| die("open for mapping"));
-    // SAFETY: a read-only mapping of `len` bytes; only bytes inside it are read.
-    unsafe {
-        let addr =
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0);
-        if addr == libc::MAP_FAILED {
-            die("mmap");
-        }
-        libc::madvise(addr, len, advice);
-        for &p in pages {
-            std::ptr::read_volatile(addr.cast::<u8>().add(p * page_size()));
-        }
-        libc::munmap(addr, len);
+    let mapping = Mapping::new(&file, len).unwrap_or_else(|_| die("mmap"));
+    let _ = mapping.advise(advice);
+    for &p in pages {
+        mapping.touch(p * page_size());
     }
 }
 
@@ -132,51 +110,33 @@ fn main() {
     if let Ok(marker) = std::env::var("COLDSTART_TRACE_MARKER") {
         std::fs::write(marker, "fixture-marker").unwrap_or_else(|_| die("trace_marker"));
     }
-    read_pages(&dir.join("a.bin"), 3, 5, libc::POSIX_FADV_RANDOM);
-    read_pages(&dir.join("a.bin"), 20, 2, libc::POSIX_FADV_RANDOM);
-    touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40], libc::MADV_RANDOM);
-    read_pages(&dir.join("d.bin"), 0, 1, libc::POSIX_FADV_NORMAL);
-    touch_pages(&dir.join("e.bin"), 8 * ps, &[5], libc::MADV_NORMAL);
+    read_pages(&dir.join("a.bin"), 3, 5, Fadvice::POSIX_FADV_RANDOM);
+    read_pages(&dir.join("a.bin"), 20, 2, Fadvice::POSIX_FADV_RANDOM);
+    touch_pages(&dir.join("b.bin"), 64 * ps, &[1, 10, 40], MmapAdvise::MADV_RANDOM);
+    read_pages(&dir.join("d.bin"), 0, 1, Fadvice::POSIX_FADV_NORMAL);
+    touch_pages(&dir.join("e.bin"), 8 * ps, &[5], MmapAdvise::MADV_NORMAL);
     let gone = dir.join("gone.bin");
     write_evicted(&gone, 4);
-    read_pages(&gone, 0, 1, libc::POSIX_FADV_RANDOM);
+    read_pages(&gone, 0, 1, Fadvice::POSIX_FADV_RANDOM);
     std::fs::remove_file(&gone).unwrap_or_else(|_| die("unlink"));
 
-    let mut fds = [0; 2];
-    // SAFETY: pipe, fork and _exit in a single-threaded program.
-    unsafe {
-        if libc::pipe(fds.as_mut_ptr()) != 0 {
-            die("pipe");
-        }
-        let (read_end, write_end) = (fds[0], fds[1]);
-        let child = libc::fork();
-        if child == 0 {
-            if libc::fork() == 0 {
-                libc::close(read_end);
-                read_pages(&dir.join("c.bin"), 0, 4, libc::POSIX_FADV_RANDOM);
-                let me = format!("{}\n", libc::getpid());
-                libc::write(write_end, me.as_ptr().cast(), me.len());
-                libc::_exit(0);
-            }
-            libc::_exit(0);
-        }
-        libc::close(write_end);
-        let mut status = 0;
-        libc::waitpid(child, &mut status, 0);
-        let mut out = Vec::new();
-        let mut buf = [0u8; 64];
-        loop {
-            let n = libc::read(read_end, buf.as_mut_ptr().cast(), buf.len());
-            if n <= 0 {
-                break;
-            }
-            out.extend_from_slice(&buf[..n as usize]);
-        }
-        let grandchild = String::from_utf8_lossy(&out).trim().to_owned();
-        let pids =
-            format!("pid {}\nchild {child}\ngrandchild {grandchild}\npage_size {ps}\n", libc::getpid());
-        std::fs::write(dir.join("pids.txt"), pids).unwrap_or_else(|_| die("pids.txt"));
-    }
+    let (read_end, write_end) = nix::unistd::pipe().unwrap_or_else(|_| die("pipe"));
+    let child = fork_child(|| {
+        let _ = fork_child(|| {
+            read_pages(&dir.join("c.bin"), 0, 4, Fadvice::POSIX_FADV_RANDOM);
+            let _ = File::from(write_end.try_clone().unwrap_or_else(|_| die("dup")))
+                .write_all(format!("{}\n", std::process::id()).as_bytes());
+        });
+    })
+    .unwrap_or_else(|_| die("fork"));
+    drop(write_end);
+    let _ = nix::sys::wait::waitpid(child, None);
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut File::from(read_end), &mut out);
+    let grandchild = out.trim().to_owned();
+    let pids =
+        format!("pid {}\nchild {child}\ngrandchild {grandchild}\npage_size {ps}\n", std::process::id());
+    std::fs::write(dir.join("pids.txt"), pids).unwrap_or_else(|_| die("pids.txt"));
     mark("done");
     std::process::exit(7);
 }

@@ -4,12 +4,12 @@
 //! its argv (`/proc/PID/cmdline`) and executable are read at once, before it can
 //! exec again or exit.
 
-use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::socket::{MsgFlags, NetlinkAddr, bind, recv, send, setsockopt, sockopt};
 use serde::{Deserialize, Serialize};
 
 use crate::capture::{SharedScope, Stop};
@@ -23,6 +23,7 @@ const PROC_EVENT_FORK: u32 = 0x1;
 const PROC_EVENT_EXEC: u32 = 0x2;
 const PROC_EVENT_COMM: u32 = 0x200;
 const PROC_EVENT_EXIT: u32 = 0x8000_0000;
+const NLMSG_DONE: u16 = 3;
 const NLMSG_HDRLEN: usize = 16;
 const CN_MSG_HDRLEN: usize = 20;
 
@@ -78,57 +79,25 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 impl ProcWatch {
     pub fn new() -> Result<ProcWatch> {
-        let err = |what: &'static str| RecordError::system(what, Errno::last());
-        // SAFETY: plain socket(2); the fd is owned right away.
-        let raw = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_CONNECTOR)
-        };
-        if raw < 0 {
-            return Err(err("proc connector: socket"));
+        let sock =
+            crate::sys::connector_socket().map_err(|e| RecordError::system("proc connector: socket", e))?;
+        let size = 8 << 20;
+        if setsockopt(&sock, sockopt::RcvBufForce, &size).is_err() {
+            let _ = setsockopt(&sock, sockopt::RcvBuf, &size);
         }
-        // SAFETY: `raw` is a fresh, valid fd.
-        let sock = unsafe { OwnedFd::from_raw_fd(raw) };
-        let size: libc::c_int = 8 << 20;
-        for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-            // SAFETY: setsockopt with a c_int option value.
-            let r = unsafe {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&size as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as u32,
-                )
-            };
-            if r == 0 {
-                break;
-            }
-        }
-        // SAFETY: sockaddr_nl is plain data; zeroed is a valid value.
-        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        addr.nl_family = libc::AF_NETLINK as u16;
-        addr.nl_groups = CN_IDX_PROC;
-        // SAFETY: bind with a correctly sized sockaddr_nl.
-        let r = unsafe {
-            libc::bind(raw, (&addr as *const libc::sockaddr_nl).cast(), size_of::<libc::sockaddr_nl>() as u32)
-        };
-        if r < 0 {
-            return Err(err("proc connector: bind"));
-        }
+        bind(sock.as_raw_fd(), &NetlinkAddr::new(0, CN_IDX_PROC))
+            .map_err(|e| RecordError::system("proc connector: bind", e))?;
         let mut msg = [0u8; NLMSG_HDRLEN + CN_MSG_HDRLEN + 4];
         let len = msg.len() as u32;
         msg[0..4].copy_from_slice(&len.to_ne_bytes());
-        msg[4..6].copy_from_slice(&(libc::NLMSG_DONE as u16).to_ne_bytes());
+        msg[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
         msg[12..16].copy_from_slice(&std::process::id().to_ne_bytes());
         msg[16..20].copy_from_slice(&CN_IDX_PROC.to_ne_bytes());
         msg[20..24].copy_from_slice(&CN_VAL_PROC.to_ne_bytes());
         msg[32..34].copy_from_slice(&4u16.to_ne_bytes());
         msg[36..40].copy_from_slice(&PROC_CN_MCAST_LISTEN.to_ne_bytes());
-        // SAFETY: send(2) of an initialized buffer.
-        let r = unsafe { libc::send(raw, msg.as_ptr().cast(), msg.len(), 0) };
-        if r < 0 {
-            return Err(err("proc connector: subscribe"));
-        }
+        send(sock.as_raw_fd(), &msg, MsgFlags::empty())
+            .map_err(|e| RecordError::system("proc connector: subscribe", e))?;
         Ok(ProcWatch { sock })
     }
 
@@ -149,23 +118,17 @@ impl ProcWatch {
                 fds[1].revents().is_some_and(|r| !r.is_empty())
             };
             loop {
-                // SAFETY: recv(2) into our buffer, non-blocking.
-                let n = unsafe {
-                    libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
-                };
-                if n < 0 {
-                    match Errno::last() {
-                        Errno::EAGAIN | Errno::EINTR => break,
-                        Errno::ENOBUFS => {
-                            lost += 1;
-                            out.push(&ProcRecord::Lost { t: crate::capture::monotonic_ns() })?;
-                            continue;
-                        }
-                        e => return Err(RecordError::system("proc connector recv", e)),
+                let n = match recv(self.sock.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
+                    Ok(n) => n,
+                    Err(Errno::EAGAIN | Errno::EINTR) => break,
+                    Err(Errno::ENOBUFS) => {
+                        lost += 1;
+                        out.push(&ProcRecord::Lost { t: crate::capture::monotonic_ns() })?;
+                        continue;
                     }
-                }
+                    Err(e) => return Err(RecordError::system("proc connector recv", e)),
+                };
                 let mut at = 0;
-                let n = n as usize;
                 while at + NLMSG_HDRLEN <= n {
                     let Some(len) = u32_at(&buf, at).map(|l| l as usize) else { break };
                     if len < NLMSG_HDRLEN || at + len > n {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
+use nix::sys::stat::SFlag;
 use serde::{Deserialize, Serialize};
 
 use crate::capture::{Stop, boottime_ns};
@@ -151,7 +152,8 @@ impl OpenWatch {
                         rec.path = std::fs::read_link(link).ok().map(|p| p.to_string_lossy().into_owned());
                         rec.size = Some(st.st_size as u64);
                         rec.mtime_ns = Some(st.st_mtime * 1_000_000_000 + st.st_mtime_nsec);
-                        rec.dir = Some(st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                        rec.dir =
+                            Some(SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR);
                     }
                     out.push(&rec)?;
                 }

@@ -73,12 +73,15 @@ pub use coldstart_launch::boottime_ns;
 
 /// CLOCK_MONOTONIC now, in nanoseconds (the clock of proc connector timestamps).
 pub fn monotonic_ns() -> i64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    nanos_of(nix::time::ClockId::CLOCK_MONOTONIC)
 }
 
 /// CPU time (user + system) the calling thread has used, in nanoseconds.
 pub fn thread_cpu_ns() -> i64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    nanos_of(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// A clock that cannot fail to be read on Linux (0 if it somehow does).
+fn nanos_of(clock: nix::time::ClockId) -> i64 {
+    nix::time::clock_gettime(clock).map_or(0, |ts| ts.tv_sec() * 1_000_000_000 + ts.tv_nsec())
 }

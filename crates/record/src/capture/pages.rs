@@ -28,7 +28,7 @@ impl PageSource {
     pub fn open(pipe_path: PathBuf, out: File, out_path: PathBuf) -> Result<PageSource> {
         let pipe = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
             .open(&pipe_path)
             .at(&pipe_path)?;
         Ok(PageSource { pipe, pipe_path, out, out_path, pages: 0 })

@@ -6,14 +6,16 @@
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use procfs::process::Stat;
 use procfs::{FromRead, FromReadSI, KernelStats};
-use rustix::event::{PollFd, PollFlags, poll};
-use rustix::io::Errno;
-use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 use serde::{Deserialize, Serialize};
 
 use crate::capture::{SharedScope, Stop, boottime_ns};
@@ -173,15 +175,11 @@ impl ProcReader {
 /// Samples at `hz` until `stop` fires, plus one last sample.
 pub fn run(hz: f64, mut out: LineWriter, scope: SharedScope, stop: Arc<Stop>) -> Result<u64> {
     let period = Duration::from_secs_f64(1.0 / hz.clamp(0.1, 1000.0));
-    let spec = Timespec { tv_sec: period.as_secs() as i64, tv_nsec: period.subsec_nanos() as i64 };
-    let timer = rustix::time::timerfd_create(TimerfdClockId::Boottime, TimerfdFlags::CLOEXEC)
+    let timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)
         .map_err(|e| RecordError::system("timerfd", e))?;
-    rustix::time::timerfd_settime(
-        &timer,
-        TimerfdTimerFlags::empty(),
-        &Itimerspec { it_interval: spec, it_value: spec },
-    )
-    .map_err(|e| RecordError::system("timerfd", e))?;
+    timer
+        .set(Expiration::Interval(TimeSpec::from_duration(period)), TimerSetTimeFlags::empty())
+        .map_err(|e| RecordError::system("timerfd", e))?;
     let mut reader = ProcReader::default();
     let mut count = 0;
     loop {
@@ -189,18 +187,18 @@ pub fn run(hz: f64, mut out: LineWriter, scope: SharedScope, stop: Arc<Stop>) ->
         out.flush()?;
         count += 1;
         let stop_fd = stop.fd();
-        let mut fds = [PollFd::new(&timer, PollFlags::IN), PollFd::new(&stop_fd, PollFlags::IN)];
-        match poll(&mut fds, None) {
-            Ok(_) | Err(Errno::INTR) => {}
+        let mut fds =
+            [PollFd::new(timer.as_fd(), PollFlags::POLLIN), PollFd::new(stop_fd, PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(RecordError::system("sampler poll", e)),
         }
-        if !fds[1].revents().is_empty() {
+        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
             out.push(&reader.sample(&scope))?;
             out.flush()?;
             return Ok(count + 1);
         }
-        let mut expirations = [0u8; 8];
-        let _ = rustix::io::read(&timer, &mut expirations);
+        let _ = timer.wait();
     }
 }
 
