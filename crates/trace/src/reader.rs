@@ -72,26 +72,21 @@ fn checked_span(table: &'static str, column: &'static str, ns: i64) -> Result<Na
 }
 
 /// A time relative to the trace's start.
-fn time(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<Nanos> {
-    checked_time(table, column, row.get(at)?)
+fn time(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
+    checked_time(table, column, row.get(column)?)
 }
 
-fn time_or_null(
-    row: &Row<'_>,
-    table: &'static str,
-    column: &'static str,
-    at: usize,
-) -> Result<Option<Nanos>> {
-    row.get::<_, Option<i64>>(at)?.map(|t| checked_time(table, column, t)).transpose()
+fn time_or_null(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Option<Nanos>> {
+    row.get::<_, Option<i64>>(column)?.map(|t| checked_time(table, column, t)).transpose()
 }
 
 /// The length of a sample's interval.
-fn span(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<Nanos> {
-    checked_span(table, column, row.get(at)?)
+fn span(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
+    checked_span(table, column, row.get(column)?)
 }
 
-fn fraction(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<f64> {
-    let value: f64 = row.get(at)?;
+fn fraction(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<f64> {
+    let value: f64 = row.get(column)?;
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
@@ -100,8 +95,8 @@ fn fraction(row: &Row<'_>, table: &'static str, column: &'static str, at: usize)
 }
 
 /// A start sector, whose byte offset must fit in 63 bits.
-fn sector(row: &Row<'_>, at: usize) -> Result<Option<u64>> {
-    match unsigned_or_null(row, "block_io", "sector", at)? {
+fn sector(row: &Row<'_>) -> Result<Option<u64>> {
+    match unsigned_or_null(row, "block_io", "sector")? {
         Some(sector) if sector > i64::MAX.unsigned_abs() / 512 => {
             Err(out_of_range("block_io", "sector", sector, BYTE_OFFSET_RANGE))
         }
@@ -110,8 +105,8 @@ fn sector(row: &Row<'_>, at: usize) -> Result<Option<u64>> {
 }
 
 /// The first of `page_size`-byte pages, whose byte offset must fit in 63 bits.
-fn page_index(row: &Row<'_>, table: &'static str, at: usize, page_size: u64) -> Result<u64> {
-    let index = unsigned(row, table, "page_index", at)?;
+fn page_index(row: &Row<'_>, table: &'static str, page_size: u64) -> Result<u64> {
+    let index = unsigned(row, table, "page_index")?;
     if index <= i64::MAX.unsigned_abs() / page_size {
         Ok(index)
     } else {
@@ -121,26 +116,21 @@ fn page_index(row: &Row<'_>, table: &'static str, at: usize, page_size: u64) -> 
 
 /// A column of counts, sizes or positions: SQLite stores them signed, no real one
 /// reaches 2^63, and a negative one would become a huge number.
-fn unsigned(row: &Row<'_>, table: &'static str, column: &'static str, at: usize) -> Result<u64> {
-    let value: i64 = row.get(at)?;
+fn unsigned(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<u64> {
+    let value: i64 = row.get(column)?;
     u64::try_from(value).map_err(|_| TraceError::BadValue { table, column, value: value.to_string() })
 }
 
-fn unsigned_or_null(
-    row: &Row<'_>,
-    table: &'static str,
-    column: &'static str,
-    at: usize,
-) -> Result<Option<u64>> {
-    match row.get::<_, Option<i64>>(at)? {
+fn unsigned_or_null(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Option<u64>> {
+    match row.get::<_, Option<i64>>(column)? {
         None => Ok(None),
-        Some(_) => unsigned(row, table, column, at).map(Some),
+        Some(_) => unsigned(row, table, column).map(Some),
     }
 }
 
-/// A column that files of an older format lack (a new column always goes last).
-fn optional_column<T: rusqlite::types::FromSql>(row: &Row<'_>, index: usize) -> Result<Option<T>> {
-    if index < row.as_ref().column_count() { Ok(row.get(index)?) } else { Ok(None) }
+/// A column that files of an older format lack.
+fn optional_column<T: rusqlite::types::FromSql>(row: &Row<'_>, column: &str) -> Result<Option<T>> {
+    if row.as_ref().column_index(column).is_ok() { Ok(row.get(column)?) } else { Ok(None) }
 }
 
 impl Reader<'_> {
@@ -259,93 +249,96 @@ impl Reader<'_> {
             meta,
             disks: self.rows("SELECT * FROM disk ORDER BY rowid", |r| {
                 Ok(Disk {
-                    dev: dev("disk", "dev", &r.get::<_, String>(0)?)?,
-                    name: r.get(1)?,
-                    model: r.get(2)?,
-                    rotational: r.get(3)?,
-                    size_bytes: unsigned_or_null(r, "disk", "size_bytes", 4)?,
-                    read_bytes: unsigned_or_null(r, "disk", "read_bytes", 5)?,
-                    read_ios: unsigned_or_null(r, "disk", "read_ios", 6)?,
-                    write_bytes: unsigned_or_null(r, "disk", "write_bytes", 7)?,
-                    write_ios: unsigned_or_null(r, "disk", "write_ios", 8)?,
+                    dev: dev("disk", "dev", &r.get::<_, String>("dev")?)?,
+                    name: r.get("name")?,
+                    model: r.get("model")?,
+                    rotational: r.get("rotational")?,
+                    size_bytes: unsigned_or_null(r, "disk", "size_bytes")?,
+                    read_bytes: unsigned_or_null(r, "disk", "read_bytes")?,
+                    read_ios: unsigned_or_null(r, "disk", "read_ios")?,
+                    write_bytes: unsigned_or_null(r, "disk", "write_bytes")?,
+                    write_ios: unsigned_or_null(r, "disk", "write_ios")?,
                 })
             })?,
             losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {
-                let source = LossSource::from_any_word(&r.get::<_, String>(0)?);
-                Ok(Loss { source, what: r.get(1)?, count: unsigned(r, "loss", "count", 2)? })
+                let source = LossSource::from_any_word(&r.get::<_, String>("source")?);
+                Ok(Loss { source, what: r.get("what")?, count: unsigned(r, "loss", "count")? })
             })?,
             notes: self.rows("SELECT * FROM note ORDER BY rowid", |r| {
-                Ok(Note { source: NoteSource::from_any_word(&r.get::<_, String>(0)?), text: r.get(1)? })
+                Ok(Note {
+                    source: NoteSource::from_any_word(&r.get::<_, String>("source")?),
+                    text: r.get("text")?,
+                })
             })?,
             processes: self.rows("SELECT * FROM process ORDER BY rowid", |r| {
                 Ok(Process {
-                    pid: r.get(0)?,
-                    ppid: r.get(1)?,
-                    comm: r.get(2)?,
-                    exe: r.get(3)?,
-                    argv: list("process", "argv", &r.get::<_, String>(4)?)?,
-                    start_ns: time_or_null(r, "process", "start_ns", 5)?,
-                    end_ns: time_or_null(r, "process", "end_ns", 6)?,
-                    exit_code: r.get(7)?,
-                    in_scope: r.get(8)?,
+                    pid: r.get("pid")?,
+                    ppid: r.get("ppid")?,
+                    comm: r.get("comm")?,
+                    exe: r.get("exe")?,
+                    argv: list("process", "argv", &r.get::<_, String>("argv")?)?,
+                    start_ns: time_or_null(r, "process", "start_ns")?,
+                    end_ns: time_or_null(r, "process", "end_ns")?,
+                    exit_code: r.get("exit_code")?,
+                    in_scope: r.get("in_scope")?,
                 })
             })?,
             execs: self.rows("SELECT * FROM exec ORDER BY rowid", |r| {
                 Ok(Exec {
-                    pid: r.get(0)?,
-                    t_ns: time(r, "exec", "t_ns", 1)?,
-                    path: r.get(2)?,
-                    argv: list("exec", "argv", &r.get::<_, String>(3)?)?,
+                    pid: r.get("pid")?,
+                    t_ns: time(r, "exec", "t_ns")?,
+                    path: r.get("path")?,
+                    argv: list("exec", "argv", &r.get::<_, String>("argv")?)?,
                 })
             })?,
             threads: self.rows("SELECT * FROM thread ORDER BY rowid", |r| {
                 Ok(Thread {
-                    tid: r.get(0)?,
-                    pid: r.get(1)?,
-                    comm: r.get(2)?,
-                    start_ns: time_or_null(r, "thread", "start_ns", 3)?,
-                    end_ns: time_or_null(r, "thread", "end_ns", 4)?,
+                    tid: r.get("tid")?,
+                    pid: r.get("pid")?,
+                    comm: r.get("comm")?,
+                    start_ns: time_or_null(r, "thread", "start_ns")?,
+                    end_ns: time_or_null(r, "thread", "end_ns")?,
                 })
             })?,
             files: self.rows("SELECT * FROM file ORDER BY id", |r| {
                 Ok(File {
-                    id: r.get(0)?,
-                    dev: dev("file", "dev", &r.get::<_, String>(1)?)?,
+                    id: r.get("id")?,
+                    dev: dev("file", "dev", &r.get::<_, String>("dev")?)?,
                     // Inode numbers use all 64 bits on some filesystems; the writer stores them cast.
-                    ino: r.get::<_, i64>(2)? as u64,
-                    path: r.get(3)?,
-                    kind: word("file", "kind", &r.get::<_, String>(4)?)?,
-                    size: unsigned_or_null(r, "file", "size", 5)?,
-                    mtime_ns: r.get(6)?,
+                    ino: r.get::<_, i64>("ino")? as u64,
+                    path: r.get("path")?,
+                    kind: word("file", "kind", &r.get::<_, String>("kind")?)?,
+                    size: unsigned_or_null(r, "file", "size")?,
+                    mtime_ns: r.get("mtime_ns")?,
                 })
             })?,
             extents: self.rows("SELECT * FROM extent ORDER BY rowid", |r| {
                 Ok(Extent {
-                    file_id: r.get(0)?,
-                    disk: dev("extent", "disk", &r.get::<_, String>(1)?)?,
-                    logical: unsigned(r, "extent", "logical", 2)?,
-                    physical: unsigned(r, "extent", "physical", 3)?,
-                    length: unsigned(r, "extent", "length", 4)?,
-                    flags: r.get(5)?,
+                    file_id: r.get("file_id")?,
+                    disk: dev("extent", "disk", &r.get::<_, String>("disk")?)?,
+                    logical: unsigned(r, "extent", "logical")?,
+                    physical: unsigned(r, "extent", "physical")?,
+                    length: unsigned(r, "extent", "length")?,
+                    flags: r.get("flags")?,
                 })
             })?,
             file_opens: self.rows("SELECT * FROM file_open ORDER BY rowid", |r| {
                 Ok(FileOpen {
-                    t_ns: time(r, "file_open", "t_ns", 0)?,
-                    pid: r.get(1)?,
-                    file_id: r.get(2)?,
-                    exec: r.get(3)?,
+                    t_ns: time(r, "file_open", "t_ns")?,
+                    pid: r.get("pid")?,
+                    file_id: r.get("file_id")?,
+                    exec: r.get("exec")?,
                 })
             })?,
             page_fills: self.rows("SELECT * FROM page_fill ORDER BY rowid", |r| {
                 Ok(PageFill {
-                    t_ns: time(r, "page_fill", "t_ns", 0)?,
-                    pid: r.get(1)?,
-                    tid: r.get(2)?,
-                    file_id: r.get(3)?,
-                    index: page_index(r, "page_fill", 4, page_size)?,
-                    pages: r.get(5)?,
-                    origin: page_origin(r.get(6)?)?,
+                    t_ns: time(r, "page_fill", "t_ns")?,
+                    pid: r.get("pid")?,
+                    tid: r.get("tid")?,
+                    file_id: r.get("file_id")?,
+                    index: page_index(r, "page_fill", page_size)?,
+                    pages: r.get("pages")?,
+                    origin: page_origin(r.get("origin")?)?,
                 })
             })?,
             page_accesses: self.rows_if_table(
@@ -353,85 +346,89 @@ impl Reader<'_> {
                 "SELECT * FROM page_access ORDER BY rowid",
                 |r| {
                     Ok(PageAccess {
-                        t_ns: time(r, "page_access", "t_ns", 0)?,
-                        pid: r.get(1)?,
-                        tid: r.get(2)?,
-                        file_id: r.get(3)?,
-                        index: page_index(r, "page_access", 4, page_size)?,
-                        pages: r.get(5)?,
-                        kind: word("page_access", "kind", &r.get::<_, String>(6)?)?,
+                        t_ns: time(r, "page_access", "t_ns")?,
+                        pid: r.get("pid")?,
+                        tid: r.get("tid")?,
+                        file_id: r.get("file_id")?,
+                        index: page_index(r, "page_access", page_size)?,
+                        pages: r.get("pages")?,
+                        kind: word("page_access", "kind", &r.get::<_, String>("kind")?)?,
                     })
                 },
             )?,
             block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
                 Ok(BlockIo {
-                    issue_ns: time_or_null(r, "block_io", "issue_ns", 0)?,
-                    complete_ns: time_or_null(r, "block_io", "complete_ns", 1)?,
-                    dev: dev("block_io", "dev", &r.get::<_, String>(2)?)?,
-                    sector: sector(r, 3)?,
-                    bytes: r.get(4)?,
-                    op: word("block_io", "op", &r.get::<_, String>(5)?)?,
-                    rwbs: r.get(6)?,
-                    pid: r.get(7)?,
-                    comm: r.get(8)?,
-                    file_id: r.get(9)?,
-                    error: r.get(10)?,
+                    issue_ns: time_or_null(r, "block_io", "issue_ns")?,
+                    complete_ns: time_or_null(r, "block_io", "complete_ns")?,
+                    dev: dev("block_io", "dev", &r.get::<_, String>("dev")?)?,
+                    sector: sector(r)?,
+                    bytes: r.get("bytes")?,
+                    op: word("block_io", "op", &r.get::<_, String>("op")?)?,
+                    rwbs: r.get("rwbs")?,
+                    pid: r.get("pid")?,
+                    comm: r.get("comm")?,
+                    file_id: r.get("file_id")?,
+                    error: r.get("error")?,
                 })
             })?,
             sched: self.rows("SELECT * FROM sched ORDER BY rowid", |r| {
                 Ok(SchedInterval {
-                    tid: r.get(0)?,
-                    start_ns: time(r, "sched", "start_ns", 1)?,
-                    end_ns: time(r, "sched", "end_ns", 2)?,
-                    state: word("sched", "state", &r.get::<_, String>(3)?)?,
+                    tid: r.get("tid")?,
+                    start_ns: time(r, "sched", "start_ns")?,
+                    end_ns: time(r, "sched", "end_ns")?,
+                    state: word("sched", "state", &r.get::<_, String>("state")?)?,
                 })
             })?,
             wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", |r| {
-                Ok(Wakeup { t_ns: time(r, "wakeup", "t_ns", 0)?, tid: r.get(1)?, waker_tid: r.get(2)? })
+                Ok(Wakeup {
+                    t_ns: time(r, "wakeup", "t_ns")?,
+                    tid: r.get("tid")?,
+                    waker_tid: r.get("waker_tid")?,
+                })
             })?,
             marks: self.rows("SELECT * FROM mark ORDER BY rowid", |r| {
                 Ok(Mark {
-                    t_ns: time(r, "mark", "t_ns", 0)?,
-                    pid: r.get(1)?,
-                    name: r.get(2)?,
-                    source: word("mark", "source", &r.get::<_, String>(3)?)?,
-                    tid: optional_column(r, 4)?,
+                    t_ns: time(r, "mark", "t_ns")?,
+                    pid: r.get("pid")?,
+                    name: r.get("name")?,
+                    source: word("mark", "source", &r.get::<_, String>("source")?)?,
+                    tid: optional_column(r, "tid")?,
                 })
             })?,
             cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", |r| {
                 Ok(CpuSample {
-                    t_ns: time(r, "cpu_sample", "t_ns", 0)?,
-                    dt_ns: span(r, "cpu_sample", "dt_ns", 1)?,
-                    user: fraction(r, "cpu_sample", "user", 2)?,
-                    system: fraction(r, "cpu_sample", "system", 3)?,
-                    iowait: fraction(r, "cpu_sample", "iowait", 4)?,
-                    idle: fraction(r, "cpu_sample", "idle", 5)?,
-                    running: r.get(6)?,
-                    blocked: r.get(7)?,
+                    t_ns: time(r, "cpu_sample", "t_ns")?,
+                    dt_ns: span(r, "cpu_sample", "dt_ns")?,
+                    user: fraction(r, "cpu_sample", "user")?,
+                    system: fraction(r, "cpu_sample", "system")?,
+                    iowait: fraction(r, "cpu_sample", "iowait")?,
+                    idle: fraction(r, "cpu_sample", "idle")?,
+                    running: r.get("running")?,
+                    blocked: r.get("blocked")?,
                 })
             })?,
             disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", |r| {
                 Ok(DiskSample {
-                    t_ns: time(r, "disk_sample", "t_ns", 0)?,
-                    dt_ns: span(r, "disk_sample", "dt_ns", 1)?,
-                    dev: dev("disk_sample", "dev", &r.get::<_, String>(2)?)?,
-                    read_bytes: unsigned(r, "disk_sample", "read_bytes", 3)?,
-                    read_ios: unsigned(r, "disk_sample", "read_ios", 4)?,
-                    write_bytes: unsigned(r, "disk_sample", "write_bytes", 5)?,
-                    write_ios: unsigned(r, "disk_sample", "write_ios", 6)?,
-                    busy: fraction(r, "disk_sample", "busy", 7)?,
+                    t_ns: time(r, "disk_sample", "t_ns")?,
+                    dt_ns: span(r, "disk_sample", "dt_ns")?,
+                    dev: dev("disk_sample", "dev", &r.get::<_, String>("dev")?)?,
+                    read_bytes: unsigned(r, "disk_sample", "read_bytes")?,
+                    read_ios: unsigned(r, "disk_sample", "read_ios")?,
+                    write_bytes: unsigned(r, "disk_sample", "write_bytes")?,
+                    write_ios: unsigned(r, "disk_sample", "write_ios")?,
+                    busy: fraction(r, "disk_sample", "busy")?,
                 })
             })?,
             process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", |r| {
                 Ok(ProcessSample {
-                    t_ns: time(r, "process_sample", "t_ns", 0)?,
-                    dt_ns: span(r, "process_sample", "dt_ns", 1)?,
-                    pid: r.get(2)?,
-                    state: r.get::<_, String>(3)?.chars().next().unwrap_or('?'),
-                    cpu_user: fraction(r, "process_sample", "cpu_user", 4)?,
-                    cpu_system: fraction(r, "process_sample", "cpu_system", 5)?,
-                    major_faults: unsigned(r, "process_sample", "major_faults", 6)?,
-                    rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes", 7)?,
+                    t_ns: time(r, "process_sample", "t_ns")?,
+                    dt_ns: span(r, "process_sample", "dt_ns")?,
+                    pid: r.get("pid")?,
+                    state: r.get::<_, String>("state")?.chars().next().unwrap_or('?'),
+                    cpu_user: fraction(r, "process_sample", "cpu_user")?,
+                    cpu_system: fraction(r, "process_sample", "cpu_system")?,
+                    major_faults: unsigned(r, "process_sample", "major_faults")?,
+                    rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes")?,
                 })
             })?,
         })

@@ -17,6 +17,43 @@ fn every_table_survives_a_round_trip() {
     assert_eq!(Trace::read(&path).unwrap(), trace);
 }
 
+/// Every table rebuilt with its columns in reverse order: the reader finds them by name.
+#[test]
+fn columns_are_read_by_name_not_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'meta'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(tables.len() >= 15, "tables: {tables:?}");
+    conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON").unwrap();
+    for table in &tables {
+        let mut columns: Vec<String> = conn
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        columns.reverse();
+        let list = columns.join(", ");
+        conn.execute_batch(&format!(
+            "CREATE TABLE reordered AS SELECT {list} FROM {table} ORDER BY rowid; DROP TABLE {table}; \
+             ALTER TABLE reordered RENAME TO {table};"
+        ))
+        .unwrap();
+    }
+    drop(conn);
+    assert_eq!(Trace::read(&path).unwrap(), trace);
+}
+
 #[test]
 fn a_format_1_file_without_the_also_key_reads_with_no_also() {
     let dir = tempfile::tempdir().unwrap();
