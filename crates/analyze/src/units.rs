@@ -114,6 +114,13 @@ impl FromStr for ByteSize {
     type Err = QuantityError;
 
     fn from_str(text: &str) -> Result<ByteSize, QuantityError> {
+        // parse-size overflows (a panic, or a wrong value in release builds) on a
+        // mantissa of more than 20 significant digits (u64::MAX has 20); no size needs more.
+        let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
+        let significant = mantissa.trim_start_matches(|c: char| c == '0' || c == '.' || !c.is_ascii_digit());
+        if significant.bytes().filter(u8::is_ascii_digit).count() > 20 {
+            return Err(QuantityError { kind: "size", syntax: SIZE_SYNTAX });
+        }
         parse_size::parse_size(text)
             .map(ByteSize)
             .map_err(|_| QuantityError { kind: "size", syntax: SIZE_SYNTAX })
@@ -241,6 +248,10 @@ mod tests {
             assert!(size(bad).is_err(), "{bad:?} is not a size");
         }
         assert_eq!(size("18446744073709551615"), Ok(u64::MAX));
+        for overflowing in ["18446744073709551615 5", "1844674407370955161.55"] {
+            assert!(size(overflowing).is_err(), "{overflowing:?} overflows parse-size's mantissa");
+        }
+        assert_eq!(size("0.000000000000000000000000001KiB"), Ok(0), "leading zeros are not significant");
     }
 
     #[test]
