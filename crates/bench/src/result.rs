@@ -44,7 +44,7 @@ pub struct ConfigResult {
     pub cache: CacheState,
     /// The eviction method of cold runs: `system` or `files`.
     pub evict: Option<Evict>,
-    /// The readiness conditions, e.g. `exit`, `mark:ready`, `window:marco and window:mate-panel`.
+    /// The readiness conditions, e.g. `exit`, `mark:ready`, `wm and window:mate-panel`.
     pub until: String,
     /// 95% confidence interval of the mean, seconds.
     pub mean_ci95: [f64; 2],

@@ -49,7 +49,9 @@ fn a_malformed_readiness_condition_exits_2_naming_every_form() {
     refused(&["record", "--until", "mark:", "--", "true"]);
     let line = refused(&["bench", "--warm", "--until", "bogus", "--", "true"]);
     assert!(
-        line.contains("exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS or window-name:NAME"),
+        line.contains(
+            "exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME or wm"
+        ),
         "{line}"
     );
 }

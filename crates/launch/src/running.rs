@@ -14,7 +14,7 @@ use crate::spawn::Report;
 use crate::sys;
 use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
 use crate::until::{Reason, Until};
-use crate::window::{WindowFacts, WindowWatcher};
+use crate::window::{Mapped, WindowFacts, WindowWatcher};
 
 /// How long [`Running::wait`] may take, and what it samples meanwhile.
 #[derive(Clone, Debug)]
@@ -86,8 +86,11 @@ impl Milestone {
     }
 }
 
-/// Whether a mapped window meets a window condition.
-fn window_meets(condition: &Until, window: &WindowFacts, tree_root: i32) -> bool {
+/// Whether a mapped window (or a window manager's announcement) meets a window condition.
+fn window_meets(condition: &Until, mapped: &Mapped, window: &WindowFacts, tree_root: i32) -> bool {
+    if mapped.window_manager || matches!(condition, Until::WindowManager) {
+        return mapped.window_manager && matches!(condition, Until::WindowManager);
+    }
     match condition {
         Until::Window => window.owned_by_tree(tree_root),
         Until::WindowClass(pattern) => window.class_matches(pattern),
@@ -501,9 +504,10 @@ impl Running {
                     Until::Idle(_) => {
                         idle[i].as_mut().and_then(IdleDetector::poll).map(|t| at(t, None, None, None))
                     }
-                    Until::Window | Until::WindowClass(_) | Until::WindowName(_) => {
+                    Until::Window | Until::WindowClass(_) | Until::WindowName(_) | Until::WindowManager => {
                         mapped.iter().find_map(|m| {
-                            let facts = m.windows.iter().find(|w| window_meets(condition, w, l.shepherd))?;
+                            let facts =
+                                m.windows.iter().find(|w| window_meets(condition, m, w, l.shepherd))?;
                             Some(at(m.time_ns, facts.pid, facts.pid, Some(facts.describe())))
                         })
                     }

@@ -35,12 +35,15 @@ pub enum Until {
     /// A window whose title (`_NET_WM_NAME` or `WM_NAME`) matches becomes visible,
     /// whichever process maps it.
     WindowName(WindowPattern),
+    /// A window manager takes the X screen: it sets EWMH's `_NET_SUPPORTING_WM_CHECK`
+    /// on the root window, naming a window of its own, whose process is credited.
+    WindowManager,
 }
 
 impl Until {
     /// Every text form with what it waits for: the one list that help texts and parse
     /// errors show, so that a new kind is added here and in the parser only.
-    pub const FORMS: [(&str, &str); 7] = [
+    pub const FORMS: [(&str, &str); 8] = [
         ("exit", "the command itself exits (not its descendants)"),
         ("mark:NAME", "the program runs `coldstart mark NAME`"),
         ("output:REGEX", "a line of its stdout or stderr matches"),
@@ -51,6 +54,7 @@ impl Until {
             "a window of WM_CLASS instance or class CLASS becomes visible, mapped by any process (X11)",
         ),
         ("window-name:NAME", "a window titled NAME becomes visible, mapped by any process (X11)"),
+        ("wm", "a window manager takes the screen (sets _NET_SUPPORTING_WM_CHECK; X11)"),
     ];
 
     /// How the window forms take a regular expression, and where they do not work:
@@ -76,10 +80,10 @@ impl Until {
 
     /// True for the conditions read from the X server.
     pub(crate) fn watches_windows(&self) -> bool {
-        matches!(self, Until::Window | Until::WindowClass(_) | Until::WindowName(_))
+        matches!(self, Until::Window | Until::WindowClass(_) | Until::WindowName(_) | Until::WindowManager)
     }
 
-    /// Several conditions as one text (bench's exports): `window:marco and window:mate-panel`.
+    /// Several conditions as one text (bench's exports): `wm and window:mate-panel`.
     pub fn describe_all(conditions: &[Until]) -> String {
         let texts: Vec<String> = conditions.iter().map(Until::to_string).collect();
         texts.join(" and ")
@@ -110,6 +114,7 @@ impl fmt::Display for Until {
             Until::Window => f.write_str("window"),
             Until::WindowClass(pattern) => write!(f, "window:{pattern}"),
             Until::WindowName(pattern) => write!(f, "window-name:{pattern}"),
+            Until::WindowManager => f.write_str("wm"),
         }
     }
 }
@@ -127,6 +132,7 @@ impl FromStr for Until {
         match (kind, arg) {
             ("exit", None) => Ok(Until::Exit),
             ("window", None) => Ok(Until::Window),
+            ("wm", None) => Ok(Until::WindowManager),
             ("idle", None) => Ok(Until::Idle(Duration::from_millis(DEFAULT_IDLE_MS))),
             ("idle", Some(ms)) => match ms.parse::<u64>() {
                 Ok(ms) if ms > 0 => Ok(Until::Idle(Duration::from_millis(ms))),
@@ -146,7 +152,7 @@ impl FromStr for Until {
             ("window-name", Some(name)) => {
                 WindowPattern::parse(name).map(Until::WindowName).map_err(|e| bad(&e))
             }
-            ("exit", Some(_)) => Err(bad("takes no argument")),
+            ("exit" | "wm", Some(_)) => Err(bad("takes no argument")),
             ("mark" | "output", _) => Err(bad(&format!("write it as {kind}:{}", kind.to_uppercase()))),
             ("window-name", None) => Err(bad("write it as window-name:NAME")),
             _ => Err(bad(&format!("expected {}", Until::forms_list()))),
@@ -162,7 +168,9 @@ impl Until {
     /// True when `reason` is the one this condition asked for.
     pub fn is_met_by(&self, reason: &Reason) -> bool {
         match (reason, self) {
-            (Reason::Exit, Until::Exit) | (Reason::Window, Until::Window) => true,
+            (Reason::Exit, Until::Exit)
+            | (Reason::Window, Until::Window)
+            | (Reason::WindowManager, Until::WindowManager) => true,
             (Reason::Mark(a), Until::Mark(b)) => a == b,
             (Reason::Output(a), Until::Output(b)) => a == b.as_str(),
             (Reason::Idle(a), Until::Idle(b)) => u128::from(*a) == b.as_millis(),
@@ -182,6 +190,7 @@ impl Until {
             Until::Window => Reason::Window,
             Until::WindowClass(pattern) => Reason::WindowClass(pattern.to_string()),
             Until::WindowName(pattern) => Reason::WindowName(pattern.to_string()),
+            Until::WindowManager => Reason::WindowManager,
         }
     }
 }
@@ -204,6 +213,7 @@ mod tests {
             "window:/^mate-(panel|desktop)$/",
             "window-name:Home: a folder",
             "window-name:/^Home/",
+            "wm",
         ] {
             let until: Until = text.parse().unwrap();
             assert_eq!(until.to_string(), text);
@@ -218,6 +228,7 @@ mod tests {
         for text in [
             "",
             "exit:1",
+            "wm:marco",
             "idle:0",
             "idle:x",
             "mark",
@@ -242,7 +253,7 @@ mod tests {
         let err = "ready".parse::<Until>().unwrap_err().to_string();
         assert!(
             err.ends_with(
-                "expected exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS or window-name:NAME"
+                "expected exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME or wm"
             ),
             "{err}"
         );

@@ -19,6 +19,13 @@
 //! connect with our own credentials: as root under sudo, `XAUTHORITY` must point to
 //! a cookie we can read.
 //!
+//! `wm` is met when a window manager announces itself as EWMH says: it sets
+//! `_NET_SUPPORTING_WM_CHECK` on the root window to a window of its own that carries
+//! the same property naming itself (a check that a stale property left on the root by
+//! a manager that has gone does not pass). That window's owner is credited. We listen
+//! for the root's property changes, so a manager already running when the command
+//! starts does not count.
+//!
 //! Under Wayland a client cannot see other clients' windows, so a window condition
 //! with `WAYLAND_DISPLAY` set and no `DISPLAY` is an error at once; there readiness
 //! comes from a mark.
@@ -30,7 +37,7 @@ use regex::Regex;
 use x11rb::connection::{Connection, RequestConnection};
 use x11rb::protocol::Event;
 use x11rb::protocol::res::{ClientIdMask, ClientIdSpec};
-use x11rb::protocol::xproto::{AtomEnum, ChangeWindowAttributesAux, ConnectionExt, EventMask};
+use x11rb::protocol::xproto::{AtomEnum, ChangeWindowAttributesAux, ConnectionExt, EventMask, Property};
 use x11rb::rust_connection::RustConnection;
 
 use crate::clock::{BootNanos, boottime_ns};
@@ -114,11 +121,14 @@ impl WindowFacts {
     }
 }
 
-/// A top-level map: when it was seen, and the window with its frame's children.
+/// What the X server told: a top-level window mapped (the window with its frame's
+/// children), or a window manager that took the screen (its check window).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Mapped {
     pub(crate) time_ns: BootNanos,
     pub(crate) windows: Vec<WindowFacts>,
+    /// True for a window manager's announcement rather than a map.
+    pub(crate) window_manager: bool,
 }
 
 pub(crate) struct WindowWatcher {
@@ -128,6 +138,7 @@ pub(crate) struct WindowWatcher {
     net_wm_pid: u32,
     net_wm_name: u32,
     utf8_string: u32,
+    net_supporting_wm_check: u32,
 }
 
 fn x_error(e: impl std::error::Error + Send + Sync + 'static) -> LaunchError {
@@ -180,14 +191,24 @@ impl WindowWatcher {
             .get(screen)
             .map(|s| s.root)
             .ok_or_else(|| LaunchError::Window("no such screen".into()))?;
-        let attributes = ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY);
+        let attributes = ChangeWindowAttributesAux::new()
+            .event_mask(EventMask::SUBSTRUCTURE_NOTIFY | EventMask::PROPERTY_CHANGE);
         conn.change_window_attributes(root, &attributes).map_err(x_error)?.check().map_err(x_error)?;
         let has_res =
             conn.extension_information(x11rb::protocol::res::X11_EXTENSION_NAME).map_err(x_error)?.is_some();
         let net_wm_pid = intern(&conn, b"_NET_WM_PID")?;
         let net_wm_name = intern(&conn, b"_NET_WM_NAME")?;
         let utf8_string = intern(&conn, b"UTF8_STRING")?;
-        Ok(WindowWatcher { conn, root, has_res, net_wm_pid, net_wm_name, utf8_string })
+        let net_supporting_wm_check = intern(&conn, b"_NET_SUPPORTING_WM_CHECK")?;
+        Ok(WindowWatcher {
+            conn,
+            root,
+            has_res,
+            net_wm_pid,
+            net_wm_name,
+            utf8_string,
+            net_supporting_wm_check,
+        })
     }
 
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
@@ -230,21 +251,43 @@ impl WindowWatcher {
         }
     }
 
-    /// Handles the pending events; returns the top-level windows mapped since the last call.
+    /// The window a `_NET_SUPPORTING_WM_CHECK` property on `window` names.
+    fn wm_check(&self, window: u32) -> Option<u32> {
+        let value = self.property(window, self.net_supporting_wm_check, AtomEnum::WINDOW)?;
+        Some(u32::from_ne_bytes(value.get(..4)?.try_into().ok()?))
+    }
+
+    /// Handles the pending events; returns the top-level windows mapped and the window
+    /// managers announced since the last call.
     pub(crate) fn check(&mut self) -> Result<Vec<Mapped>> {
         let mut mapped = Vec::new();
         while let Some(event) = self.conn.poll_for_event().map_err(x_error)? {
-            if let Event::MapNotify(map) = event
-                && map.event == self.root
-                && !map.override_redirect
-            {
-                let time_ns = boottime_ns();
-                let mut windows = vec![map.window];
-                if let Ok(Ok(tree)) = self.conn.query_tree(map.window).map(|c| c.reply()) {
-                    windows.extend(tree.children);
+            match event {
+                Event::MapNotify(map) if map.event == self.root && !map.override_redirect => {
+                    let time_ns = boottime_ns();
+                    let mut windows = vec![map.window];
+                    if let Ok(Ok(tree)) = self.conn.query_tree(map.window).map(|c| c.reply()) {
+                        windows.extend(tree.children);
+                    }
+                    let windows = windows.into_iter().map(|w| self.facts(w)).collect();
+                    mapped.push(Mapped { time_ns, windows, window_manager: false });
                 }
-                let windows = windows.into_iter().map(|w| self.facts(w)).collect();
-                mapped.push(Mapped { time_ns, windows });
+                Event::PropertyNotify(change)
+                    if change.window == self.root
+                        && change.atom == self.net_supporting_wm_check
+                        && change.state == Property::NEW_VALUE =>
+                {
+                    let time_ns = boottime_ns();
+                    let Some(check) = self.wm_check(self.root) else { continue };
+                    if self.wm_check(check) == Some(check) {
+                        mapped.push(Mapped {
+                            time_ns,
+                            windows: vec![self.facts(check)],
+                            window_manager: true,
+                        });
+                    }
+                }
+                _ => {}
             }
         }
         Ok(mapped)

@@ -2,7 +2,8 @@
 //! the tree is ignored and the first top-level window mapped by a descendant of the
 //! command is the ready moment; `window:CLASS` and `window-name:NAME` fire on a window
 //! of that class or title whoever maps it, and credit its owner; several conditions
-//! give one milestone each and are ready at the last.
+//! give one milestone each and are ready at the last; `wm` fires when a window manager
+//! announces itself as EWMH says, not on a stale or half-made announcement.
 
 mod common;
 
@@ -20,6 +21,42 @@ const HELPER_ENV: &str = "COLDSTART_TEST_MAP_WINDOW";
 /// The helper's WM_CLASS class (its instance is the class in lower case) and title.
 const CLASS_ENV: &str = "COLDSTART_TEST_WINDOW_CLASS";
 const TITLE_ENV: &str = "COLDSTART_TEST_WINDOW_TITLE";
+/// Set: instead of mapping a window, announce a window manager (`full`: as EWMH says;
+/// `stale`: the root names a check window that does not name itself).
+const WM_ENV: &str = "COLDSTART_TEST_ANNOUNCE_WM";
+
+/// Announces a window manager on `$DISPLAY` the way EWMH says (an unmapped check window
+/// whose `_NET_SUPPORTING_WM_CHECK` names itself, then the root's naming it), or only
+/// half of it, and keeps the connection (a manager that has gone leaves it stale).
+fn announce_a_window_manager(full: bool, hold: Duration) {
+    let (conn, screen) = x11rb::connect(None).expect("connect to the test display");
+    let root = conn.setup().roots[screen].root;
+    let check = conn.generate_id().unwrap();
+    conn.create_window(
+        0,
+        check,
+        root,
+        -100,
+        -100,
+        1,
+        1,
+        0,
+        WindowClass::INPUT_OUTPUT,
+        0,
+        &CreateWindowAux::new(),
+    )
+    .unwrap();
+    let atom = conn.intern_atom(false, b"_NET_SUPPORTING_WM_CHECK").unwrap().reply().unwrap().atom;
+    if full {
+        conn.change_property32(PropMode::REPLACE, check, atom, AtomEnum::WINDOW, &[check]).unwrap();
+    }
+    if let Some(path) = std::env::var_os("COLDSTART_MARKS") {
+        marks::append(path.as_ref(), "announcing", None).unwrap();
+    }
+    conn.change_property32(PropMode::REPLACE, root, atom, AtomEnum::WINDOW, &[check]).unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(hold);
+}
 
 /// Maps one top-level window on `$DISPLAY` and keeps it (stands for a GUI program).
 fn map_a_window(hold: Duration) {
@@ -72,8 +109,10 @@ fn map_a_window(hold: Duration) {
 /// Not a test by itself: the program the window test starts (the test binary re-run).
 #[test]
 fn helper_map_window() {
-    if std::env::var_os(HELPER_ENV).is_some() {
-        map_a_window(Duration::from_secs(300));
+    match std::env::var(WM_ENV).as_deref() {
+        Ok(kind) => announce_a_window_manager(kind == "full", Duration::from_secs(300)),
+        Err(_) if std::env::var_os(HELPER_ENV).is_some() => map_a_window(Duration::from_secs(300)),
+        Err(_) => {}
     }
 }
 
@@ -101,6 +140,23 @@ impl Outsider {
             .env(HELPER_ENV, "1")
             .env(CLASS_ENV, class)
             .env(TITLE_ENV, title)
+            .env("COLDSTART_MARKS", marks_file)
+            .spawn()
+            .unwrap();
+        Outsider(child)
+    }
+
+    /// After `delay`, announces a window manager (`full`) or a stale check window.
+    fn announce_wm(xvfb: &Xvfb, full: bool, delay: Duration, marks_file: &std::path::Path) -> Outsider {
+        let script = format!(
+            "sleep {}; exec '{}' --exact helper_map_window --nocapture >/dev/null",
+            delay.as_secs_f64(),
+            std::env::current_exe().unwrap().display()
+        );
+        let child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("DISPLAY", &xvfb.display)
+            .env(WM_ENV, if full { "full" } else { "stale" })
             .env("COLDSTART_MARKS", marks_file)
             .spawn()
             .unwrap();
@@ -195,6 +251,36 @@ fn two_conditions_give_two_milestones_and_are_ready_at_the_last() {
     assert!(outcome.milestones[0].t_ns < outcome.milestones[1].t_ns);
     assert_eq!(outcome.reason, Reason::WindowName("/^Desktop of/".into()), "ready at the last");
     assert_eq!((outcome.ready_ns, outcome.pid), (outcome.milestones[1].t_ns, Some(desktop.pid())));
+    running.finish(&Ending::Kill).unwrap();
+}
+
+#[test]
+fn wm_fires_when_a_window_manager_announces_itself_and_credits_it() {
+    let Some(xvfb) = xvfb("wm readiness") else { return };
+    let (dir, mut running) = a_command_that_maps_nothing(&xvfb);
+    let marks_file = dir.path().join("marks");
+
+    let stale = Outsider::announce_wm(&xvfb, false, Duration::from_millis(300), &marks_file);
+    let outcome = running.wait_all(&[until("wm")], &within(5)).unwrap();
+    assert_eq!((outcome.reason.clone(), outcome.met), (Reason::Timeout, false), "{outcome:?}");
+    let announced = marks::read(&marks_file).unwrap().marks.iter().any(|m| m.name == "announcing");
+    assert!(announced, "the half-made announcement was made before the timeout");
+    drop(stale);
+
+    let wm = Outsider::announce_wm(&xvfb, true, Duration::from_millis(300), &marks_file);
+    let panel = Outsider::start(&xvfb, "Coldstart-panel", "panel", Duration::from_millis(1500), &marks_file);
+    let outcome = running.wait_all(&[until("window:Coldstart-panel"), until("wm")], &within(60)).unwrap();
+    assert!(outcome.met, "{outcome:?}");
+    let met: Vec<(Reason, Option<i32>, Option<i32>)> =
+        outcome.milestones.iter().map(|m| (m.reason.clone(), m.pid, m.tid)).collect();
+    assert_eq!(
+        met,
+        [
+            (Reason::WindowManager, Some(wm.pid()), Some(wm.pid())),
+            (Reason::WindowClass("Coldstart-panel".into()), Some(panel.pid()), Some(panel.pid())),
+        ],
+        "by time: the manager's announcement (credited to it), then the panel's window"
+    );
     running.finish(&Ending::Kill).unwrap();
 }
 

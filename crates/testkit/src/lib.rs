@@ -64,9 +64,14 @@ impl Drop for Xvfb {
 
 /// Starts Xvfb for `test`, or returns `None` when it is missing (see [`unavailable`]).
 pub fn xvfb(test: &str) -> Option<Xvfb> {
+    xvfb_with_screen(test, "320x240x24")
+}
+
+/// [`xvfb`] with a screen of this size (`1280x800x24`), for a desktop session.
+pub fn xvfb_with_screen(test: &str, screen: &str) -> Option<Xvfb> {
     use std::io::BufRead;
     let started = std::process::Command::new("Xvfb")
-        .args(["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24"])
+        .args(["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", screen])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn();

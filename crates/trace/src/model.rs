@@ -108,6 +108,9 @@ pub enum ReadyReason {
     /// `window-name:NAME`: a window of this title became visible; `/REGEX/` for a
     /// regular expression.
     WindowName(String),
+    /// `wm`: a window manager took the X screen (EWMH `_NET_SUPPORTING_WM_CHECK` set on
+    /// the root window).
+    WindowManager,
     /// `timeout`: the condition was not met in time.
     Timeout,
     /// `interrupted`: SIGINT or SIGTERM ended the wait.

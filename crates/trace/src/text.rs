@@ -120,6 +120,7 @@ impl fmt::Display for ReadyReason {
             ReadyReason::Window => f.write_str("window"),
             ReadyReason::WindowClass(pattern) => write!(f, "window:{pattern}"),
             ReadyReason::WindowName(pattern) => write!(f, "window-name:{pattern}"),
+            ReadyReason::WindowManager => f.write_str("wm"),
             ReadyReason::Timeout => f.write_str("timeout"),
             ReadyReason::Interrupted => f.write_str("interrupted"),
             ReadyReason::Bootchart2End => f.write_str("bootchart2:end"),
@@ -131,7 +132,7 @@ impl fmt::Display for ReadyReason {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "not a ready reason: {0:?} (expected exit, mark:NAME, output:REGEX, idle:MS, window, window:CLASS, \
-     window-name:NAME, timeout, interrupted or bootchart2:end)"
+     window-name:NAME, wm, timeout, interrupted or bootchart2:end)"
 )]
 pub struct ParseReadyReasonError(String);
 
@@ -148,6 +149,7 @@ impl FromStr for ReadyReason {
         let reason = match (kind, value) {
             ("exit", None) if kind == text => ReadyReason::Exit,
             ("window", None) if kind == text => ReadyReason::Window,
+            ("wm", None) if kind == text => ReadyReason::WindowManager,
             ("timeout", None) if kind == text => ReadyReason::Timeout,
             ("interrupted", None) if kind == text => ReadyReason::Interrupted,
             ("mark", Some(name)) => ReadyReason::Mark(name.to_owned()),
@@ -261,6 +263,7 @@ mod tests {
             (ReadyReason::WindowClass("mate-panel".into()), "window:mate-panel"),
             (ReadyReason::WindowClass("/^mate-.*$/".into()), "window:/^mate-.*$/"),
             (ReadyReason::WindowName("Home: a folder".into()), "window-name:Home: a folder"),
+            (ReadyReason::WindowManager, "wm"),
             (ReadyReason::Timeout, "timeout"),
             (ReadyReason::Interrupted, "interrupted"),
             (ReadyReason::Bootchart2End, "bootchart2:end"),
@@ -278,10 +281,11 @@ mod tests {
             ReadyReason::Timeout => 7,
             ReadyReason::Interrupted => 8,
             ReadyReason::Bootchart2End => 9,
+            ReadyReason::WindowManager => 10,
         };
         let covered: std::collections::BTreeSet<usize> =
             every_kind.iter().map(|(r, _)| kind_index(r)).collect();
-        assert_eq!(covered, (0..=9).collect());
+        assert_eq!(covered, (0..=10).collect());
         for (reason, words) in every_kind {
             assert_eq!(reason.to_string(), words);
             assert_eq!(words.parse::<ReadyReason>(), Ok(reason.clone()));

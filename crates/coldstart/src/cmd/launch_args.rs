@@ -53,7 +53,7 @@ fn until_long_help() -> String {
         Until::FORMS.iter().map(|(form, meaning)| format!("  {form:width$}  {meaning}")).collect();
     format!(
         "When the start is over; the command and everything it started are then ended:\n{}\n\n{}\n\n\
-         Repeat --until to wait for several conditions, e.g. --until window:marco --until \
+         Repeat --until to wait for several conditions, e.g. --until wm --until \
          window:mate-panel: each one met is a milestone (a mark of source `until` in the trace, with \
          its time and the process that reached it), and the start is ready when all are met, at the \
          last of them, credited to the process and thread that met it.",

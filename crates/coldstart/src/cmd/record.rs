@@ -18,7 +18,7 @@ use crate::cmd::values;
   sudo coldstart record --cold -o gimp.coldstart -- gimp
   sudo coldstart record --until mark:ready --timeout 60 -- ./server
   sudo coldstart record --until idle:800 --system -- systemctl start myservice
-  sudo coldstart record --cold --until window:marco --until window:mate-panel -- dbus-run-session mate-session
+  sudo coldstart record --cold --until wm --until window:mate-panel -- dbus-run-session mate-session
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
