@@ -114,9 +114,7 @@ impl InstanceOwner {
 
 /// Field 22 (`starttime`) of /proc/PID/stat; `None` when the process does not exist.
 pub fn process_starttime(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    Some(procfs::process::Process::new(pid).ok()?.stat().ok()?.starttime)
 }
 
 /// What one instance records.
