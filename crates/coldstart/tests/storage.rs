@@ -273,7 +273,11 @@ fn bad_profiles_are_one_line_errors_with_exit_2() {
         ("custom:spin=fast", "unknown key \"spin\""),
     ];
     for (profile, says) in cases {
-        for args in [vec!["storage", "show", profile], vec!["storage", "mount", profile, "--at", "/"]] {
+        for args in [
+            vec!["storage", "show", profile],
+            vec!["storage", "mount", profile, "--at", "/"],
+            vec!["bench", "--storage", profile, "--files", "/dev/null", "--", "true"],
+        ] {
             let out = coldstart().args(&args).output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
@@ -296,4 +300,90 @@ fn show_prints_every_parameter_with_its_unit_and_source() {
     assert!(text.contains("iops_unit_bytes        262144 bytes (0.25 MiB)"), "{text}");
     assert!(text.contains("bandwidth_bytes_per_s  125.0 MB/s"), "{text}");
     assert_eq!(text.matches("default of the cloud class").count(), 11, "{text}");
+}
+
+/// The mount namespace of every process now, by pid.
+fn mount_namespaces() -> Vec<(i32, PathBuf)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+            Some((pid, std::fs::read_link(e.path().join("ns/mnt")).ok()?))
+        })
+        .collect()
+}
+
+/// `bench --storage sd` of a command that reads `data`, touches `started` and sleeps
+/// `sleep` seconds (a token no other process has), `runs` cold runs.
+fn bench_on_storage(dir: &Path, runs: &str, sleep: &str) -> std::process::Child {
+    let data = dir.join("data");
+    std::fs::write(&data, vec![7u8; 3 << 20]).unwrap();
+    std::fs::write(dir.join("files"), format!("{}\n", data.display())).unwrap();
+    let script =
+        format!("cat {} > /dev/null; touch {}; sleep {sleep}", data.display(), dir.join("started").display());
+    std::process::Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
+        .args(["bench", "--storage", "sd", "--no-progress", "--runs", runs, "--files"])
+        .arg(dir.join("files"))
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn bench_on_storage_runs_there_and_leaves_nothing_behind() {
+    if !can_make_devices("bench_on_storage") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = support::private_dir();
+    let child = bench_on_storage(dir.path(), "2", "0");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let served = stdout.lines().find(|l| l.starts_with("storage: emulated sd served")).expect(&stdout);
+    let requests: u64 = served.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert!(requests >= 2, "two cold runs read the 3 MiB file from the device: {served}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 files (3.0 MiB) on an emulated sd"), "{stderr}");
+    assert_eq!(leftovers_of(&run_dirs_of(pid), Path::new("/nonexistent")), Vec::<String>::new());
+    assert!(run_dirs_of(pid).is_empty());
+}
+
+#[test]
+fn an_interrupted_bench_on_storage_leaves_nothing_behind() {
+    if !can_make_devices("an_interrupted_bench_on_storage") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    for signal in [nix::sys::signal::Signal::SIGINT, nix::sys::signal::Signal::SIGTERM] {
+        let dir = support::private_dir();
+        let token = format!("30.{}{}", std::process::id(), signal as i32);
+        let mut child = bench_on_storage(dir.path(), "3", &token);
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !dir.path().join("started").exists() {
+            assert!(Instant::now() < deadline, "{signal}: the command never ran");
+            assert!(child.try_wait().unwrap().is_none(), "{signal}: bench exited before the command ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let own_ns = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+        let bench_ns = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
+        assert_ne!(bench_ns, own_ns, "{signal}: bench runs in a mount namespace of its own");
+        let run_dirs = run_dirs_of(pid);
+        assert_eq!(run_dirs.len(), 1, "{signal}: one device");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{signal}: interrupted");
+        assert_eq!(leftovers_of(&run_dirs, Path::new("/nonexistent")), Vec::<String>::new(), "{signal}");
+        let in_ns: Vec<i32> =
+            mount_namespaces().into_iter().filter(|(_, ns)| *ns == bench_ns).map(|(p, _)| p).collect();
+        assert_eq!(in_ns, Vec::<i32>::new(), "{signal}: processes left in bench's namespace");
+        let sleeping = std::process::Command::new("pgrep").args(["-f", &token]).output().unwrap();
+        assert!(sleeping.stdout.is_empty(), "{signal}: the command outlived the benchmark");
+    }
 }

@@ -10,11 +10,13 @@ pub mod disk;
 pub mod image;
 pub mod leftovers;
 pub mod profile;
+pub mod stage;
 mod sys;
 
 pub use clock::{DeviceClock, Stats};
 pub use disk::{EmulatedDisk, FillReport};
 pub use profile::resolve;
+pub use stage::StagedFiles;
 pub use sys::{make_timely, terminate};
 
 /// What can go wrong making or using an emulated disk.

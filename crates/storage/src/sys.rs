@@ -185,6 +185,21 @@ fn unescape_octal(field: &str) -> String {
     out
 }
 
+/// Moves the calling thread (and the threads and processes it starts afterwards) into a
+/// mount namespace of its own whose mounts no other namespace sees, and which the
+/// kernel removes with its last process.
+pub fn private_mount_namespace() -> io::Result<()> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(io::Error::from)?;
+    nix::mount::mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(io::Error::from)
+}
+
+/// Mounts `source` (a file) over `target` (a file), as `mount --bind` does.
+pub fn bind_file(source: &Path, target: &Path) -> io::Result<()> {
+    nix::mount::mount(Some(source), target, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(io::Error::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@ Examples:
   coldstart bench --warm -- ./server ::: ./server-v2     # two commands, interleaved A B A B
   coldstart bench --baseline main.json --max-regression 10 -- ./app   # CI check
   coldstart bench --both --prefetch app.plan -- python3 -c 'import scipy'   # does the plan work?
+  sudo coldstart bench --both --storage hdd --prefetch app.plan -- python3 -c 'import scipy'   # on a laptop disk
 
 Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
 (root), then waits until the disks read under 1 MiB per 200 ms (at most 3 s), so that the other
@@ -134,6 +135,11 @@ pub struct Args {
     pub prefetch: Option<PathBuf>,
     #[command(flatten)]
     pub replay: crate::cmd::prefetch::ReplayArgs,
+    /// Run on an emulated slow disk: hdd, sd, cloud, another `storage` profile or a profile
+    /// file. The files the commands read are copied onto it and seen at their own paths
+    /// (docs/storage.md). Needs root.
+    #[arg(long, value_name = "PROFILE")]
+    pub storage: Option<String>,
     /// The command (after `--`); separate several with `:::`.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -272,7 +278,14 @@ fn progress_bar(enabled: bool) -> Bar {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = config(&args)?;
+    let storage_params = args.storage.as_deref().map(coldstart_storage::resolve).transpose()?;
+    let mut config = config(&args)?;
+    let storage = match (&args.storage, storage_params) {
+        (Some(profile), Some(params)) => {
+            Some(crate::cmd::bench_storage::stage(profile, params, &mut config)?)
+        }
+        _ => None,
+    };
     let mut executor = RealExecutor::new(&config)?;
     let results = match run_benchmark(&config, &mut executor, &mut progress_bar(!args.no_progress)) {
         Ok(results) => results,
@@ -284,6 +297,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(executor);
     print!("{}", summary::render(&results));
+    if let Some(storage) = &storage {
+        println!("{}", storage.served());
+    }
     let exports: [(&Option<PathBuf>, &dyn Exporter); 3] = [
         (&args.export_json, &JsonExporter),
         (&args.export_markdown, &MarkdownExporter),

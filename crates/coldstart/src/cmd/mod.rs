@@ -3,6 +3,7 @@
 
 pub mod anonymize;
 pub mod bench;
+pub mod bench_storage;
 pub mod demo;
 pub mod doctor;
 pub mod export;

@@ -1,0 +1,131 @@
+//! `coldstart bench --storage PROFILE`: the benchmark on an emulated slow disk. The files
+//! the commands read (from `--trace`, `--files`, or learned by a first run) are copied onto
+//! an emulated device of that profile and bind-mounted over their own paths in a private
+//! mount namespace, so the commands run unchanged and read from the device; a prefetch plan
+//! is pointed at the copies. Everything is undone when the benchmark ends (the namespace
+//! goes with the process; the device is torn down on drop, on SIGINT and SIGTERM too).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use coldstart_analyze::doctor::DiskParams;
+use coldstart_bench::{BenchConfig, FileSource, fileset};
+use coldstart_prefetch::plan::{Plan, PlanFileKind};
+use coldstart_storage::StagedFiles;
+use coldstart_trace::Dev;
+
+/// The benchmark's files on an emulated device; undone on drop.
+pub struct OnStorage {
+    pub staged: StagedFiles,
+    pub profile: String,
+    /// Files written beside the device (the list, the moved plan), removed first.
+    written: Vec<PathBuf>,
+}
+
+impl Drop for OnStorage {
+    fn drop(&mut self) {
+        for path in &self.written {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The files every command of `config` reads, from its file source (learning them, as
+/// root, by a recorded first run of each command).
+fn files_of(config: &BenchConfig) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = BTreeSet::new();
+    match &config.files {
+        FileSource::Trace(trace) => paths.extend(fileset::from_trace(trace)?.paths),
+        FileSource::List(list) => paths.extend(fileset::from_list(list)?.paths),
+        FileSource::Learn => {
+            for command in &config.commands {
+                eprintln!("coldstart bench: learning the files of {} (a first, recorded run)", command.name);
+                let learned = fileset::learn(&command.argv, &config.run_as, &config.until, config.timeout)?;
+                paths.extend(learned.paths);
+            }
+        }
+    }
+    Ok(paths.into_iter().filter(|p| p.is_absolute() && p.is_file()).collect())
+}
+
+/// Puts the files of `config`'s commands on a device of `profile` and points `config` at
+/// them: eviction and the plan (if any) now name the copies. Call before anything starts
+/// a thread that the benchmark's commands must inherit the mounts from.
+pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> anyhow::Result<OnStorage> {
+    if !coldstart_bench::evict::is_root() {
+        bail!("--storage needs root (loop devices, FUSE, mounts and a private mount namespace)");
+    }
+    let files = files_of(config)?;
+    if files.is_empty() {
+        bail!("--storage: no files to put on the device (the file source named none that exist)");
+    }
+    let originals: Vec<Option<(Dev, u64)>> =
+        files.iter().map(|f| std::fs::metadata(f).ok().map(|m| (Dev::from_user(m.dev()), m.ino()))).collect();
+    let staged =
+        StagedFiles::stage(params.clone(), &files).context("putting the files on the emulated device")?;
+    let list = staged.disk().run_dir().join("files.list");
+    let text: String = staged.paths().iter().map(|p| format!("{}\n", p.display())).collect();
+    std::fs::write(&list, text).with_context(|| format!("writing {}", list.display()))?;
+    let mut written = vec![list.clone()];
+    config.files = FileSource::List(list);
+    if let Some(prefetch) = config.prefetch.as_mut() {
+        let mut plan = Plan::load(&prefetch.plan)?;
+        let before = plan.files.len();
+        plan.files.retain_mut(|file| {
+            let path = PathBuf::from(&file.path);
+            let original = files.iter().position(|f| *f == path).and_then(|i| originals[i]);
+            let same = original == Some((file.dev, file.ino));
+            let copy = std::fs::metadata(&path);
+            match (file.kind, same, copy) {
+                (PlanFileKind::Regular, true, Ok(copy)) if staged.holds(&path) => {
+                    file.dev = Dev::from_user(copy.dev());
+                    file.ino = copy.ino();
+                    file.mtime_ns = Some(copy.mtime() * 1_000_000_000 + copy.mtime_nsec());
+                    true
+                }
+                _ => false,
+            }
+        });
+        if plan.files.len() < before {
+            eprintln!(
+                "coldstart bench: the plan names {} files not on the emulated device (not read by the \
+                 commands, changed since, or the real disk's metadata); their ranges are left out",
+                before - plan.files.len()
+            );
+        }
+        let moved = staged.disk().run_dir().join("plan-on-device.json");
+        written.push(moved.clone());
+        plan.save(&moved)?;
+        prefetch.plan = moved;
+    }
+    let report = &staged.report;
+    eprintln!(
+        "coldstart bench: {} files ({:.1} MiB) on an emulated {} ({}, {}), in their order on the real disk{}",
+        report.files,
+        report.bytes as f64 / 1048576.0,
+        profile,
+        params.description,
+        staged.disk().device().display(),
+        match report.skipped.len() {
+            0 => String::new(),
+            n => format!("; {n} could not be copied and stay on the real disk"),
+        }
+    );
+    Ok(OnStorage { staged, profile: profile.to_owned(), written })
+}
+
+impl OnStorage {
+    /// One line on what the device served during the benchmark.
+    pub fn served(&self) -> String {
+        let stats = self.staged.disk().stats();
+        format!(
+            "storage: emulated {} served {} requests ({:.1} MiB); the model kept it busy {:.3} s",
+            self.profile,
+            stats.requests,
+            stats.bytes as f64 / 1048576.0,
+            stats.busy_ns as f64 / 1e9
+        )
+    }
+}
