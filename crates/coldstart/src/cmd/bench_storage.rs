@@ -72,27 +72,27 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
     config.files = FileSource::List(list);
     if let Some(prefetch) = config.prefetch.as_mut() {
         let mut plan = Plan::load(&prefetch.plan)?;
-        let before = plan.files.len();
-        plan.files.retain_mut(|file| {
+        let mut moved_files = 0;
+        for file in &mut plan.files {
             let path = PathBuf::from(&file.path);
             let original = files.iter().position(|f| *f == path).and_then(|i| originals[i]);
-            let same = original == Some((file.dev, file.ino));
-            let copy = std::fs::metadata(&path);
-            match (file.kind, same, copy) {
-                (PlanFileKind::Regular, true, Ok(copy)) if staged.holds(&path) => {
-                    file.dev = Dev::from_user(copy.dev());
-                    file.ino = copy.ino();
-                    file.mtime_ns = Some(copy.mtime() * 1_000_000_000 + copy.mtime_nsec());
-                    true
-                }
-                _ => false,
+            if file.kind == PlanFileKind::Regular
+                && original == Some((file.dev, file.ino))
+                && staged.holds(&path)
+                && let Ok(copy) = std::fs::metadata(&path)
+            {
+                file.dev = Dev::from_user(copy.dev());
+                file.ino = copy.ino();
+                file.mtime_ns = Some(copy.mtime() * 1_000_000_000 + copy.mtime_nsec());
+                moved_files += 1;
             }
-        });
-        if plan.files.len() < before {
+        }
+        if moved_files < plan.files.len() {
             eprintln!(
-                "coldstart bench: the plan names {} files not on the emulated device (not read by the \
-                 commands, changed since, or the real disk's metadata); their ranges are left out",
-                before - plan.files.len()
+                "coldstart bench: {} of the plan's {} files are not on the emulated device (not read by \
+                 the commands, changed since, or the real disk's metadata): the replay skips them",
+                plan.files.len() - moved_files,
+                plan.files.len()
             );
         }
         let moved = staged.disk().run_dir().join("plan-on-device.json");
