@@ -3,7 +3,8 @@
 //! instances and `coldstart recover` turns the spool into a partial trace; with
 //! `--until output:REGEX` or `--until mark:NAME` it stops at that moment, stores it
 //! as the ready time and ends the command's whole tree. A read by another process's thread
-//! is counted for that process.
+//! is counted for that process. A file opened through a mount of another namespace (a
+//! container's) is named by the path that opens it on the host.
 
 mod support;
 use support::{can_record, private_dir};
@@ -279,4 +280,44 @@ fn a_read_by_an_outside_thread_that_exits_is_counted_for_its_process() {
     for r in reads {
         assert_eq!(r.pid, pid, "a request of thread {tid} is counted for process {pid}: {r:?}");
     }
+}
+
+/// A file read through a bind mount that only the command's private mount namespace has (as a
+/// container's files are) is named by its host path, which opens the same inode, not by the
+/// path the command used, which on the host is an empty directory.
+#[test]
+fn a_file_opened_in_another_mount_namespace_is_named_by_its_host_path() {
+    if !can_record("host_path") {
+        return;
+    }
+    let dir = private_dir();
+    let real = dir.path().join("real");
+    let seen = dir.path().join("seen");
+    std::fs::create_dir_all(real.join("sub")).unwrap();
+    std::fs::create_dir(&seen).unwrap();
+    std::fs::write(real.join("sub/data"), vec![3u8; 256 << 10]).unwrap();
+    let script = format!(
+        "mount --bind {} {} && cat {}/sub/data > /dev/null",
+        real.display(),
+        seen.display(),
+        seen.display()
+    );
+    let out = dir.path().join("ns.coldstart");
+    let status = Command::new(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["record", "--cold", "-o"])
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .args(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let trace = Trace::read(&out).unwrap();
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(real.join("sub/data")).unwrap());
+    let file = trace.files.iter().find(|f| f.ino == ino).expect("the file read is in the trace");
+    assert_eq!(file.path.as_deref(), Some(real.join("sub/data").to_str().unwrap()), "{file:?}");
+    assert!(
+        !trace.files.iter().any(|f| f.path.as_deref().is_some_and(|p| p.starts_with(seen.to_str().unwrap()))),
+        "no file named by the namespace's path"
+    );
 }

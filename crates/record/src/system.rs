@@ -14,6 +14,8 @@ use crate::spool::DiskCounters;
 /// One line of /proc/self/mountinfo.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mount {
+    /// The kernel's id of the mount (unique on the machine, in every namespace).
+    pub mnt_id: i32,
     pub dev: Dev,
     /// The path inside the filesystem that is mounted (`/` for whole filesystems).
     pub root: PathBuf,
@@ -45,6 +47,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
         .filter_map(|line| {
             let info = MountInfo::from_line(line).ok()?;
             Some(Mount {
+                mnt_id: info.mnt_id,
                 dev: info.majmin.parse().ok()?,
                 root: PathBuf::from(unescape(&info.root)),
                 mount_point: PathBuf::from(unescape(info.mount_point.to_str()?)),

@@ -60,6 +60,7 @@ impl SystemView for FakeSystem {
 
     fn mounts(&self) -> Vec<Mount> {
         vec![Mount {
+            mnt_id: 0,
             dev: PARTITION,
             root: "/".into(),
             mount_point: "/".into(),

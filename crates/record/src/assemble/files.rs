@@ -230,6 +230,7 @@ mod tests {
     fn ext4_reserved_inodes_are_not_files_to_look_for() {
         let empty = tempfile::tempdir().unwrap();
         let mount = |dev, fstype: &str| Mount {
+            mnt_id: 0,
             dev,
             root: "/".into(),
             mount_point: empty.path().to_owned(),

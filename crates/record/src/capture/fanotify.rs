@@ -2,7 +2,8 @@
 //! marked filesystems with an fd; `fstat` of it gives the (dev, inode) that tracefs
 //! events carry, and the path is read (`/proc/self/fd/N`) only the first time an
 //! inode is seen. Marks are per filesystem (`FAN_MARK_FILESYSTEM`), so daemonized
-//! processes are covered too.
+//! processes are covered too, and so are the opens of a container's processes, whose
+//! paths are then put in the host's terms (`host_path`).
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd};
@@ -15,6 +16,7 @@ use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags}
 use nix::sys::stat::SFlag;
 use serde::{Deserialize, Serialize};
 
+use crate::capture::host_path::HostPaths;
 use crate::capture::{Stop, boottime_ns};
 use crate::error::{RecordError, Result};
 use crate::spool::LineWriter;
@@ -55,6 +57,7 @@ pub struct OpenStats {
 /// A fanotify group marked on every disk-backed filesystem.
 pub struct OpenWatch {
     group: Fanotify,
+    host_paths: HostPaths,
     pub stats: OpenStats,
 }
 
@@ -90,7 +93,7 @@ impl OpenWatch {
         if stats.marked.is_empty() {
             return Err(RecordError::Fanotify("no filesystem could be marked".into()));
         }
-        Ok(OpenWatch { group, stats })
+        Ok(OpenWatch { group, host_paths: HostPaths::new(mounts.to_vec()), stats })
     }
 
     /// Spools opens until `stop` fires, then reads what is queued and returns the counts.
@@ -149,7 +152,12 @@ impl OpenWatch {
                     };
                     if known.insert(key) {
                         let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
-                        rec.path = std::fs::read_link(link).ok().map(|p| p.to_string_lossy().into_owned());
+                        rec.path = std::fs::read_link(link)
+                            .ok()
+                            .and_then(|p| {
+                                self.host_paths.resolve(p, fd.as_raw_fd(), ev.pid(), st.st_dev, st.st_ino)
+                            })
+                            .map(|p| p.to_string_lossy().into_owned());
                         rec.size = Some(st.st_size as u64);
                         rec.mtime_ns = Some(st.st_mtime * 1_000_000_000 + st.st_mtime_nsec);
                         rec.dir =

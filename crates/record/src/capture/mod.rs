@@ -4,6 +4,7 @@
 
 pub mod connector;
 pub mod fanotify;
+pub mod host_path;
 pub mod pages;
 pub mod sampler;
 
