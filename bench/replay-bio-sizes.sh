@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# The I/O a prefetch replay submits: bios and requests by size, and on the slow-disk rig the
+# replay's time against its device's limit, for builds or replay options interleaved.
+#
+# Two parts, each a cold recording, a disk-ordered plan (`prefetch plan --order disk`), then
+# ROUNDS rounds of every variant, each after system eviction (sync, drop_caches 3, 1 s pause):
+#   fast  the VM's own disk: /usr/bin/python3 -c 'import json,email,asyncio,unittest'
+#         (the demo's start); its metadata on /dev/vda cannot be replayed (EPERM).
+#   rig   bench/slow-disk-rig.sh (a loop-mounted ext4 image throttled to 100 read requests/s
+#         and 60 MB/s with v1 blkio; the replay runs inside the throttled cgroup):
+#         python3 importing scipy.stats, matplotlib.pyplot and pandas from the image.
+# Each replay (`coldstart prefetch run PLAN --json`) is traced in a private tracefs instance
+# (block_bio_queue and block_rq_issue on the plan's disk, removed afterwards, also on Ctrl-C):
+# the replay's read bios by size and by kind (data: inside a planned range; metadata
+# readahead: ext4's inode-table readahead, RA bios outside the planned files; metadata: RM), and
+# the disk's read requests by size. On the rig the device limit is
+# max(bytes ÷ bandwidth, ranges ÷ IOPS) (the rig's throttle) over the plan's ranges on the throttled device that
+# the replay fetched; the script prints the replay time against it (medians over the rounds).
+#
+# Usage (as root): bash bench/replay-bio-sizes.sh [ROUNDS] [fast|rig|both]
+#   VARIANTS='name=BINARY[:OPTIONS]; …' the replays to compare (default: "new=$COLDSTART");
+#   e.g. VARIANTS="old=/tmp/old/coldstart; new=$COLDSTART; new-seq=$COLDSTART:--fill sequential"
+#   COLDSTART records and plans (default: a release build of this tree). Results in $OUT
+#   (default /tmp/coldstart-replay-bios): the traces' summaries and one JSON per replay.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+part=${2:-both}
+out=${OUT:-/tmp/coldstart-replay-bios}
+instance=/sys/kernel/tracing/instances/coldstart-replay-bios
+
+[ "$(id -u)" = 0 ] || { echo "replay-bio-sizes: needs root (tracefs, drop_caches, the rig)" >&2; exit 2; }
+
+tracing_off() {
+    if [ -d "$instance" ]; then
+        for e in block_bio_queue block_rq_issue; do echo 0 > "$instance/events/block/$e/enable" 2>/dev/null || true; done
+        rmdir "$instance" 2>/dev/null || true
+    fi
+}
+
+if [ -z "${RIG_MNT:-}" ] && [ -z "${REPLAY_BIOS_INNER:-}" ]; then
+    install_packages python3-scipy python3-matplotlib python3-pandas e2fsprogs
+    use_coldstart
+    export VARIANTS=${VARIANTS:-new=$COLDSTART}
+    mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+    tracing_off
+    mkdir -p "$out"
+    echo "machine: $(uname -r), $(nproc) CPUs; load average at the start: $(cat /proc/loadavg); $(date -u +%FT%TZ)"
+    echo "variants: $VARIANTS"
+    status=0
+    if [ "$part" = fast ] || [ "$part" = both ]; then
+        REPLAY_BIOS_INNER=fast bash "$0" "$rounds" fast || status=$?
+    fi
+    if [ "$part" = rig ] || [ "$part" = both ]; then
+        bash bench/slow-disk-rig.sh run -- env REPLAY_BIOS_INNER=rig bash "$0" "$rounds" rig || status=$?
+    fi
+    tracing_off
+    echo "load average at the end: $(cat /proc/loadavg)"
+    exit $status
+fi
+
+# analyze count PLAN DEV TRACE REPORT [every-task] | line BIOS_JSON | summary OUT PART [--iops N --bps N] -- NAMES...
+analyze() {
+    python3 - "$@" <<'PY'
+import json, re, statistics, sys
+BIO = re.compile(r"block_bio_queue: (\d+),(\d+) (\S+) (\d+) \+ (\d+) \[(.*)\]")
+RQ = re.compile(r"block_rq_issue: (\d+),(\d+) (\S+) (\d+) \((.*?)\) (\d+) \+ (\d+)")
+KIB = lambda sectors: sectors * 512 // 1024
+
+def plan_spans(plan, dev):
+    """Disk byte spans of the plan's ranges on DEV: (start, end, is_metadata); count and bytes."""
+    spans, ranges, size = [], 0, 0
+    for f in plan["files"]:
+        for r in f["ranges"]:
+            on_dev = r.get("disk") == dev or (r.get("disk") is None and f["dev"] == dev)
+            if not on_dev:
+                continue
+            ranges += 1
+            size += r["length"]
+            if r.get("physical") is not None:
+                spans.append((r["physical"], r["physical"] + r["length"], f["kind"] == "block_device"))
+    spans.sort()
+    return spans, ranges, size
+
+def kind_of(spans, start, flags):
+    import bisect
+    i = bisect.bisect_right(spans, (start, float("inf"), True)) - 1
+    if i >= 0 and spans[i][0] <= start < spans[i][1]:
+        return "planned metadata" if spans[i][2] else "data"
+    return "metadata (RM)" if "M" in flags else "outside the ranges"
+
+def median(xs):
+    return statistics.median(xs) if xs else 0
+
+mode = sys.argv[1]
+if mode == "count":
+    plan, dev, trace, report = json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5]
+    every_task = sys.argv[6:] == ["every-task"]
+    spans, ranges, size = plan_spans(plan, dev)
+    bios, starts, rqs = [], set(), []
+    for line in open(trace, errors="replace"):
+        m = BIO.search(line)
+        if m and "R" in m[3] and (every_task or m[6].startswith("prefetch")):
+            start, sectors = int(m[4]), int(m[5])
+            bios.append((KIB(sectors), kind_of(spans, start * 512, m[3])))
+            starts.add(start)
+            continue
+        m = RQ.search(line)
+        if m and "R" in m[3] and int(m[6]) in starts:
+            rqs.append(int(m[4]) // 1024)
+    kinds = {}
+    for kib, kind in bios:
+        k = kinds.setdefault(kind, {"bios": 0, "kib": 0, "bios_4k": 0})
+        k["bios"] += 1; k["kib"] += kib; k["bios_4k"] += kib == 4
+    try:
+        rep = json.load(open(report))
+    except (OSError, ValueError):
+        rep = {}
+    json.dump({"bios": len(bios), "bios_4k": sum(k == 4 for k, _ in bios), "bio_kib": [k for k, _ in bios],
+               "median_bio_kib": median([k for k, _ in bios]), "mib": sum(k for k, _ in bios) / 1024,
+               "requests": len(rqs), "requests_4k": sum(r == 4 for r in rqs), "median_request_kib": median(rqs),
+               "kinds": kinds, "plan_ranges_on_disk": ranges, "plan_bytes_on_disk": size,
+               "elapsed_s": rep.get("elapsed_s"), "fetched": rep.get("fetched"),
+               "lost": "LOST" in open(trace, errors="replace").read()}, sys.stdout)
+elif mode == "line":
+    b = json.load(open(sys.argv[2]))
+    kinds = ", ".join(f"{k} {v['bios']} ({v['bios_4k']} of 4 KiB)" for k, v in sorted(b["kinds"].items()))
+    print(f"{b['elapsed_s'] or 0:.2f} s; {b['bios']} bios ({b['bios_4k']} of 4 KiB, median {b['median_bio_kib']} KiB, "
+          f"{b['mib']:.1f} MiB): {kinds}; {b['requests']} requests ({b['requests_4k']} of 4 KiB)")
+elif mode == "summary":
+    out, part = sys.argv[2], sys.argv[3]
+    args = sys.argv[4:]
+    names = args[args.index("--") + 1:]
+    opt = dict(zip(args[:args.index("--")][::2], args[:args.index("--")][1::2]))
+    import glob
+    print(f"{part}: medians over the rounds")
+    header = f"{'variant':<14} {'rounds':>6} {'replay s':>9} {'bios':>6} {'4 KiB':>6} {'median KiB':>10} {'requests':>9} {'4 KiB':>6}"
+    header += "  bios by kind (median)"
+    if opt:
+        header += "  | limit s   replay / limit"
+    print(header)
+    for name in names:
+        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{part}-{name}-*.bios.json"))]
+        if not runs:
+            continue
+        m = lambda key: median([r[key] for r in runs if r[key] is not None])
+        kinds = sorted({k for r in runs for k in r["kinds"]})
+        by_kind = ", ".join(f"{k} {median([r['kinds'].get(k, {}).get('bios', 0) for r in runs]):g}" for k in kinds)
+        line = (f"{name:<14} {len(runs):>6} {m('elapsed_s'):>9.2f} {m('bios'):>6g} {m('bios_4k'):>6g} "
+                f"{m('median_bio_kib'):>10g} {m('requests'):>9g} {m('requests_4k'):>6g}  {by_kind}")
+        if opt:
+            r0 = runs[0]
+            limit = max(r0["plan_bytes_on_disk"] / float(opt["--bps"]), r0["plan_ranges_on_disk"] / float(opt["--iops"]))
+            ratios = [r["elapsed_s"] / limit for r in runs if r["elapsed_s"]]
+            line += f"  | {limit:.2f} s ({r0['plan_ranges_on_disk']} ranges, {r0['plan_bytes_on_disk'] / 2**20:.1f} MiB)  {median(ratios):.2f}×"
+        print(line)
+PY
+}
+
+# One part, from here on (inside the rig for `rig`).
+trap tracing_off EXIT
+trap 'exit 130' INT TERM
+C=$COLDSTART
+work=$(mktemp -d /tmp/coldstart-replay-bios.XXXXXX)
+trap 'tracing_off; rm -rf "$work"' EXIT
+if [ "$part" = rig ]; then
+    cmd=(env "PYTHONPATH=$RIG_PYTHONPATH" /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas')
+    dev=$RIG_DEV
+    limit() { awk -v d="$RIG_DEV" '$1 == d { print $2 }' "$RIG_CGROUP/blkio.throttle.read_$1_device"; }
+    limit_args="--iops $(limit iops) --bps $(limit bps)"
+    # blk-throttle submits the bios it held back from a kworker: count every read of the rig's
+    # device (nothing else reads it).
+    every_task=every-task
+else
+    cmd=(/usr/bin/python3 -c 'import json,email,asyncio,unittest')
+    dev=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE -T /usr/lib)" | head -1 | tr -d ' ')
+    limit_args=
+    every_task=   # the replay threads' bios only: other engineers' builds read this disk too
+fi
+kernel_dev=$(( ${dev%%:*} << 20 | ${dev##*:} ))
+
+echo "== $part: recording a cold start of ${cmd[*]} (disk $dev)"
+"$C" record --cold --as-root -o "$out/$part.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/$part.record.txt"
+mv "$out/$part.coldstart.tmp" "$out/$part.coldstart"
+"$C" prefetch plan "$out/$part.coldstart" -o "$out/$part.plan" --order disk --force 2>&1 | head -1
+
+trace_replay() { # NAME ROUND BINARY [OPTIONS...]
+    local name=$1 r=$2 bin=$3
+    shift 3
+    mkdir "$instance"
+    echo 32768 > "$instance/buffer_size_kb"
+    for e in block_bio_queue block_rq_issue; do
+        echo "dev == $kernel_dev" > "$instance/events/block/$e/filter"
+        echo 1 > "$instance/events/block/$e/enable"
+    done
+    "$bin" prefetch run "$out/$part.plan" -q --json "$out/$part-$name-$r.json" "$@" || true
+    sleep 0.5   # the last completions
+    for e in block_bio_queue block_rq_issue; do echo 0 > "$instance/events/block/$e/enable"; done
+    gzip -c < "$instance/trace" > "$out/$part-$name-$r.trace.gz"
+    gzip -dc "$out/$part-$name-$r.trace.gz" > "$work/$name-$r.trace"
+    grep -q 'LOST' "$work/$name-$r.trace" && echo "   (events lost in $name round $r)"
+    rmdir "$instance"
+    analyze count "$out/$part.plan" "$dev" "$work/$name-$r.trace" \
+        "$out/$part-$name-$r.json" $every_task > "$out/$part-$name-$r.bios.json"
+}
+
+IFS=';' read -r -a variants <<< "$VARIANTS"
+names=()
+for r in $(seq 1 "$rounds"); do
+    # Rotate the variants' order by round, so none always runs first after the recording.
+    n=${#variants[@]}
+    for k in $(seq 0 $((n - 1))); do
+        v=$(echo "${variants[$(((k + r) % n))]}" | sed 's/^ *//; s/ *$//')
+        name=${v%%=*}
+        spec=${v#*=}
+        bin=${spec%%:*}
+        opts=
+        [ "$spec" = "$bin" ] || opts=${spec#*:}
+        [ "$r" = 1 ] && names+=("$name")
+        evict
+        # shellcheck disable=SC2086
+        trace_replay "$name" "$r" "$bin" $opts
+        printf '%s round %s: %s\n' "$name" "$r" "$(analyze line "$out/$part-$name-$r.bios.json")"
+    done
+done
+[ "$part" != rig ] || grep "$RIG_DEV" "$RIG_CGROUP/blkio.throttle.io_serviced" | head -1
+# shellcheck disable=SC2086
+analyze summary "$out" "$part" $limit_args -- "${names[@]}" | tee "$out/$part-summary.txt"
