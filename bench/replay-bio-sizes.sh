@@ -40,7 +40,7 @@ tracing_off() {
 }
 
 if [ -z "${RIG_MNT:-}" ] && [ -z "${REPLAY_BIOS_INNER:-}" ]; then
-    install_packages python3-scipy python3-matplotlib python3-pandas e2fsprogs
+    install_packages python3-scipy python3-matplotlib python3-pandas e2fsprogs fio
     use_coldstart
     export VARIANTS=${VARIANTS:-new=$COLDSTART}
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
@@ -88,6 +88,8 @@ def kind_of(spans, start, flags):
     i = bisect.bisect_right(spans, (start, float("inf"), True)) - 1
     if i >= 0 and spans[i][0] <= start < spans[i][1]:
         return "planned metadata" if spans[i][2] else "data"
+    if not spans:
+        return "read"
     return "metadata (RM)" if "M" in flags else "outside the ranges"
 
 def median(xs):
@@ -95,13 +97,14 @@ def median(xs):
 
 mode = sys.argv[1]
 if mode == "count":
-    plan, dev, trace, report = json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5]
+    plan = json.load(open(sys.argv[2])) if sys.argv[2] != "-" else {"files": []}
+    dev, trace, report = sys.argv[3], sys.argv[4], sys.argv[5]
     every_task = sys.argv[6:] == ["every-task"]
     spans, ranges, size = plan_spans(plan, dev)
     bios, starts, rqs = [], set(), []
     for line in open(trace, errors="replace"):
         m = BIO.search(line)
-        if m and "R" in m[3] and (every_task or m[6].startswith("prefetch")):
+        if m and "R" in m[3] and (every_task or m[6].startswith(("prefetch", "python3", "fio"))):
             start, sectors = int(m[4]), int(m[5])
             bios.append((KIB(sectors), kind_of(spans, start * 512, m[3])))
             starts.add(start)
@@ -121,7 +124,7 @@ if mode == "count":
                "median_bio_kib": median([k for k, _ in bios]), "mib": sum(k for k, _ in bios) / 1024,
                "requests": len(rqs), "requests_4k": sum(r == 4 for r in rqs), "median_request_kib": median(rqs),
                "kinds": kinds, "plan_ranges_on_disk": ranges, "plan_bytes_on_disk": size,
-               "elapsed_s": rep.get("elapsed_s"), "fetched": rep.get("fetched"),
+               "elapsed_s": rep.get("elapsed_s"), "fetched": rep.get("fetched"), "cached_kib": rep.get("cached_kib"),
                "lost": "LOST" in open(trace, errors="replace").read()}, sys.stdout)
 elif mode == "line":
     b = json.load(open(sys.argv[2]))
@@ -141,7 +144,7 @@ elif mode == "summary":
         header += "  | limit s   replay / limit"
     print(header)
     for name in names:
-        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{part}-{name}-*.bios.json"))]
+        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{part}-{name}-[0-9]*.bios.json"))]
         if not runs:
             continue
         m = lambda key: median([r[key] for r in runs if r[key] is not None])
@@ -149,12 +152,70 @@ elif mode == "summary":
         by_kind = ", ".join(f"{k} {median([r['kinds'].get(k, {}).get('bios', 0) for r in runs]):g}" for k in kinds)
         line = (f"{name:<14} {len(runs):>6} {m('elapsed_s'):>9.2f} {m('bios'):>6g} {m('bios_4k'):>6g} "
                 f"{m('median_bio_kib'):>10g} {m('requests'):>9g} {m('requests_4k'):>6g}  {by_kind}")
+        if runs[0].get("cached_kib") is not None:
+            line += f"; {m('cached_kib') / 1024:.1f} MiB cached after"
         if opt:
             r0 = runs[0]
-            limit = max(r0["plan_bytes_on_disk"] / float(opt["--bps"]), r0["plan_ranges_on_disk"] / float(opt["--iops"]))
+            ranges, size = r0["plan_ranges_on_disk"], r0["plan_bytes_on_disk"]
+            if "--ranges" in opt:
+                ranges, size = int(opt["--ranges"]), int(opt["--bytes"])
+            limit = max(size / float(opt["--bps"]), ranges / float(opt["--iops"]))
             ratios = [r["elapsed_s"] / limit for r in runs if r["elapsed_s"]]
-            line += f"  | {limit:.2f} s ({r0['plan_ranges_on_disk']} ranges, {r0['plan_bytes_on_disk'] / 2**20:.1f} MiB)  {median(ratios):.2f}×"
+            line += f"  | {limit:.2f} s ({ranges} ranges, {size / 2**20:.1f} MiB)  {median(ratios):.2f}×"
         print(line)
+PY
+}
+
+# read_ranges METHOD FILE REPORT: reads FILE's ranges (2 MiB every 4 MiB) the METHOD way, one
+# range after the other, and writes {"elapsed_s", "cached_kib"} to REPORT.
+read_ranges() {
+    if [ "$1" = io_uring ]; then
+        local t0 t1
+        t0=$EPOCHREALTIME
+        fio --name=replay --filename="$2" --ioengine=io_uring --rw=read:2m --bs=2m --size=64m --iodepth=1 \
+            --direct=0 --invalidate=0 --output=/dev/null
+        t1=$EPOCHREALTIME
+        printf '{"elapsed_s": %s, "cached_kib": %s}\n' "$(awk "BEGIN { print $t1 - $t0 }")" \
+            "$(($(fincore --bytes --noheadings --output RES "$2") / 1024))" > "$3"
+        return
+    fi
+    python3 - "$@" <<'PY'
+import ctypes, json, mmap, os, subprocess, sys, time
+method, path, report = sys.argv[1:4]
+RANGE, STRIDE, BUF = 2 << 20, 4 << 20, 256 << 10
+libc = ctypes.CDLL(None, use_errno=True)
+flags = os.O_RDONLY | (os.O_DIRECT if method == "direct-2m" else 0)
+fd = os.open(path, flags)
+size = os.fstat(fd).st_size
+buf = mmap.mmap(-1, RANGE)  # page-aligned, as O_DIRECT wants
+start = time.monotonic()
+if method == "exact":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+if method == "sequential-2m":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+for off in range(0, size, STRIDE):
+    if method == "exact":  # the replay's Fill::Exact: WILLNEED, then 256 KiB preads, FADV_RANDOM
+        os.posix_fadvise(fd, off, RANGE, os.POSIX_FADV_WILLNEED)
+        for at in range(off, off + RANGE, BUF):
+            os.preadv(fd, [memoryview(buf)[:BUF]], at)
+    elif method == "willneed":
+        os.posix_fadvise(fd, off, RANGE, os.POSIX_FADV_WILLNEED)
+    elif method == "readahead":
+        libc.readahead(fd, ctypes.c_longlong(off), ctypes.c_size_t(RANGE))
+    elif method == "pread-256k":  # the replay's Fill::Sequential
+        for at in range(off, off + RANGE, BUF):
+            os.preadv(fd, [memoryview(buf)[:BUF]], at)
+    elif method in ("pread-2m", "sequential-2m", "direct-2m"):
+        os.preadv(fd, [buf], off)
+    elif method == "populate":
+        m = mmap.mmap(fd, RANGE, prot=mmap.PROT_READ, offset=off)
+        m.madvise(22)  # MADV_POPULATE_READ
+        m.close()
+    else:
+        sys.exit(f"unknown method {method}")
+elapsed = time.monotonic() - start
+res = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path], capture_output=True, text=True)
+json.dump({"elapsed_s": elapsed, "cached_kib": int(res.stdout.split()[0]) // 1024}, open(report, "w"))
 PY
 }
 
@@ -185,28 +246,37 @@ echo "== $part: recording a cold start of ${cmd[*]} (disk $dev)"
 mv "$out/$part.coldstart.tmp" "$out/$part.coldstart"
 "$C" prefetch plan "$out/$part.coldstart" -o "$out/$part.plan" --order disk --force 2>&1 | head -1
 
-trace_replay() { # NAME ROUND BINARY [OPTIONS...]
-    local name=$1 r=$2 bin=$3
-    shift 3
+trace_start() {
     mkdir "$instance"
     echo 32768 > "$instance/buffer_size_kb"
     for e in block_bio_queue block_rq_issue; do
         echo "dev == $kernel_dev" > "$instance/events/block/$e/filter"
         echo 1 > "$instance/events/block/$e/enable"
     done
-    "$bin" prefetch run "$out/$part.plan" -q --json "$out/$part-$name-$r.json" "$@" || true
+}
+
+trace_stop() { # PART-NAME-ROUND: keeps the trace, compressed, in $out
     sleep 0.5   # the last completions
     for e in block_bio_queue block_rq_issue; do echo 0 > "$instance/events/block/$e/enable"; done
-    gzip -c < "$instance/trace" > "$out/$part-$name-$r.trace.gz"
-    gzip -dc "$out/$part-$name-$r.trace.gz" > "$work/$name-$r.trace"
-    grep -q 'LOST' "$work/$name-$r.trace" && echo "   (events lost in $name round $r)"
+    cat "$instance/trace" > "$work/$1.trace"
     rmdir "$instance"
-    analyze count "$out/$part.plan" "$dev" "$work/$name-$r.trace" \
+    gzip -c "$work/$1.trace" > "$out/$1.trace.gz"
+    if grep -q 'LOST' "$work/$1.trace"; then echo "   (events lost in $1)"; fi
+}
+
+trace_replay() { # NAME ROUND BINARY [OPTIONS...]
+    local name=$1 r=$2 bin=$3
+    shift 3
+    trace_start
+    "$bin" prefetch run "$out/$part.plan" -q --json "$out/$part-$name-$r.json" "$@" || true
+    trace_stop "$part-$name-$r"
+    analyze count "$out/$part.plan" "$dev" "$work/$part-$name-$r.trace" \
         "$out/$part-$name-$r.json" $every_task > "$out/$part-$name-$r.bios.json"
 }
 
 IFS=';' read -r -a variants <<< "$VARIANTS"
 names=()
+for v in "${variants[@]}"; do v=$(echo "$v" | sed 's/^ *//'); names+=("${v%%=*}"); done
 for r in $(seq 1 "$rounds"); do
     # Rotate the variants' order by round, so none always runs first after the recording.
     n=${#variants[@]}
@@ -217,7 +287,6 @@ for r in $(seq 1 "$rounds"); do
         bin=${spec%%:*}
         opts=
         [ "$spec" = "$bin" ] || opts=${spec#*:}
-        [ "$r" = 1 ] && names+=("$name")
         evict
         # shellcheck disable=SC2086
         trace_replay "$name" "$r" "$bin" $opts
@@ -227,3 +296,33 @@ done
 [ "$part" != rig ] || grep "$RIG_DEV" "$RIG_CGROUP/blkio.throttle.io_serviced" | head -1
 # shellcheck disable=SC2086
 analyze summary "$out" "$part" $limit_args -- "${names[@]}" | tee "$out/$part-summary.txt"
+
+# The read primitives on one file of the same disk: 64 MiB, its ranges 2 MiB every 4 MiB (16
+# ranges, 32 MiB), the file's pages dropped (DONTNEED twice) before each read.
+read -r -a methods <<< "${METHODS:-exact willneed readahead pread-256k pread-2m sequential-2m populate direct-2m io_uring}"
+if [ "${#methods[@]}" -gt 0 ]; then
+    file_dir=${RIG_MNT:-/var/tmp}
+    test_file=$(mktemp "$file_dir/coldstart-replay-bios.XXXXXX")
+    trap 'tracing_off; rm -rf "$work" "$test_file"' EXIT
+    head -c 64M /dev/urandom > "$test_file"
+    sync
+    # Round 0, not counted: each method once, so python's and fio's own files are cached.
+    for method in "${methods[@]}"; do read_ranges "$method" "$test_file" "$work/method.json"; done
+    for r in $(seq 1 "$rounds"); do
+        n=${#methods[@]}
+        for k in $(seq 0 $((n - 1))); do
+            method=${methods[$(((k + r) % n))]}
+            python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for _ in range(2): os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$test_file"
+            trace_start
+            read_ranges "$method" "$test_file" "$work/method.json"
+            trace_stop "$part-method-$method-$r"
+            analyze count - "$dev" "$work/$part-method-$method-$r.trace" "$work/method.json" $every_task \
+                > "$out/$part-method-$method-$r.bios.json"
+        done
+    done
+    # shellcheck disable=SC2086
+    analyze summary "$out" "$part-method" ${limit_args:+$limit_args --ranges 16 --bytes $((32 << 20))} \
+        -- "${methods[@]}" | tee "$out/$part-methods-summary.txt"
+fi
