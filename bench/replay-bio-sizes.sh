@@ -10,16 +10,24 @@
 #         and 60 MB/s with v1 blkio; the replay runs inside the throttled cgroup):
 #         python3 importing scipy.stats, matplotlib.pyplot and pandas from the image.
 # Each replay (`coldstart prefetch run PLAN --json`) is traced in a private tracefs instance
-# (block_bio_queue and block_rq_issue on the plan's disk, removed afterwards, also on Ctrl-C):
-# the replay's read bios by size and by kind (data: inside a planned range; metadata
-# readahead: ext4's inode-table readahead, RA bios outside the planned files; metadata: RM), and
-# the disk's read requests by size. On the rig the device limit is
-# max(bytes ÷ bandwidth, ranges ÷ IOPS) (the rig's throttle) over the plan's ranges on the throttled device that
-# the replay fetched; the script prints the replay time against it (medians over the rounds).
+# (block_bio_queue and block_rq_issue filtered on the plan's disk; removed afterwards, also on
+# Ctrl-C). Counted: the replay's read bios by size and by kind — data (inside a planned range of
+# a file), planned metadata (inside a planned block-device range: inode tables, directories),
+# metadata (RM, outside them), outside the ranges (the rest: readahead past a range, ext4's
+# inode-table readahead of unplanned blocks) — and the read requests that start where one of
+# them starts. On the VM's disk the replay's bios are those its threads queue (other engineers'
+# builds read that disk too); on the rig every read bio of the loop device (blk-throttle queues
+# the bios it holds back from a kworker). A replay during which another process dropped the
+# caches (/proc/vmstat drop_pagecache: it evicts what the replay read so far) is marked and left
+# out of the medians. On the rig the device limit is max(bytes ÷ bandwidth, ranges ÷ IOPS) of
+# the throttle over the plan's ranges on the rig's device, and the replay time is given against
+# it. Then the read primitives on one 64 MiB file of the same disk (read_ranges below).
 #
 # Usage (as root): bash bench/replay-bio-sizes.sh [ROUNDS] [fast|rig|both]
 #   VARIANTS='name=BINARY[:OPTIONS]; …' the replays to compare (default: "new=$COLDSTART");
 #   e.g. VARIANTS="old=/tmp/old/coldstart; new=$COLDSTART; new-seq=$COLDSTART:--fill sequential"
+#   METHODS='exact willneed …' the read primitives compared on one file after the replays (the
+#   default: all of them; METHODS= none): see read_ranges below.
 #   COLDSTART records and plans (default: a release build of this tree). Results in $OUT
 #   (default /tmp/coldstart-replay-bios): the traces' summaries and one JSON per replay.
 set -euo pipefail
@@ -60,7 +68,7 @@ if [ -z "${RIG_MNT:-}" ] && [ -z "${REPLAY_BIOS_INNER:-}" ]; then
     exit $status
 fi
 
-# analyze count PLAN DEV TRACE REPORT [every-task] | line BIOS_JSON | summary OUT PART [--iops N --bps N] -- NAMES...
+# analyze count PLAN DEV TRACE REPORT DROPS [every-task] | line BIOS_JSON | summary OUT PART [--iops N --bps N] -- NAMES...
 analyze() {
     python3 - "$@" <<'PY'
 import json, re, statistics, sys
@@ -98,8 +106,8 @@ def median(xs):
 mode = sys.argv[1]
 if mode == "count":
     plan = json.load(open(sys.argv[2])) if sys.argv[2] != "-" else {"files": []}
-    dev, trace, report = sys.argv[3], sys.argv[4], sys.argv[5]
-    every_task = sys.argv[6:] == ["every-task"]
+    dev, trace, report, drops = sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
+    every_task = sys.argv[7:] == ["every-task"]
     spans, ranges, size = plan_spans(plan, dev)
     bios, starts, rqs = [], set(), []
     for line in open(trace, errors="replace"):
@@ -125,11 +133,12 @@ if mode == "count":
                "requests": len(rqs), "requests_4k": sum(r == 4 for r in rqs), "median_request_kib": median(rqs),
                "kinds": kinds, "plan_ranges_on_disk": ranges, "plan_bytes_on_disk": size,
                "elapsed_s": rep.get("elapsed_s"), "fetched": rep.get("fetched"), "cached_kib": rep.get("cached_kib"),
-               "lost": "LOST" in open(trace, errors="replace").read()}, sys.stdout)
+               "lost": "LOST" in open(trace, errors="replace").read(), "foreign_drops": drops}, sys.stdout)
 elif mode == "line":
     b = json.load(open(sys.argv[2]))
     kinds = ", ".join(f"{k} {v['bios']} ({v['bios_4k']} of 4 KiB)" for k, v in sorted(b["kinds"].items()))
-    print(f"{b['elapsed_s'] or 0:.2f} s; {b['bios']} bios ({b['bios_4k']} of 4 KiB, median {b['median_bio_kib']} KiB, "
+    disturbed = " (DISTURBED: a drop_caches during the replay)" if b["foreign_drops"] else ""
+    print(f"{b['elapsed_s'] or 0:.2f} s{disturbed}; {b['bios']} bios ({b['bios_4k']} of 4 KiB, median {b['median_bio_kib']} KiB, "
           f"{b['mib']:.1f} MiB): {kinds}; {b['requests']} requests ({b['requests_4k']} of 4 KiB)")
 elif mode == "summary":
     out, part = sys.argv[2], sys.argv[3]
@@ -145,6 +154,10 @@ elif mode == "summary":
     print(header)
     for name in names:
         runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{part}-{name}-[0-9]*.bios.json"))]
+        # Rounds disturbed by another process's drop_caches are left out (unless all were).
+        clean = [r for r in runs if not r["foreign_drops"]]
+        disturbed = len(runs) - len(clean)
+        runs = clean or runs
         if not runs:
             continue
         m = lambda key: median([r[key] for r in runs if r[key] is not None])
@@ -162,6 +175,8 @@ elif mode == "summary":
             limit = max(size / float(opt["--bps"]), ranges / float(opt["--iops"]))
             ratios = [r["elapsed_s"] / limit for r in runs if r["elapsed_s"]]
             line += f"  | {limit:.2f} s ({ranges} ranges, {size / 2**20:.1f} MiB)  {median(ratios):.2f}×"
+        if disturbed:
+            line += f"  ({disturbed} disturbed round{'s' if disturbed > 1 else ''} left out)" if clean else "  (every round disturbed)"
         print(line)
 PY
 }
@@ -246,7 +261,10 @@ echo "== $part: recording a cold start of ${cmd[*]} (disk $dev)"
 mv "$out/$part.coldstart.tmp" "$out/$part.coldstart"
 "$C" prefetch plan "$out/$part.coldstart" -o "$out/$part.plan" --order disk --force 2>&1 | head -1
 
+drops() { awk '$1 == "drop_pagecache" { print $2 }' /proc/vmstat; }
+
 trace_start() {
+    drops_before=$(drops)
     mkdir "$instance"
     echo 32768 > "$instance/buffer_size_kb"
     for e in block_bio_queue block_rq_issue; do
@@ -262,6 +280,8 @@ trace_stop() { # PART-NAME-ROUND: keeps the trace, compressed, in $out
     rmdir "$instance"
     gzip -c "$work/$1.trace" > "$out/$1.trace.gz"
     if grep -q 'LOST' "$work/$1.trace"; then echo "   (events lost in $1)"; fi
+    # Another engineer's drop_caches in the middle evicts what the replay read so far.
+    foreign_drops=$(($(drops) - drops_before))
 }
 
 trace_replay() { # NAME ROUND BINARY [OPTIONS...]
@@ -271,7 +291,7 @@ trace_replay() { # NAME ROUND BINARY [OPTIONS...]
     "$bin" prefetch run "$out/$part.plan" -q --json "$out/$part-$name-$r.json" "$@" || true
     trace_stop "$part-$name-$r"
     analyze count "$out/$part.plan" "$dev" "$work/$part-$name-$r.trace" \
-        "$out/$part-$name-$r.json" $every_task > "$out/$part-$name-$r.bios.json"
+        "$out/$part-$name-$r.json" "$foreign_drops" $every_task > "$out/$part-$name-$r.bios.json"
 }
 
 IFS=';' read -r -a variants <<< "$VARIANTS"
@@ -299,7 +319,7 @@ analyze summary "$out" "$part" $limit_args -- "${names[@]}" | tee "$out/$part-su
 
 # The read primitives on one file of the same disk: 64 MiB, its ranges 2 MiB every 4 MiB (16
 # ranges, 32 MiB), the file's pages dropped (DONTNEED twice) before each read.
-read -r -a methods <<< "${METHODS:-exact willneed readahead pread-256k pread-2m sequential-2m populate direct-2m io_uring}"
+read -r -a methods <<< "${METHODS-exact willneed readahead pread-256k pread-2m sequential-2m populate direct-2m io_uring}"
 if [ "${#methods[@]}" -gt 0 ]; then
     file_dir=${RIG_MNT:-/var/tmp}
     test_file=$(mktemp "$file_dir/coldstart-replay-bios.XXXXXX")
@@ -318,7 +338,7 @@ for _ in range(2): os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$test_fi
             trace_start
             read_ranges "$method" "$test_file" "$work/method.json"
             trace_stop "$part-method-$method-$r"
-            analyze count - "$dev" "$work/$part-method-$method-$r.trace" "$work/method.json" $every_task \
+            analyze count - "$dev" "$work/$part-method-$method-$r.trace" "$work/method.json" "$foreign_drops" $every_task \
                 > "$out/$part-method-$method-$r.bios.json"
         done
     done
