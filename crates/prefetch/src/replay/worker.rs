@@ -523,3 +523,59 @@ pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> 
     report.elapsed_s = started.elapsed().as_secs_f64();
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{
+        FORMAT, Order, PlanDirectory, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
+    };
+
+    fn file(kind: PlanFileKind, offsets: &[u64]) -> PlanFile {
+        let ranges = offsets
+            .iter()
+            .map(|&offset| PlanRange {
+                offset,
+                length: 4096,
+                first_need_ns: offset as i64,
+                disk: Some(Dev::new(7, 0)),
+                physical: Some(offset),
+            })
+            .collect();
+        PlanFile { kind, ranges, ..PlanFile::default() }
+    }
+
+    #[test]
+    fn metadata_ranges_come_first_by_offset_and_only_when_enabled() {
+        let files = vec![
+            file(PlanFileKind::Regular, &[8192]),
+            file(PlanFileKind::BlockDevice, &[1 << 20, 4096]),
+            file(PlanFileKind::Regular, &[]),
+        ];
+        let directories = vec![PlanDirectory { path: "/d".into(), list: true, first_need_ns: 0 }];
+        let steps = crate::order::steps(&files, &directories, Order::Disk, 1);
+        let plan = Plan {
+            format: FORMAT.into(),
+            version: VERSION,
+            tool: "test".into(),
+            source: PlanSource::default(),
+            settings: PlanSettings::default(),
+            files,
+            directories,
+            steps,
+            stats: PlanStats::default(),
+            notes: Vec::new(),
+        };
+        // In disk order the plan lists the directory, then the open, then the ranges by position.
+        assert_eq!(plan.steps[..2], [Step::Directory(0), Step::Open(2)]);
+        let regular = Step::Range { file: 0, range: 0 };
+        let metadata = |range| Step::Range { file: 1, range };
+
+        let (order, first) = replay_order(&plan, &ReplayOptions::default());
+        assert_eq!(first, 2);
+        assert_eq!(order, [metadata(1), metadata(0), Step::Directory(0), Step::Open(2), regular]);
+
+        let without = ReplayOptions { metadata: false, directories: false, ..ReplayOptions::default() };
+        assert_eq!(replay_order(&plan, &without), (vec![Step::Open(2), regular], 0));
+    }
+}
