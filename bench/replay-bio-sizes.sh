@@ -2,7 +2,7 @@
 # The I/O a prefetch replay submits: bios and requests by size, and on the slow-disk rig the
 # replay's time against its device's limit, for builds or replay options interleaved.
 #
-# Two parts, each a cold recording, a disk-ordered plan (`prefetch plan --order disk`), then
+# Two parts, each a cold recording, a disk-ordered plan (`prefetch plan --order disk`; ORDER), then
 # ROUNDS rounds of every variant, each after system eviction (sync, drop_caches 3, 1 s pause):
 #   fast  the VM's own disk: /usr/bin/python3 -c 'import json,email,asyncio,unittest'
 #         (the demo's start); its metadata on /dev/vda cannot be replayed (EPERM).
@@ -26,6 +26,7 @@
 # Usage (as root): bash bench/replay-bio-sizes.sh [ROUNDS] [fast|rig|both]
 #   VARIANTS='name=BINARY[:OPTIONS]; …' the replays to compare (default: "new=$COLDSTART");
 #   e.g. VARIANTS="old=/tmp/old/coldstart; new=$COLDSTART; new-seq=$COLDSTART:--fill sequential"
+#   ORDER=first-need|blend plans in that order instead of disk order.
 #   METHODS='exact willneed …' the read primitives compared on one file after the replays (the
 #   default: all of them; METHODS= none): see read_ranges below.
 #   COLDSTART records and plans (default: a release build of this tree). Results in $OUT
@@ -259,7 +260,7 @@ kernel_dev=$(( ${dev%%:*} << 20 | ${dev##*:} ))
 echo "== $part: recording a cold start of ${cmd[*]} (disk $dev)"
 "$C" record --cold --as-root -o "$out/$part.coldstart.tmp" -- "${cmd[@]}" >/dev/null 2>"$out/$part.record.txt"
 mv "$out/$part.coldstart.tmp" "$out/$part.coldstart"
-"$C" prefetch plan "$out/$part.coldstart" -o "$out/$part.plan" --order disk --force 2>&1 | head -1
+"$C" prefetch plan "$out/$part.coldstart" -o "$out/$part.plan" --order "${ORDER:-disk}" --force 2>&1 | head -1
 
 drops() { awk '$1 == "drop_pagecache" { print $2 }' /proc/vmstat; }
 
