@@ -347,6 +347,21 @@ fn directory_step(shared: &Shared<'_>, d: usize, local: &mut Local) {
     }
 }
 
+/// A metadata step in progress: counted done when dropped, so that a thread that
+/// panics in one does not leave the others waiting.
+struct MetadataStep<'a, 'p>(&'a Shared<'p>);
+
+impl Drop for MetadataStep<'_, '_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        let mut done = shared.metadata_done.lock().unwrap_or_else(|e| e.into_inner());
+        *done += 1;
+        if *done == shared.metadata_steps {
+            shared.metadata_in.notify_all();
+        }
+    }
+}
+
 /// Waits until every metadata step is done (each one taken finishes, so this ends).
 fn wait_for_metadata(shared: &Shared<'_>) {
     let done = shared.metadata_done.lock().unwrap_or_else(|e| e.into_inner());
@@ -371,9 +386,12 @@ fn work(shared: &Shared<'_>) -> Local {
     while !shared.cancel.load(Ordering::Relaxed) {
         let i = shared.next.fetch_add(1, Ordering::AcqRel);
         let Some(&step) = shared.steps.get(i) else { break };
-        if i >= shared.metadata_steps {
+        let _metadata_step = if i < shared.metadata_steps {
+            Some(MetadataStep(shared))
+        } else {
             wait_for_metadata(shared);
-        }
+            None
+        };
         match step {
             Step::Directory(d) => directory_step(shared, d, &mut local),
             Step::Open(f) => {
@@ -383,13 +401,6 @@ fn work(shared: &Shared<'_>) -> Local {
             Step::Range { file, range } => {
                 range_step(shared, file, range, &mut local, &mut buffer);
                 step_done(shared, file);
-            }
-        }
-        if i < shared.metadata_steps {
-            let mut done = shared.metadata_done.lock().unwrap_or_else(|e| e.into_inner());
-            *done += 1;
-            if *done == shared.metadata_steps {
-                shared.metadata_in.notify_all();
             }
         }
     }
