@@ -1,9 +1,13 @@
-//! The I/O a replay submits, counted with a private tracefs instance (root): a plan of a
+//! The I/O a replay submits, counted with a private tracefs instance (root). A plan of a
 //! few large ranges of one file plus the opens of many small files, on an ext4 image of
 //! the test's own (a loop device, so its caches go cold at each remount and nothing else
 //! reads it), must become a few large bios, not the 4 KiB bios ext4 reads inode tables
-//! and directories with when the opens come before the metadata is in.
+//! and directories with when the opens come before the metadata is in (the replay did
+//! that before it took the metadata ranges first). And large ranges of a file on the
+//! build's own disk must stay large bios (at most one per MiB), whatever read method
+//! the replay uses.
 
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,11 +79,12 @@ impl Drop for LoopFs {
     }
 }
 
-/// A read bio: start and length in bytes on the device.
+/// A read bio: start and length in bytes on the device, and whether a replay thread queued it.
 #[derive(Clone, Copy, Debug)]
 struct Bio {
     offset: u64,
     bytes: u64,
+    by_replay: bool,
 }
 
 /// A private tracefs instance recording the bios queued on one device; removed on drop.
@@ -110,10 +115,11 @@ impl BioTrace {
         text.lines()
             .filter_map(|line| {
                 let fields: Vec<&str> = line.split_once("block_bio_queue: ")?.1.split_whitespace().collect();
-                let [_dev, rwbs, sector, "+", sectors, ..] = fields[..] else { return None };
+                let [_dev, rwbs, sector, "+", sectors, comm, ..] = fields[..] else { return None };
                 let bio = Bio {
                     offset: sector.parse::<u64>().ok()? * 512,
                     bytes: sectors.parse::<u64>().ok()? * 512,
+                    by_replay: comm.starts_with("[prefetch"),
                 };
                 rwbs.contains('R').then_some(bio)
             })
@@ -224,10 +230,47 @@ fn a_disk_ordered_replay_of_large_ranges_and_many_opens_submits_few_large_bios()
     let big_ranges = (0..4).map(|i| range(i * 4 * MIB, 2 * MIB, None, None)).collect();
     let mut files = vec![metadata, regular(&big, big_ranges)];
     files.extend(small.iter().map(|p| regular(p, Vec::new())));
+    let planned_ranges = files.iter().map(|f| f.ranges.len()).sum::<usize>();
+    let plan = plan_of(files, directories);
+
+    fs.make_cold();
+    let trace = BioTrace::start(device);
+    let report = replay(Arc::clone(&plan), &ReplayOptions::default()).unwrap();
+    let bios = trace.finish();
+    assert_eq!(report.accounted(), report.planned);
+    assert_eq!((report.fetched.ranges + report.resident.ranges) as usize, planned_ranges, "{report:#?}");
+    assert_eq!(report.files_opened, plan.files.len(), "{report:#?}");
+
+    // 8 MiB of file data in 2 MiB ranges, and the metadata in its few merged ranges.
+    assert_few_large_bios(&plan, &bios);
+}
+
+/// At most one bio per MiB of each planned range (a bio of 4 KiB folios holds 1 MiB), and
+/// a median bio of 128 KiB or more.
+fn assert_few_large_bios(plan: &Plan, bios: &[Bio]) {
+    let mut sizes: Vec<u64> = bios.iter().map(|b| b.bytes).collect();
+    sizes.sort_unstable();
+    let median = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
+    let small_bios = sizes.iter().filter(|&&s| s <= 4096).count();
+    let read: u64 = sizes.iter().sum();
+    let ranges = plan.files.iter().map(|f| f.ranges.len()).sum::<usize>();
+    let most =
+        plan.files.iter().flat_map(|f| &f.ranges).map(|r| r.length.div_ceil(MIB)).sum::<u64>() as usize;
+    assert!(
+        !bios.is_empty() && bios.len() <= most && median >= 128 * 1024,
+        "{} bios ({small_bios} of at most 4 KiB, median {} KiB, {} KiB in all) for {ranges} ranges; \
+         at most {most} expected: {sizes:?}",
+        bios.len(),
+        median / 1024,
+        read / 1024
+    );
+}
+
+/// A plan of `files` in disk order, with `directories`.
+fn plan_of(files: Vec<PlanFile>, directories: Vec<PlanDirectory>) -> Arc<Plan> {
     let settings = PlanSettings { order: Order::Disk, ..PlanSettings::default() };
     let steps = order::steps(&files, &directories, settings.order, settings.blend_window_ns);
-    let planned_ranges = files.iter().map(|f| f.ranges.len()).sum::<usize>();
-    let plan = Arc::new(Plan {
+    Arc::new(Plan {
         format: FORMAT.into(),
         version: VERSION,
         tool: "test".into(),
@@ -238,31 +281,41 @@ fn a_disk_ordered_replay_of_large_ranges_and_many_opens_submits_few_large_bios()
         steps,
         stats: PlanStats::default(),
         notes: Vec::new(),
-    });
+    })
+}
 
-    fs.make_cold();
-    let trace = BioTrace::start(device);
+#[test]
+fn large_ranges_of_a_file_on_the_build_disk_become_large_bios() {
+    const TEST: &str = "large ranges become large bios";
+    let tracing = Path::new(TRACING).join("instances").is_dir();
+    if coldstart_testkit::skip_without(coldstart_testkit::is_root(), TEST, "root")
+        || coldstart_testkit::skip_without(tracing, TEST, "tracefs")
+    {
+        return;
+    }
+    let dir = coldstart_testkit::private_dir!();
+    let path = dir.path().join("big.bin");
+    std::fs::write(&path, (0..16 * MIB).map(|i| (i % 251) as u8).collect::<Vec<u8>>()).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    let dev = Dev::from_user(file.metadata().unwrap().dev());
+    // Bios name the block device (or partition) the filesystem is on; other filesystems
+    // (btrfs, overlays) have a device number no bio carries.
+    let block = Path::new("/sys/dev/block").join(format!("{}:{}", dev.major, dev.minor));
+    if coldstart_testkit::skip_without(block.exists(), TEST, "a filesystem on a block device") {
+        return;
+    }
+    for _ in 0..2 {
+        // SAFETY: posix_fadvise on an open descriptor takes only integers.
+        assert_eq!(unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+    }
+    let ranges = (0..4).map(|i| range(i * 4 * MIB, 2 * MIB, None, None)).collect();
+    let plan = plan_of(vec![regular(&path, ranges)], Vec::new());
+
+    let trace = BioTrace::start(dev);
     let report = replay(Arc::clone(&plan), &ReplayOptions::default()).unwrap();
-    let bios = trace.finish();
-    assert_eq!(report.accounted(), report.planned);
-    assert_eq!((report.fetched.ranges + report.resident.ranges) as usize, planned_ranges, "{report:#?}");
-    assert_eq!(report.files_opened, plan.files.len(), "{report:#?}");
-
-    let mut sizes: Vec<u64> = bios.iter().map(|b| b.bytes).collect();
-    sizes.sort_unstable();
-    let median = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
-    let small_bios = sizes.iter().filter(|&&s| s <= 4096).count();
-    let read: u64 = sizes.iter().sum();
-    // 8 MiB of file data in 2 MiB ranges (at most 1 MiB per bio of 4 KiB folios), and the
-    // metadata in its few merged ranges: one bio per MiB of each range, plus one for the rest.
-    let most =
-        plan.files.iter().flat_map(|f| &f.ranges).map(|r| r.length.div_ceil(MIB)).sum::<u64>() as usize;
-    assert!(
-        bios.len() <= most && median >= 128 * 1024,
-        "{} bios ({small_bios} of at most 4 KiB, median {} KiB, {} KiB in all) for {planned_ranges} ranges; \
-         at most {most} expected: {sizes:?}",
-        bios.len(),
-        median / 1024,
-        read / 1024
-    );
+    // Other programs read this disk too: only the replay threads' bios count.
+    let bios: Vec<Bio> = trace.finish().into_iter().filter(|b| b.by_replay).collect();
+    assert_eq!((report.fetched.ranges, report.fetched.bytes), (4, 8 * MIB), "{report:#?}");
+    assert_few_large_bios(&plan, &bios);
 }
