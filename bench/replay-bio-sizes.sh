@@ -54,6 +54,8 @@ if [ -z "${RIG_MNT:-}" ] && [ -z "${REPLAY_BIOS_INNER:-}" ]; then
     export VARIANTS=${VARIANTS:-new=$COLDSTART}
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
     tracing_off
+    trap tracing_off EXIT
+    trap 'exit 130' INT TERM
     mkdir -p "$out"
     echo "machine: $(uname -r), $(nproc) CPUs; load average at the start: $(cat /proc/loadavg); $(date -u +%FT%TZ)"
     echo "variants: $VARIANTS"
