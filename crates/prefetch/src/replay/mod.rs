@@ -1,5 +1,9 @@
 //! Replaying a plan: its steps in plan order by a pool of `depth` threads, each
-//! range read through the page cache or only advised (WILLNEED, asynchronous).
+//! range read through the page cache or only advised (WILLNEED, asynchronous). The
+//! filesystem-metadata ranges (block-device ranges) go first and the other steps
+//! start once they are in, so the opens and directory reads find the inode tables and
+//! directory blocks cached: ext4 reads those one 4 KiB bio per block, and blk-throttle
+//! charges every bio (BENCHMARKS.md, "The replay's bios").
 //! By default a range is read exactly ([`Fill::Exact`]: WILLNEED, then reads with
 //! `FADV_RANDOM`: 4 KiB folios, nothing past the range); a replay that is waited for
 //! may instead read like `read(2)` of the whole range does ([`Fill::Sequential`]: the

@@ -1,13 +1,16 @@
 //! The replay threads: each takes the next step of the plan (so steps start in plan
 //! order and at most `depth` run at once), opens files on first use (checking their
-//! identity), and tallies what became of every range.
+//! identity), and tallies what became of every range. The filesystem-metadata ranges
+//! go first, by disk offset, and the other steps wait until they are in: otherwise the
+//! directory steps and opens read the same inode-table and directory blocks themselves,
+//! one 4 KiB bio per block (ext4's inode-table readahead submits each block alone).
 
 use std::fs::{File, Metadata};
 use std::io::ErrorKind;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::sys::{self, cached_pages};
@@ -44,7 +47,12 @@ struct Slot {
 
 struct Shared<'a> {
     plan: &'a Plan,
+    /// The metadata ranges first (`metadata_steps` of them), then the rest in plan order.
     steps: Vec<Step>,
+    metadata_steps: usize,
+    /// Metadata steps finished; the other steps start once all are.
+    metadata_done: Mutex<usize>,
+    metadata_in: Condvar,
     options: &'a ReplayOptions,
     cancel: &'a AtomicBool,
     next: AtomicUsize,
@@ -82,6 +90,28 @@ impl Shared<'_> {
         let mut p = self.problems.lock().unwrap_or_else(|e| e.into_inner());
         if p.0.len() < PROBLEMS_LISTED { p.0.push(text) } else { p.1 += 1 }
     }
+}
+
+fn is_metadata_range(plan: &Plan, step: Step) -> bool {
+    matches!(step, Step::Range { file, .. } if plan.files[file].kind == PlanFileKind::BlockDevice)
+}
+
+/// The steps the options let run, the metadata ranges first (by device and offset, as
+/// the plan lists them), and how many those are.
+fn replay_order(plan: &Plan, options: &ReplayOptions) -> (Vec<Step>, usize) {
+    let (mut steps, rest): (Vec<Step>, Vec<Step>) = plan
+        .steps
+        .iter()
+        .copied()
+        .filter(|&s| enabled(plan, options, s))
+        .partition(|&s| is_metadata_range(plan, s));
+    steps.sort_by_key(|s| match *s {
+        Step::Range { file, range } => (file, plan.files[file].ranges[range].offset),
+        _ => (0, 0),
+    });
+    let metadata = steps.len();
+    steps.extend(rest);
+    (steps, metadata)
 }
 
 /// Whether the options let `step` run (metadata and directories can be turned off).
@@ -317,6 +347,30 @@ fn directory_step(shared: &Shared<'_>, d: usize, local: &mut Local) {
     }
 }
 
+/// A metadata step in progress: counted done when dropped, so that a thread that
+/// panics in one does not leave the others waiting.
+struct MetadataStep<'a, 'p>(&'a Shared<'p>);
+
+impl Drop for MetadataStep<'_, '_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        let mut done = shared.metadata_done.lock().unwrap_or_else(|e| e.into_inner());
+        *done += 1;
+        if *done == shared.metadata_steps {
+            shared.metadata_in.notify_all();
+        }
+    }
+}
+
+/// Waits until every metadata step is done (each one taken finishes, so this ends).
+fn wait_for_metadata(shared: &Shared<'_>) {
+    let done = shared.metadata_done.lock().unwrap_or_else(|e| e.into_inner());
+    let _done = shared
+        .metadata_in
+        .wait_while(done, |done| *done < shared.metadata_steps)
+        .unwrap_or_else(|e| e.into_inner());
+}
+
 fn work(shared: &Shared<'_>) -> Local {
     let mut local = Local::default();
     if let Some(p) = shared.options.io_priority
@@ -332,6 +386,12 @@ fn work(shared: &Shared<'_>) -> Local {
     while !shared.cancel.load(Ordering::Relaxed) {
         let i = shared.next.fetch_add(1, Ordering::AcqRel);
         let Some(&step) = shared.steps.get(i) else { break };
+        let _metadata_step = if i < shared.metadata_steps {
+            Some(MetadataStep(shared))
+        } else {
+            wait_for_metadata(shared);
+            None
+        };
         match step {
             Step::Directory(d) => directory_step(shared, d, &mut local),
             Step::Open(f) => {
@@ -407,9 +467,13 @@ pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> 
         .iter()
         .map(|_| Slot { state: Mutex::new(FileState::Unopened), remaining: AtomicUsize::new(0) })
         .collect();
+    let (steps, metadata_steps) = replay_order(plan, options);
     let shared = Shared {
         plan,
-        steps: plan.steps.iter().copied().filter(|&s| enabled(plan, options, s)).collect(),
+        steps,
+        metadata_steps,
+        metadata_done: Mutex::new(0),
+        metadata_in: Condvar::new(),
         options,
         cancel,
         next: AtomicUsize::new(0),
@@ -469,4 +533,60 @@ pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> 
     report.more_problems = more;
     report.elapsed_s = started.elapsed().as_secs_f64();
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{
+        FORMAT, Order, PlanDirectory, PlanRange, PlanSettings, PlanSource, PlanStats, VERSION,
+    };
+
+    fn file(kind: PlanFileKind, offsets: &[u64]) -> PlanFile {
+        let ranges = offsets
+            .iter()
+            .map(|&offset| PlanRange {
+                offset,
+                length: 4096,
+                first_need_ns: offset as i64,
+                disk: Some(Dev::new(7, 0)),
+                physical: Some(offset),
+            })
+            .collect();
+        PlanFile { kind, ranges, ..PlanFile::default() }
+    }
+
+    #[test]
+    fn metadata_ranges_come_first_by_offset_and_only_when_enabled() {
+        let files = vec![
+            file(PlanFileKind::Regular, &[8192]),
+            file(PlanFileKind::BlockDevice, &[1 << 20, 4096]),
+            file(PlanFileKind::Regular, &[]),
+        ];
+        let directories = vec![PlanDirectory { path: "/d".into(), list: true, first_need_ns: 0 }];
+        let steps = crate::order::steps(&files, &directories, Order::Disk, 1);
+        let plan = Plan {
+            format: FORMAT.into(),
+            version: VERSION,
+            tool: "test".into(),
+            source: PlanSource::default(),
+            settings: PlanSettings::default(),
+            files,
+            directories,
+            steps,
+            stats: PlanStats::default(),
+            notes: Vec::new(),
+        };
+        // In disk order the plan lists the directory, then the open, then the ranges by position.
+        assert_eq!(plan.steps[..2], [Step::Directory(0), Step::Open(2)]);
+        let regular = Step::Range { file: 0, range: 0 };
+        let metadata = |range| Step::Range { file: 1, range };
+
+        let (order, first) = replay_order(&plan, &ReplayOptions::default());
+        assert_eq!(first, 2);
+        assert_eq!(order, [metadata(1), metadata(0), Step::Directory(0), Step::Open(2), regular]);
+
+        let without = ReplayOptions { metadata: false, directories: false, ..ReplayOptions::default() };
+        assert_eq!(replay_order(&plan, &without), (vec![Step::Open(2), regular], 0));
+    }
 }
