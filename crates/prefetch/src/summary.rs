@@ -61,6 +61,24 @@ pub fn render(r: &ReplayReport) -> String {
             String::new()
         }
     );
+    if r.metadata_unreadable.ranges > 0 {
+        let _ = writeln!(
+            out,
+            "  not replayed: {} of filesystem metadata ({} ranges: directories and inode tables, {:.0} % of \
+             the plan's bytes), because this machine does not let the replay open the disk device (a VM's \
+             disk or kernel lockdown refuses even root). The start reads those blocks itself, about one \
+             request per range, as it did when recorded. On this machine, warm what can be reached through \
+             the filesystem with --stat-entries (looks up every entry of the plan's directories); elsewhere, \
+             run the replay as root on a machine that lets root read the disk.",
+            mib(r.metadata_unreadable.bytes),
+            r.metadata_unreadable.ranges,
+            if r.planned.bytes > 0 {
+                100.0 * r.metadata_unreadable.bytes as f64 / r.planned.bytes as f64
+            } else {
+                0.0
+            }
+        );
+    }
     for p in &r.problems {
         let _ = writeln!(out, "  {p}");
     }
@@ -68,4 +86,35 @@ pub fn render(r: &ReplayReport) -> String {
         let _ = writeln!(out, "  … and {} more problems", r.more_problems);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(unreadable_metadata: Tally) -> ReplayReport {
+        let mut r = ReplayReport {
+            planned: Tally { ranges: 300, bytes: 30 << 20 },
+            planned_files: 120,
+            fetched: Tally {
+                ranges: 300 - unreadable_metadata.ranges,
+                bytes: (30 << 20) - unreadable_metadata.bytes,
+            },
+            ..ReplayReport::default()
+        };
+        r.unreadable = unreadable_metadata;
+        r.metadata_planned = unreadable_metadata;
+        r.metadata_unreadable = unreadable_metadata;
+        r
+    }
+
+    #[test]
+    fn metadata_the_disk_would_not_give_is_said_with_its_cost_and_what_to_do() {
+        let text = render(&report(Tally { ranges: 90, bytes: 3 << 20 }));
+        let said = text.lines().find(|l| l.contains("not replayed")).expect(&text);
+        assert!(said.contains("3.0 MiB of filesystem metadata (90 ranges"), "{said}");
+        assert!(said.contains("10 % of the plan's bytes"), "{said}");
+        assert!(said.contains("--stat-entries"), "{said}");
+        assert!(!render(&report(Tally::default())).contains("not replayed"));
+    }
 }

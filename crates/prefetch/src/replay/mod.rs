@@ -209,6 +209,10 @@ pub struct ReplayReport {
     /// Filesystem metadata (block-device ranges) among the above: planned, and fetched.
     pub metadata_planned: Tally,
     pub metadata_fetched: Tally,
+    /// Filesystem metadata skipped because its block device cannot be opened (among
+    /// `unreadable`): a VM's disk or a locked-down kernel refusing even root.
+    #[serde(default)]
+    pub metadata_unreadable: Tally,
     /// Among `fetched`: read with [`Fill::Sequential`] (the others were read or
     /// advised exactly: `Fill::Exact`, `Method::Willneed`, or a range whose
     /// readahead past its end might not fit the budget).

@@ -74,6 +74,7 @@ struct Local {
     over_budget: Tally,
     failed: Tally,
     metadata_fetched: Tally,
+    metadata_unreadable: Tally,
     sequential: Tally,
     read_ahead_beyond: u64,
     stale_files: usize,
@@ -272,7 +273,12 @@ fn range_step(shared: &Shared<'_>, f: usize, r: usize, local: &mut Local, buffer
         Ok(x) => x,
         Err(Skip::Stale) => return local.stale.add(1, range.length),
         Err(Skip::Missing) => return local.missing.add(1, range.length),
-        Err(Skip::Unreadable) => return local.unreadable.add(1, range.length),
+        Err(Skip::Unreadable) => {
+            if file.kind == PlanFileKind::BlockDevice {
+                local.metadata_unreadable.add(1, range.length);
+            }
+            return local.unreadable.add(1, range.length);
+        }
     };
     let page = u64::from(shared.plan.source.page_size.max(512));
     let resident = if residency_known {
@@ -438,6 +444,7 @@ fn merge(report: &mut ReplayReport, l: Local) {
         (&mut report.over_budget, l.over_budget),
         (&mut report.failed, l.failed),
         (&mut report.metadata_fetched, l.metadata_fetched),
+        (&mut report.metadata_unreadable, l.metadata_unreadable),
         (&mut report.sequential, l.sequential),
     ] {
         into.merge(from);
