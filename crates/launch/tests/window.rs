@@ -129,25 +129,21 @@ impl Outsider {
         delay: Duration,
         marks_file: &std::path::Path,
     ) -> Outsider {
-        let script = format!(
-            "sleep {}; exec '{}' --exact helper_map_window --nocapture >/dev/null",
-            delay.as_secs_f64(),
-            std::env::current_exe().unwrap().display()
-        );
-        let child = std::process::Command::new("sh")
-            .args(["-c", &script])
-            .env("DISPLAY", &xvfb.display)
-            .env(HELPER_ENV, "1")
-            .env(CLASS_ENV, class)
-            .env(TITLE_ENV, title)
-            .env("COLDSTART_MARKS", marks_file)
-            .spawn()
-            .unwrap();
-        Outsider(child)
+        Outsider::helper(
+            xvfb,
+            delay,
+            marks_file,
+            &[(HELPER_ENV, "1"), (CLASS_ENV, class), (TITLE_ENV, title)],
+        )
     }
 
     /// After `delay`, announces a window manager (`full`) or a stale check window.
     fn announce_wm(xvfb: &Xvfb, full: bool, delay: Duration, marks_file: &std::path::Path) -> Outsider {
+        Outsider::helper(xvfb, delay, marks_file, &[(WM_ENV, if full { "full" } else { "stale" })])
+    }
+
+    /// The test binary's `helper_map_window` on `xvfb` after `delay`, with `env`.
+    fn helper(xvfb: &Xvfb, delay: Duration, marks_file: &std::path::Path, env: &[(&str, &str)]) -> Outsider {
         let script = format!(
             "sleep {}; exec '{}' --exact helper_map_window --nocapture >/dev/null",
             delay.as_secs_f64(),
@@ -156,8 +152,8 @@ impl Outsider {
         let child = std::process::Command::new("sh")
             .args(["-c", &script])
             .env("DISPLAY", &xvfb.display)
-            .env(WM_ENV, if full { "full" } else { "stale" })
             .env("COLDSTART_MARKS", marks_file)
+            .envs(env.iter().copied())
             .spawn()
             .unwrap();
         Outsider(child)

@@ -153,6 +153,24 @@ pub struct PlanFile {
     pub ranges: Vec<PlanRange>,
 }
 
+impl PlanFile {
+    /// A regular file as it is now (its identity from `stat`), to read `ranges` of.
+    pub fn regular_now(path: &Path, ranges: Vec<PlanRange>) -> std::io::Result<PlanFile> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok(PlanFile {
+            path: path.to_string_lossy().into_owned(),
+            kind: PlanFileKind::Regular,
+            dev: Dev::from_user(m.dev()),
+            ino: m.ino(),
+            size: Some(m.size()),
+            mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+            first_need_ns: 0,
+            ranges,
+        })
+    }
+}
+
 /// A byte range of a file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRange {

@@ -10,7 +10,6 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,7 +18,6 @@ use coldstart_prefetch::plan::{
 };
 use coldstart_prefetch::replay::{CpuClass, Fill};
 use coldstart_prefetch::{Method, Plan, ReplayOptions, ReplayReport, order, replay};
-use coldstart_trace::Dev;
 
 const PAGE: u64 = 4096;
 
@@ -56,27 +54,18 @@ fn resident(path: &Path) -> Vec<bool> {
 }
 
 fn plan_file(path: &Path, ranges: &[(u64, u64)]) -> PlanFile {
-    let m = std::fs::metadata(path).unwrap();
-    PlanFile {
-        path: path.to_string_lossy().into_owned(),
-        kind: PlanFileKind::Regular,
-        dev: Dev::from_user(m.dev()),
-        ino: m.ino(),
-        size: Some(m.size()),
-        mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
-        first_need_ns: 0,
-        ranges: ranges
-            .iter()
-            .enumerate()
-            .map(|(i, &(start, pages))| PlanRange {
-                offset: start * PAGE,
-                length: pages * PAGE,
-                first_need_ns: i as i64,
-                disk: None,
-                physical: None,
-            })
-            .collect(),
-    }
+    let ranges = ranges
+        .iter()
+        .enumerate()
+        .map(|(i, &(start, pages))| PlanRange {
+            offset: start * PAGE,
+            length: pages * PAGE,
+            first_need_ns: i as i64,
+            disk: None,
+            physical: None,
+        })
+        .collect();
+    PlanFile::regular_now(path, ranges).unwrap()
 }
 
 fn make_plan(files: Vec<PlanFile>) -> Arc<Plan> {

@@ -155,17 +155,7 @@ fn have_tools() -> bool {
 }
 
 fn regular(path: &Path, ranges: Vec<PlanRange>) -> PlanFile {
-    let m = std::fs::metadata(path).unwrap();
-    PlanFile {
-        path: path.to_string_lossy().into_owned(),
-        kind: PlanFileKind::Regular,
-        dev: Dev::from_user(m.dev()),
-        ino: m.ino(),
-        size: Some(m.size()),
-        mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
-        first_need_ns: 0,
-        ranges,
-    }
+    PlanFile::regular_now(path, ranges).unwrap()
 }
 
 fn range(offset: u64, length: u64, disk: Option<Dev>, physical: Option<u64>) -> PlanRange {
