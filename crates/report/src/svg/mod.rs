@@ -337,7 +337,7 @@ fn notes(trace: &Trace, rows: &processes::Rows) -> Vec<String> {
     let mut notes = Vec::new();
     if rows.folded > 0 {
         notes.push(format!(
-            "{} short-lived helpers (forked and exited within a fiftieth of the recording, under 1 MiB read, no milestone reached) are folded into {} under their parents; hover one for their names.",
+            "{} short-lived helpers (forked and exited within a fiftieth of the recording, under 1 MiB read, no milestone reached, not on the critical path) are folded into {} under their parents; hover one for their names.",
             rows.folded,
             plural(rows.folded_rows as u64, "row")
         ));

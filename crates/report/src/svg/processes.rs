@@ -374,7 +374,7 @@ fn helpers_tooltip(trace: &Trace, list: &[usize], parent: Option<String>, cpu_ns
     let last = list.iter().filter_map(|&i| trace.processes[i].end_ns).max().unwrap_or(0);
     let pids: Vec<String> = list.iter().take(20).map(|&i| trace.processes[i].pid.to_string()).collect();
     format!(
-        "{} short-lived helpers folded{} (each forked and exited quickly, read under 1 MiB, reached no milestone)\n{}{}\nfrom {:.3} s to {:.3} s, running {} in all\npids {}{}",
+        "{} short-lived helpers folded{} (each forked and exited quickly, read under 1 MiB, reached no milestone, not on the critical path)\n{}{}\nfrom {:.3} s to {:.3} s, running {} in all\npids {}{}",
         list.len(),
         parent.map(|p| format!(" under {p}")).unwrap_or_default(),
         listed.join(", "),
