@@ -89,9 +89,19 @@ function helpersLabel(e) {
   return '+' + e.helpers.length + ' short helpers' + (cpu > 0 ? ', ' + fmtDur(cpu) + ' CPU' : '');
 }
 
+// Time in a state other than asleep or stopped: an import's processes have no thread
+// times in the analysis, only the states of their samples.
+function sampledBusy(pid) {
+  const s = SPANS.get(pid);
+  let ns = 0;
+  if (s) for (let i = 0; i < s.n; i++) if (s.state[i] <= 2) ns += s.end[i] - s.start[i];
+  return ns;
+}
+
 // How much a process did: its rows are kept first when there are too many.
 function activity(p) {
-  return p.time.running_ns + p.time.io_wait_ns + p.time.runnable_ns + p.pages * 1e5;
+  const sampled = DATA.timeline && DATA.timeline.states_from === 'samples' ? sampledBusy(p.pid) : 0;
+  return p.time.running_ns + p.time.io_wait_ns + p.time.runnable_ns + sampled + p.pages * 1e5;
 }
 
 function entryActivity(e) {
@@ -220,22 +230,17 @@ class Timeline {
     let entries = this.entries;
     if (!this.showAllRows && hidden > 0) {
       // The command's root first, as in the SVG chart, then the busiest.
-      const rank = e => (e.p && e.p.pid === A.trace.root_pid ? Infinity : entryActivity(e));
-      const keep = new Set(entries.slice().sort((a, b) => rank(b) - rank(a)).slice(0, MAX_ROWS));
+      const rank = new Map(entries.map(e => [e, e.p && e.p.pid === A.trace.root_pid ? Infinity : entryActivity(e)]));
+      const keep = new Set(entries.slice().sort((a, b) => rank.get(b) - rank.get(a)).slice(0, MAX_ROWS));
       entries = entries.filter(e => keep.has(e));
     }
     const shown = new Set(entries.map(e => e.k));
-    const depth = new Map();
-    const depthOf = k => {
-      if (!depth.has(k)) {
-        const parent = ORDER[k].parent;
-        depth.set(k, parent === null ? 0 : depthOf(parent) + (shown.has(parent) ? 1 : 0));
-      }
-      return depth.get(k);
-    };
+    // Parents come before their children in ORDER: one pass gives every depth.
+    const depth = new Uint32Array(ORDER.length);
+    for (const e of ORDER) if (e.parent !== null) depth[e.k] = depth[e.parent] + (shown.has(e.parent) ? 1 : 0);
     const tracks = [];
     for (const e of entries) {
-      const d = depthOf(e.k);
+      const d = depth[e.k];
       if (e.p) {
         tracks.push({ kind: 'proc', h: ROW_H, p: e.p, depth: d });
         continue;
