@@ -262,3 +262,88 @@ fn subtree_with_depth(i: usize, children: &[Vec<usize>]) -> Vec<(usize, usize)> 
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldstart_analyze::analyze;
+    use coldstart_trace::{Mark, MarkSource, Meta, Process};
+
+    const MS: Nanos = 1_000_000;
+
+    /// A root (pid 10) living 1 s, and children given as (pid, ppid, start ms, end ms).
+    fn trace(children: &[(i32, i32, Nanos, Nanos)]) -> Trace {
+        let process = |pid: i32, ppid: i32, start: Nanos, end: Nanos| Process {
+            pid,
+            ppid: Some(ppid),
+            comm: format!("p{pid}"),
+            start_ns: Some(start * MS),
+            end_ns: Some(end * MS),
+            in_scope: true,
+            ..Process::default()
+        };
+        let mut processes = vec![process(10, 1, 0, 1000)];
+        processes.extend(children.iter().map(|&(pid, ppid, start, end)| process(pid, ppid, start, end)));
+        Trace {
+            meta: Meta { root_pid: Some(10), page_size: 4096, duration_ns: 1000 * MS, ..Meta::default() },
+            processes,
+            ..Trace::default()
+        }
+    }
+
+    /// The order as (pid or "+N") strings with their parent entry.
+    fn order(trace: &Trace) -> Vec<(String, Option<usize>)> {
+        let analysis = analyze(trace);
+        let pid = |i: usize| analysis.processes[i].pid;
+        process_order(&analysis)
+            .entries
+            .into_iter()
+            .map(|e| match e.shown {
+                Shown::Process(i) => (pid(i).to_string(), e.parent),
+                Shown::Helpers(list) => {
+                    let pids: Vec<String> = list.iter().map(|&(i, d)| format!("{}@{d}", pid(i))).collect();
+                    (format!("+{}", pids.join(",")), e.parent)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_helper_is_folded_with_what_it_started_unless_that_worked_longer() {
+        // 20 (sh) runs 21 briefly; 30 is short but its child 31 lives long; 40 is short.
+        let t = trace(&[
+            (20, 10, 100, 105),
+            (21, 20, 101, 104),
+            (30, 10, 200, 205),
+            (31, 30, 201, 900),
+            (40, 10, 300, 301),
+        ]);
+        let s = |v: &str| v.to_owned();
+        assert_eq!(
+            order(&t),
+            [(s("10"), None), (s("+20@0,21@1,40@0"), Some(0)), (s("30"), Some(0)), (s("31"), Some(2))]
+        );
+    }
+
+    #[test]
+    fn a_process_that_reached_a_milestone_keeps_its_row() {
+        let mut t = trace(&[(20, 10, 100, 105), (21, 10, 200, 205), (22, 10, 300, 305)]);
+        t.marks.push(Mark {
+            t_ns: 201 * MS,
+            pid: Some(21),
+            name: "window:x".into(),
+            source: MarkSource::Until,
+            tid: Some(21),
+        });
+        let names: Vec<String> = order(&t).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["10", "+20@0,22@0", "21"]);
+    }
+
+    #[test]
+    fn depths_count_only_the_ancestors_shown() {
+        let t = trace(&[(20, 10, 100, 900), (21, 20, 200, 900), (22, 21, 300, 900)]);
+        let o = process_order(&analyze(&t));
+        assert_eq!(o.depths(&[true; 4]), [0, 1, 2, 3]);
+        assert_eq!(o.depths(&[true, false, true, true]), [0, 1, 1, 2]);
+    }
+}
