@@ -625,3 +625,39 @@ fn a_session_of_300_processes_stays_readable() {
         }
     }
 }
+
+#[test]
+fn a_burst_of_milestones_takes_eight_lanes_at_most_and_says_so() {
+    let mut t = session::session();
+    for k in 0..30 {
+        t.marks.push(Mark {
+            t_ns: 5_000 * MS + k * 10_000,
+            pid: None,
+            name: format!("burst-{k}"),
+            source: MarkSource::TraceMarker,
+            tid: None,
+        });
+    }
+    let svg = chart(&t);
+    let all = elements(&svg);
+    let labels: Vec<&Element> = all
+        .iter()
+        .filter(|e| e.name == "text" && matches!(e.attr("class"), Some("mark-name" | "ready-name")))
+        .collect();
+    let lanes: std::collections::BTreeSet<String> =
+        labels.iter().map(|e| e.attr("y").unwrap().to_owned()).collect();
+    assert_eq!(lanes.len(), 8, "{lanes:?}");
+    // The five milestones of the login keep their labels; of the burst, one per lane left.
+    let burst = labels.iter().filter(|e| e.text.starts_with("burst-")).count();
+    assert!(burst < 30 && burst > 0, "{burst}");
+    let texts = texts(&svg);
+    let note = format!("{} milestones are too close to others for labels of their own", 30 - burst);
+    assert!(texts.iter().any(|t| t.starts_with(&note)), "{note}");
+    // The others are lines with their names as tooltips.
+    for k in 0..30 {
+        let name = format!("burst-{k}");
+        let labelled = labels.iter().any(|e| e.text.starts_with(&format!("{name} ")));
+        assert!(labelled || texts.iter().any(|t| t.starts_with(&format!("{name} "))), "{name}");
+    }
+    assert!(texts.iter().any(|t| t.starts_with("ready at 3.460 s")));
+}

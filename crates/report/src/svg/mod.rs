@@ -42,8 +42,8 @@ const LINE: f64 = 16.0;
 pub struct Options {
     /// Width of the plots in pixels (one column of binned data per pixel).
     pub plot_width: u32,
-    /// Process bars at most; beyond that, idle and then the least active processes
-    /// are summed up in one last row.
+    /// Process rows at most (a row of folded helpers counts as one); beyond that, the
+    /// least active rows, idle ones first, are summed up in one last row.
     pub max_rows: usize,
 }
 
@@ -86,7 +86,7 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     let legend_y = 44.0 + header_lines.len() as f64 * LINE + 8.0;
     let marks_y = legend_y + 2.0;
     let milestones = milestones(analysis, &scale);
-    let lanes = milestones.iter().map(|m| m.lane + 1).max().unwrap_or(0).max(1);
+    let lanes = milestones.iter().filter_map(|m| m.lane).map(|l| l + 1).max().unwrap_or(0).max(1);
     let ticks_y = marks_y + lanes as f64 * LANE + 22.0;
     let cpu_y = ticks_y + 6.0;
     let disk_y = cpu_y + CPU_HEIGHT + 12.0;
@@ -96,7 +96,20 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     let bottom_ticks_y = rows_end + 14.0;
     let seeks_y = bottom_ticks_y + 20.0;
     let seeks_end = seeks_y + disks.len() as f64 * (seeks::HEIGHT + seeks::LEGEND + 16.0);
-    let notes = notes(trace, &rows);
+    let mut notes = notes(trace, &rows);
+    let unlabelled = milestones.iter().filter(|m| m.lane.is_none()).count();
+    if unlabelled > 0 {
+        notes.insert(
+            0,
+            match unlabelled {
+                1 => "1 milestone is too close to others for a label of its own: hover its line for its name."
+                    .to_owned(),
+                n => format!(
+                    "{n} milestones are too close to others for labels of their own: hover their lines for their names."
+                ),
+            },
+        );
+    }
     let height = seeks_end + notes.len() as f64 * 14.0 + MARGIN;
 
     let mut svg = Svg::begin(io::BufWriter::new(out), width, height)?;
@@ -237,8 +250,9 @@ pub struct Milestone {
     pub class: &'static str,
     pub text_class: &'static str,
     pub label: String,
-    /// The label's lane, 0 at the top.
-    pub lane: usize,
+    /// The label's lane, 0 at the top; `None` when every lane was taken there, and the
+    /// label is only the line's tooltip.
+    pub lane: Option<usize>,
     /// The label's left and right ends.
     pub left: f64,
     pub right: f64,
@@ -246,6 +260,8 @@ pub struct Milestone {
 
 /// Height of a lane of milestone labels.
 const LANE: f64 = 12.0;
+/// Lanes at most: a hundred marks in a millisecond must not make the chart a page high.
+const MAX_LANES: usize = 8;
 /// Room kept between two labels of a lane.
 const LABEL_GAP: f64 = 6.0;
 
@@ -258,7 +274,8 @@ pub fn label_width(text: &str, text_class: &str) -> f64 {
 
 /// Every milestone (marks, `until` milestones), the command's start and the
 /// readiness point, in time order, each label in the first lane where it overlaps
-/// no other: as many lanes as that takes, so no label is ever dropped.
+/// no other, the readiness point's first. Past [`MAX_LANES`] lanes a label is left to
+/// its line's tooltip (and a note says how many were).
 pub fn milestones(analysis: &Analysis, scale: &TimeScale) -> Vec<Milestone> {
     let o = &analysis.overview;
     // A mark that is the readiness point is drawn once, as the readiness line.
@@ -291,9 +308,14 @@ pub fn milestones(analysis: &Analysis, scale: &TimeScale) -> Vec<Milestone> {
         lines.push((r.t_ns, "ready", "ready-name", label));
     }
     lines.sort_by(|a, b| a.0.cmp(&b.0).then(a.3.cmp(&b.3)));
+    // The readiness point is placed first, so it always has its label.
+    if let Some(k) = lines.iter().position(|l| l.1 == "ready") {
+        let ready = lines.remove(k);
+        lines.insert(0, ready);
+    }
     let right_edge = scale.x0 + scale.width + RIGHT;
     let mut lanes: Vec<Vec<(f64, f64)>> = Vec::new();
-    lines
+    let mut placed: Vec<Milestone> = lines
         .into_iter()
         .map(|(t, class, text_class, label)| {
             let x = scale.x(t);
@@ -308,16 +330,21 @@ pub fn milestones(analysis: &Analysis, scale: &TimeScale) -> Vec<Milestone> {
                 lane.iter().all(|&(l, r)| right + LABEL_GAP <= l || left >= r + LABEL_GAP)
             };
             let lane = match lanes.iter().position(free) {
-                Some(lane) => lane,
-                None => {
+                Some(lane) => Some(lane),
+                None if lanes.len() < MAX_LANES => {
                     lanes.push(Vec::new());
-                    lanes.len() - 1
+                    Some(lanes.len() - 1)
                 }
+                None => None,
             };
-            lanes[lane].push((left, right));
+            if let Some(lane) = lane {
+                lanes[lane].push((left, right));
+            }
             Milestone { x, class, text_class, label, lane, left, right }
         })
-        .collect()
+        .collect();
+    placed.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.label.cmp(&b.label)));
+    placed
 }
 
 /// Draws the milestones as vertical lines from `top` to `bottom`, their labels in
@@ -325,9 +352,19 @@ pub fn milestones(analysis: &Analysis, scale: &TimeScale) -> Vec<Milestone> {
 fn draw_milestones<W: Write>(svg: &mut Svg<W>, lines: &[Milestone], top: f64, bottom: f64) -> io::Result<()> {
     svg.open("g", &[("class", "milestones")])?;
     for m in lines {
-        let label_y = top + (m.lane + 1) as f64 * LANE - 2.0;
-        svg.line(m.x, label_y + 2.0, m.x, bottom, m.class)?;
-        svg.text(m.left, label_y, m.text_class, "start", &m.label)?;
+        match m.lane {
+            Some(lane) => {
+                let label_y = top + (lane + 1) as f64 * LANE - 2.0;
+                svg.line(m.x, label_y + 2.0, m.x, bottom, m.class)?;
+                svg.text(m.left, label_y, m.text_class, "start", &m.label)?;
+            }
+            None => {
+                svg.open("g", &[])?;
+                svg.text_element("title", &[], &m.label)?;
+                svg.line(m.x, top, m.x, bottom, m.class)?;
+                svg.close("g")?;
+            }
+        }
     }
     svg.close("g")
 }

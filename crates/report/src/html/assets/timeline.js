@@ -81,6 +81,7 @@ const MILESTONES = (() => {
   return out.sort((a, b) => a.t - b.t || (a.label < b.label ? -1 : 1));
 })();
 const LANE_H = 13;
+const MAX_LANES = 8;
 const MARK_FONT = '11px system-ui, sans-serif';
 
 // `+12 short helpers, 80.0 ms CPU`, as the SVG chart names a folded row.
@@ -185,7 +186,9 @@ class Timeline {
     if (MILESTONES.length) {
       // Room for the labels' lanes at the widest view; a closer view needs no more.
       const [a, b] = this.home, pad = (b - a) * 0.25;
-      const lanes = Math.max(...this.milestoneLanes([a - pad, b + pad], Math.max(480, this.box.clientWidth) - GUTTER - 12).map(m => m.lane + 1));
+      // At most MAX_LANES (as the SVG chart): past them a name is in its line's tooltip.
+      const needed = Math.max(...this.milestoneLanes([a - pad, b + pad], Math.max(480, this.box.clientWidth) - GUTTER - 12).map(m => m.lane + 1));
+      const lanes = Math.min(MAX_LANES, needed);
       this.markLanes = lanes;
       tracks.push({ kind: 'marks', h: 6 + lanes * LANE_H, label: 'milestones' });
     }
