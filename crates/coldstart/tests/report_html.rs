@@ -196,8 +196,14 @@ impl Page {
         }
     }
 
+    /// Clicks the element at its centre, scrolled to the middle of the window first: an
+    /// element in view but under the sticky filter bar would give the click to the bar.
     fn click(&self, selector: &str) {
-        self.tab.find_element(selector).unwrap_or_else(|e| panic!("no {selector}: {e}")).click().unwrap();
+        let element = self.tab.find_element(selector).unwrap_or_else(|e| panic!("no {selector}: {e}"));
+        element
+            .call_js_fn("function() { this.scrollIntoView({ block: 'center' }); }", vec![], false)
+            .unwrap();
+        element.click().unwrap();
     }
 
     /// Texts of the cells of one column of a table, in displayed order.

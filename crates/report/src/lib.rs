@@ -18,6 +18,7 @@ pub mod export;
 pub mod findings;
 pub mod html;
 pub mod json;
+pub mod process_order;
 pub mod svg;
 pub mod table;
 pub mod text;

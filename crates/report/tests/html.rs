@@ -11,8 +11,11 @@ use coldstart_report::html::{self, Timeline};
 use coldstart_trace::Trace;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::path::PathBuf;
 
 mod common;
+#[path = "common/session.rs"]
+mod session;
 
 use common::{MS, fixture};
 
@@ -220,4 +223,60 @@ fn a_big_trace_stays_within_its_budget() {
     );
     assert!(spans <= 200_000, "{spans} spans");
     assert!(page.len() < 40 << 20, "{} bytes", page.len());
+}
+
+/// The page of the synthetic login, also written under the target directory to look at.
+fn session_page() -> (Analysis, String) {
+    let trace = session::session();
+    let (analysis, page) = page(&trace);
+    std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("session.html"), &page).unwrap();
+    (analysis, page)
+}
+
+#[test]
+fn the_timeline_gets_the_charts_order_with_short_helpers_folded() {
+    let (analysis, page) = session_page();
+    let order = data(&page)["order"].as_array().unwrap().clone();
+    let name = |e: &Value| e["process"].as_u64().map(|i| analysis.processes[i as usize].comm.clone());
+    // Every process once: in its own entry or folded in one.
+    let mut seen: Vec<u64> = order
+        .iter()
+        .flat_map(|e| {
+            let own = e["process"].as_u64();
+            let folded = e["helpers"].as_array().into_iter().flatten().map(|h| h[0].as_u64().unwrap());
+            own.into_iter().chain(folded).collect::<Vec<_>>()
+        })
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..analysis.processes.len() as u64).collect::<Vec<_>>());
+    // Parents come first, and siblings are in start order.
+    let start = |e: &Value| match e["process"].as_u64() {
+        Some(i) => analysis.processes[i as usize].start_ns,
+        None => e["helpers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|h| analysis.processes[h[0].as_u64().unwrap() as usize].start_ns)
+            .min(),
+    };
+    for (k, e) in order.iter().enumerate() {
+        if let Some(parent) = e["parent"].as_u64() {
+            assert!((parent as usize) < k, "entry {k} before its parent {parent}");
+        }
+        let later_sibling = order[k + 1..].iter().find(|o| o["parent"] == e["parent"]);
+        if let Some(next) = later_sibling {
+            assert!(start(e) <= start(next), "{:?} after {:?}", name(next), name(e));
+        }
+    }
+    // mate-session's own helpers are one entry right under it, before its first child.
+    let session = order.iter().position(|e| name(e).as_deref() == Some("mate-session")).unwrap();
+    let folded = &order[session + 1];
+    assert_eq!(folded["parent"].as_u64(), Some(session as u64));
+    let helpers = folded["helpers"].as_array().expect("folded helpers");
+    let comms: Vec<&str> =
+        helpers.iter().map(|h| analysis.processes[h[0].as_u64().unwrap() as usize].comm.as_str()).collect();
+    // 9 helpers, every third an `sh -c` wrapper with its command one level below.
+    assert_eq!(comms.len(), 12, "{comms:?}");
+    assert_eq!(comms.iter().filter(|&&c| c == "sh").count(), 3, "{comms:?}");
+    assert!(helpers.iter().any(|h| h[1] == 1), "a command under its sh");
 }

@@ -1,7 +1,8 @@
 //! The bootchart SVG: golden files of small traces (synthetic, and the bootchart2
 //! example1 import), and checks of its structure — states where the trace puts them,
 //! escaping of hostile names, at most 100 bars for 300 or 861 processes with the rest
-//! accounted for, determinism.
+//! accounted for, rows in start order under their parents with short helpers folded,
+//! every milestone once with its label and no two labels overlapping, determinism.
 //!
 //! Golden files live in tests/data/svg/; re-bless them with `COLDSTART_BLESS=1 cargo
 //! test -p coldstart-report --test svg` after checking the change by eye (render
@@ -16,6 +17,8 @@ use coldstart_trace::*;
 use quick_xml::events::Event;
 
 mod common;
+#[path = "common/session.rs"]
+mod session;
 
 use common::{MS, fixture};
 
@@ -428,7 +431,233 @@ fn the_bootchart2_example_keeps_a_hundred_rows_of_its_861_processes() {
     let bars = all.iter().filter(|e| e.name == "g" && e.attr("class") == Some("bar")).count();
     assert_eq!(bars, 100);
     let texts = texts(&svg);
+    // Most of a boot's processes are short helpers of the init scripts and udev.
+    let folded = texts.iter().find(|t| t.contains("are folded into")).expect("a note on the folding");
+    let helper_rows: Vec<usize> =
+        row_names(&all).iter().filter_map(|n| n.strip_prefix('+')?.split(' ').next()?.parse().ok()).collect();
+    let helpers: usize = helper_rows.iter().sum();
+    assert!(helpers > 400, "{helper_rows:?}");
+    let expected = format!("{helpers} short-lived helpers");
+    assert!(folded.starts_with(&expected), "{folded}: {helper_rows:?}");
+    assert!(folded.contains(&format!("folded into {} rows", helper_rows.len())), "{folded}: {helper_rows:?}");
     let note = texts.iter().find(|t| t.starts_with("Showing")).expect("a note on what was left out");
-    assert!(note.starts_with("Showing 99 of 861 processes"), "{note}");
+    assert!(!note.starts_with("Showing 861 of 861"), "{note}");
     assert!(texts.iter().any(|t| t == "boot (bootchart2 log)"));
+}
+
+/// The names of the rows, top to bottom (the name column's first tspan of each).
+fn row_names(all: &[Element]) -> Vec<String> {
+    let mut names = Vec::new();
+    for (k, e) in all.iter().enumerate() {
+        let class = e.attr("class").unwrap_or("");
+        if e.name == "text" && class.split(' ').next() == Some("name") {
+            names.push(all[k + 1].text.clone());
+        }
+    }
+    names
+}
+
+/// A parent with children started out of pid order, a grandchild, and short helpers:
+/// two `sh -c` wrappers (one running `sed`) and a `dbus-send`, plus one short child
+/// that read 2 MiB and so is not a helper.
+fn family() -> Trace {
+    let mut t = Trace {
+        meta: Meta { root_pid: Some(10), page_size: 4096, duration_ns: 1000 * MS, ..Meta::default() },
+        ..Trace::default()
+    };
+    let mut add = |pid: i32, ppid: i32, comm: &str, start: Nanos, end: Option<Nanos>, run: Nanos| {
+        t.processes.push(Process {
+            pid,
+            ppid: Some(ppid),
+            comm: comm.into(),
+            start_ns: Some(start * MS),
+            end_ns: end.map(|e| e * MS),
+            in_scope: true,
+            ..Process::default()
+        });
+        t.threads.push(Thread { tid: pid, pid, comm: comm.into(), start_ns: Some(start * MS), end_ns: None });
+        let run_end = start * MS + run * 1000;
+        t.sched.push(SchedInterval { tid: pid, start_ns: start * MS, end_ns: run_end, state: Running });
+        t.sched.push(SchedInterval {
+            tid: pid,
+            start_ns: run_end,
+            end_ns: end.unwrap_or(1000) * MS,
+            state: Sleeping,
+        });
+    };
+    add(10, 1, "session", 0, None, 5000);
+    add(40, 10, "panel", 300, None, 4000);
+    add(30, 10, "wm", 100, None, 4000);
+    add(31, 30, "wm-helper-daemon", 150, None, 300);
+    add(20, 10, "sh", 200, Some(210), 500);
+    add(21, 20, "sed", 201, Some(208), 1500);
+    add(22, 10, "dbus-send", 250, Some(252), 800);
+    add(23, 10, "sh", 400, Some(405), 200);
+    add(24, 10, "big-reader", 500, Some(510), 900);
+    t.page_fills.push(PageFill {
+        t_ns: 505 * MS,
+        pid: 24,
+        tid: 24,
+        file_id: 1,
+        index: 0,
+        pages: 512,
+        origin: Some(PageOrigin::Read),
+    });
+    t
+}
+
+#[test]
+fn rows_are_in_start_order_under_their_parents_with_short_helpers_folded() {
+    let svg = chart(&family());
+    let all = elements(&svg);
+    // wm (100 ms) before the helpers (from 200 ms), panel (300 ms), big-reader (500 ms);
+    // the four helpers (sh, sed under it, dbus-send, sh) are one row where the first was.
+    assert_eq!(
+        row_names(&all),
+        ["session", "wm", "wm-helper-daemon", "+4 short helpers, 3.0 ms CPU", "panel", "big-reader"]
+    );
+    let texts = texts(&svg);
+    let note = texts.iter().find(|t| t.contains("are folded into")).expect("a note on the folding");
+    assert!(note.starts_with("4 short-lived helpers"), "{note}");
+    assert!(note.contains("folded into 1 row under their parents"), "{note}");
+    let tip = texts
+        .iter()
+        .find(|t| t.starts_with("4 short-lived helpers folded under session (pid 10)"))
+        .expect("tooltip");
+    assert!(tip.contains("sh ×2, dbus-send, sed"), "{tip}");
+    // The folded row draws each helper's life: 200–210 (sh and sed), 250–252, 400–405 ms.
+    let lives: Vec<f64> = class_rects(&all, "alive helpers").iter().map(|r| r.num("width")).collect();
+    assert_eq!(lives, [10.0 * 1.2, 2.0 * 1.2, 5.0 * 1.2]);
+}
+
+#[test]
+fn a_lone_helper_keeps_its_own_row() {
+    let mut t = family();
+    t.processes.retain(|p| ![21, 22, 23].contains(&p.pid));
+    let names = row_names(&elements(&chart(&t)));
+    assert_eq!(names, ["session", "wm", "wm-helper-daemon", "sh", "panel", "big-reader"]);
+}
+
+/// The SVG of the synthetic login, also written under the target directory to look at.
+fn session_chart() -> String {
+    let svg = chart(&session::session());
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("session-chart.svg");
+    std::fs::write(&out, &svg).unwrap();
+    svg
+}
+
+#[test]
+fn each_milestone_of_a_session_is_one_line_with_its_label_and_its_process_marked() {
+    let trace = session::session();
+    let svg = session_chart();
+    let all = elements(&svg);
+    let labels: Vec<&Element> = all
+        .iter()
+        .filter(|e| e.name == "text" && matches!(e.attr("class"), Some("mark-name" | "ready-name")))
+        .collect();
+    for m in &trace.marks {
+        let named: Vec<_> = labels.iter().filter(|e| e.text.starts_with(&format!("{} ", m.name))).collect();
+        // window:caja is the readiness point: its line is the ready line, labelled as such.
+        if m.name == "window:caja" {
+            assert!(named.is_empty(), "{named:?}");
+        } else {
+            assert_eq!(named.len(), 1, "{}: {named:?}", m.name);
+        }
+    }
+    let ready: Vec<_> = labels.iter().filter(|e| e.attr("class") == Some("ready-name")).collect();
+    assert_eq!(ready.len(), 1);
+    assert_eq!(ready[0].text, "ready at 3.460 s: 3.460 s after the start (window:caja)");
+    let across = |class: &str| {
+        all.iter()
+            .filter(|e| {
+                e.name == "line" && e.attr("class") == Some(class) && e.num("y2") - e.num("y1") > 500.0
+            })
+            .count()
+    };
+    assert_eq!((across("mark"), across("ready")), (4, 1));
+    // The process that reached each window milestone has a diamond on its row.
+    let reached: Vec<&str> = all
+        .iter()
+        .filter(|e| e.name == "title")
+        .map(|e| e.text.as_str())
+        .filter(|t| t.contains(" reached here"))
+        .collect();
+    for name in ["window:marco", "window:mate-panel", "window:caja", "session-start"] {
+        assert_eq!(
+            reached.iter().filter(|t| t.starts_with(&format!("{name} reached here"))).count(),
+            1,
+            "{name}"
+        );
+    }
+    // autostart-done names no process.
+    assert!(!reached.iter().any(|t| t.starts_with("autostart-done")));
+}
+
+#[test]
+fn a_session_of_300_processes_stays_readable() {
+    let trace = session::session();
+    assert!(trace.processes.len() >= 300, "{} processes", trace.processes.len());
+    let svg = session_chart();
+    let all = elements(&svg);
+    let height = all[0].num("height");
+    assert!(height <= 2400.0, "{height} px high");
+    let names = row_names(&all);
+    assert!(names.len() <= 100, "{} rows", names.len());
+    assert!(names.iter().any(|n| n.starts_with("+") && n.contains("short helpers")), "{names:?}");
+    // Label boxes from the font size: 0.6 em a character, 0.66 em bold, a line high.
+    let boxes: Vec<(f64, f64, f64, f64, &str)> = all
+        .iter()
+        .filter(|e| e.name == "text" && matches!(e.attr("class"), Some("mark-name" | "ready-name")))
+        .map(|e| {
+            let (size, per) = if e.attr("class") == Some("ready-name") { (10.0, 0.66) } else { (9.5, 0.6) };
+            let w = e.text.chars().count() as f64 * size * per;
+            let (x, y) = (e.num("x"), e.num("y"));
+            let x = if e.attr("text-anchor") == Some("end") { x - w } else { x };
+            (x, x + w, y - size, y, e.text.as_str())
+        })
+        .collect();
+    // Four marks and the readiness point, which is also the window:caja milestone.
+    assert_eq!(boxes.len(), 5, "{boxes:?}");
+    for (k, a) in boxes.iter().enumerate() {
+        for b in &boxes[k + 1..] {
+            let apart = a.1 <= b.0 || b.1 <= a.0 || a.3 <= b.2 || b.3 <= a.2;
+            assert!(apart, "labels overlap: {a:?} and {b:?}");
+        }
+    }
+}
+
+#[test]
+fn a_burst_of_milestones_takes_eight_lanes_at_most_and_says_so() {
+    let mut t = session::session();
+    for k in 0..30 {
+        t.marks.push(Mark {
+            t_ns: 5_000 * MS + k * 10_000,
+            pid: None,
+            name: format!("burst-{k}"),
+            source: MarkSource::TraceMarker,
+            tid: None,
+        });
+    }
+    let svg = chart(&t);
+    let all = elements(&svg);
+    let labels: Vec<&Element> = all
+        .iter()
+        .filter(|e| e.name == "text" && matches!(e.attr("class"), Some("mark-name" | "ready-name")))
+        .collect();
+    let lanes: std::collections::BTreeSet<String> =
+        labels.iter().map(|e| e.attr("y").unwrap().to_owned()).collect();
+    assert_eq!(lanes.len(), 8, "{lanes:?}");
+    // The five milestones of the login keep their labels; of the burst, one per lane left.
+    let burst = labels.iter().filter(|e| e.text.starts_with("burst-")).count();
+    assert!(burst < 30 && burst > 0, "{burst}");
+    let texts = texts(&svg);
+    let note = format!("{} milestones are too close to others for labels of their own", 30 - burst);
+    assert!(texts.iter().any(|t| t.starts_with(&note)), "{note}");
+    // The others are lines with their names as tooltips.
+    for k in 0..30 {
+        let name = format!("burst-{k}");
+        let labelled = labels.iter().any(|e| e.text.starts_with(&format!("{name} ")));
+        assert!(labelled || texts.iter().any(|t| t.starts_with(&format!("{name} "))), "{name}");
+    }
+    assert!(texts.iter().any(|t| t.starts_with("ready at 3.460 s")));
 }

@@ -9,7 +9,9 @@
 //! trace. The script builds the page with DOM APIs and `textContent` only, so a
 //! name from the trace is always text. A Content-Security-Policy allows only
 //! the page's own script and style (by hash): no network request, no inline
-//! event handler, even if some markup slipped through.
+//! event handler, even if some markup slipped through. The timeline lists the
+//! processes in [`crate::process_order`]'s order (start order under their parents,
+//! short helpers folded into a row that opens on a click), the same as the SVG chart.
 
 mod timeline;
 
@@ -21,6 +23,8 @@ use coldstart_analyze::{Analysis, DiskRequest, Read};
 use coldstart_trace::Nanos;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+
+use crate::process_order::{Shown, process_order};
 
 pub use timeline::{CpuSeries, DiskSeries, Row, SpanState, Timeline};
 
@@ -76,11 +80,41 @@ struct RequestColumns {
     flags: Vec<u8>,
 }
 
+/// One row of the timeline's process list, in [`process_order`]'s order.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+struct OrderEntry {
+    /// The process, an index into `analysis.processes`; absent for folded helpers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process: Option<usize>,
+    /// Folded short helpers: `[index, depth below this entry]` each, in tree order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    helpers: Option<Vec<[usize; 2]>>,
+    /// The entry of the parent process, if any.
+    parent: Option<usize>,
+}
+
+fn order_entries(analysis: &Analysis) -> Vec<OrderEntry> {
+    process_order(analysis)
+        .entries
+        .into_iter()
+        .map(|e| match e.shown {
+            Shown::Process(i) => OrderEntry { process: Some(i), helpers: None, parent: e.parent },
+            Shown::Helpers(list) => OrderEntry {
+                process: None,
+                helpers: Some(list.into_iter().map(|(i, depth)| [i, depth]).collect()),
+                parent: e.parent,
+            },
+        })
+        .collect()
+}
+
 /// Everything the page's script reads.
 #[derive(Serialize)]
 struct PageData<'a> {
     generator: String,
     analysis: &'a Analysis,
+    /// The processes in chart order: start order under their parents, short helpers folded.
+    order: Vec<OrderEntry>,
     reads: ReadColumns,
     requests: Vec<RequestColumns>,
     timeline: Option<&'a Timeline>,
@@ -188,6 +222,7 @@ pub fn write(
     let data = PageData {
         generator: format!("coldstart {}", env!("CARGO_PKG_VERSION")),
         analysis: &slim,
+        order: order_entries(analysis),
         reads: read_columns(&analysis.reads),
         requests,
         timeline,

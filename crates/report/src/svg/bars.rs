@@ -1,10 +1,11 @@
-//! Draws the process rows: the name (indented by tree depth) in the left column, a
-//! bar from fork to exit shaded by state column by column, and exec ticks labelled
-//! with the new program's name.
+//! Draws the process rows: the name (indented by tree depth, joined to its parent's
+//! by a connector) in the left column, a bar from fork to exit shaded by state
+//! column by column (one short bar per life for folded helpers), exec ticks labelled
+//! with the new program's name, and a diamond where the process reached a milestone.
 
 use std::io::{self, Write};
 
-use super::processes::{IO_WAIT, RUNNABLE, RUNNING, Row};
+use super::processes::{IO_WAIT, RUNNABLE, RUNNING, Row, RowKind};
 use super::scale::TimeScale;
 use super::xml::{Svg, num};
 
@@ -64,17 +65,42 @@ pub fn draw<W: Write>(
     y: f64,
 ) -> io::Result<()> {
     let right = scale.x0 + scale.width;
+    // The last row drawn at each depth: a row's parent is the last one a level up.
+    let mut last_at_depth: Vec<usize> = Vec::new();
     for (k, row) in rows.iter().enumerate() {
         let top = y + k as f64 * ROW;
         if k % 2 == 1 {
             svg.rect(label_x, top, right - label_x, ROW, "zebra")?;
         }
-        let indent = row.depth.min(MAX_INDENT_LEVELS) as f64 * INDENT;
+        let depth = row.depth.min(MAX_INDENT_LEVELS);
+        last_at_depth.truncate(depth);
+        if depth > 0
+            && let Some(&parent) = last_at_depth.last()
+        {
+            let x = label_x + (depth - 1) as f64 * INDENT + 3.0;
+            let parent_bottom = y + parent as f64 * ROW + ROW - 2.0;
+            svg.path(
+                &format!(
+                    "M{} {}V{}H{}",
+                    num(x),
+                    num(parent_bottom),
+                    num(top + ROW / 2.0),
+                    num(label_x + depth as f64 * INDENT - 2.0)
+                ),
+                "tree",
+            )?;
+        }
+        last_at_depth.push(k);
+        let indent = depth as f64 * INDENT;
         let name_width = scale.x0 - 10.0 - label_x - indent;
         let pid = row.pid.map(|p| format!(" {p}")).unwrap_or_default();
         let label = fit(&row.name, name_width - pid.len() as f64 * CHAR);
         let (lx, ly) = (num(label_x + indent), num(top + 12.0));
-        let class = if row.pid.is_some() { "name" } else { "name others" };
+        let class = match row.kind {
+            RowKind::Process => "name",
+            RowKind::Helpers => "name helpers",
+            RowKind::Others => "name others",
+        };
         svg.open("text", &[("x", &lx), ("y", &ly), ("class", class)])?;
         svg.text_element("tspan", &[], &label)?;
         if !pid.is_empty() {
@@ -86,8 +112,16 @@ pub fn draw<W: Write>(
         svg.text_element("title", &[], &row.tooltip)?;
         let (x1, x2) = (scale.x(row.start_ns), scale.x(row.end_ns).max(scale.x(row.start_ns) + 1.0));
         let bar_top = top + (ROW - BAR) / 2.0;
-        let life = if row.pid.is_some() { "alive" } else { "alive others" };
-        svg.rect(x1, bar_top, x2 - x1, BAR, life)?;
+        match row.kind {
+            RowKind::Process => svg.rect(x1, bar_top, x2 - x1, BAR, "alive")?,
+            RowKind::Others => svg.rect(x1, bar_top, x2 - x1, BAR, "alive others")?,
+            RowKind::Helpers => {
+                for &(start, end) in &row.lives {
+                    let (lx1, lx2) = (scale.x(start), scale.x(end).max(scale.x(start) + 1.0));
+                    svg.rect(lx1, bar_top, lx2 - lx1, BAR, "alive helpers")?;
+                }
+            }
+        }
         if let Some(cols) = &row.activity {
             let column_ns = scale.column_ns();
             let mut c = 0;
@@ -116,6 +150,16 @@ pub fn draw<W: Write>(
             svg.line(sx, bar_top + BAR + 1.0, ex, bar_top + BAR + 1.0, "critical")?;
         }
         svg.close("g")?;
+        for (t, name) in &row.milestones {
+            let (x, mid) = (scale.x(*t), bar_top + BAR / 2.0);
+            svg.open("g", &[("class", "reached")])?;
+            svg.text_element("title", &[], &format!("{name} reached here at {:.3} s", *t as f64 / 1e9))?;
+            svg.path(
+                &format!("M{} {}l5 5l-5 5l-5 -5z", num(x), num(mid - 5.0)),
+                if name == "ready" { "reached ready" } else { "reached" },
+            )?;
+            svg.close("g")?;
+        }
         let mut free_from = f64::MIN;
         for (t, name) in &row.execs {
             let x = scale.x(*t);

@@ -1,7 +1,8 @@
 //! The bootchart-style chart (`coldstart report --format svg`), drawn from a saved
 //! trace and its analysis: a header, the CPU and disk graphs, the phases, one bar
-//! per process in tree order shaded by state, milestones across everything, and a
-//! seek plot per disk.
+//! per process in start order under its parent (short helpers folded) shaded by
+//! state, milestones across everything (each labelled, labels in lanes so none
+//! overlap), and a seek plot per disk.
 //!
 //! The output is deterministic (fixed number formatting, sorted ties, nothing
 //! taken from the clock) and every name from the trace goes through quick_xml's
@@ -18,8 +19,8 @@ mod xml;
 use std::io::{self, Write};
 
 use coldstart_analyze::Analysis;
-use coldstart_analyze::units::{duration, secs};
-use coldstart_trace::{Nanos, ReadyReason, Trace};
+use coldstart_analyze::units::{duration, plural, secs};
+use coldstart_trace::{MarkSource, Nanos, ReadyReason, Trace};
 
 use processes::StateSource;
 use scale::TimeScale;
@@ -41,8 +42,8 @@ const LINE: f64 = 16.0;
 pub struct Options {
     /// Width of the plots in pixels (one column of binned data per pixel).
     pub plot_width: u32,
-    /// Process bars at most; beyond that, idle and then the least active processes
-    /// are summed up in one last row.
+    /// Process rows at most (a row of folded helpers counts as one); beyond that, the
+    /// least active rows, idle ones first, are summed up in one last row.
     pub max_rows: usize,
 }
 
@@ -83,8 +84,10 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
 
     // Layout, top to bottom.
     let legend_y = 44.0 + header_lines.len() as f64 * LINE + 8.0;
-    let marks_y = legend_y + 24.0;
-    let ticks_y = marks_y + 26.0;
+    let marks_y = legend_y + 2.0;
+    let milestones = milestones(analysis, &scale);
+    let lanes = milestones.iter().filter_map(|m| m.lane).map(|l| l + 1).max().unwrap_or(0).max(1);
+    let ticks_y = marks_y + lanes as f64 * LANE + 22.0;
     let cpu_y = ticks_y + 6.0;
     let disk_y = cpu_y + CPU_HEIGHT + 12.0;
     let phases_y = disk_y + DISK_HEIGHT + 12.0;
@@ -93,7 +96,20 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     let bottom_ticks_y = rows_end + 14.0;
     let seeks_y = bottom_ticks_y + 20.0;
     let seeks_end = seeks_y + disks.len() as f64 * (seeks::HEIGHT + seeks::LEGEND + 16.0);
-    let notes = notes(trace, &rows);
+    let mut notes = notes(trace, &rows);
+    let unlabelled = milestones.iter().filter(|m| m.lane.is_none()).count();
+    if unlabelled > 0 {
+        notes.insert(
+            0,
+            match unlabelled {
+                1 => "1 milestone is too close to others for a label of its own: hover its line for its name."
+                    .to_owned(),
+                n => format!(
+                    "{n} milestones are too close to others for labels of their own: hover their lines for their names."
+                ),
+            },
+        );
+    }
     let height = seeks_end + notes.len() as f64 * 14.0 + MARGIN;
 
     let mut svg = Svg::begin(io::BufWriter::new(out), width, height)?;
@@ -136,9 +152,13 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     graphs::disk(&mut svg, trace, &scale, disk_y, DISK_HEIGHT)?;
     phases(&mut svg, analysis, &scale, phases_y)?;
     let process_what = match rows.source {
-        StateSource::Sched => "in tree order, from fork to exit; states from the scheduler",
-        StateSource::Samples => "in tree order, from fork to exit; states from /proc samples",
-        StateSource::None => "in tree order, from fork to exit (no state data)",
+        StateSource::Sched => {
+            "in start order under their parents, from fork to exit; states from the scheduler"
+        }
+        StateSource::Samples => {
+            "in start order under their parents, from fork to exit; states from /proc samples"
+        }
+        StateSource::None => "in start order under their parents, from fork to exit (no state data)",
     };
     svg.text(MARGIN, rows_y - 5.0, "graph-name", "start", "Processes")?;
     svg.text(MARGIN + 72.0, rows_y - 5.0, "graph-what", "start", process_what)?;
@@ -147,7 +167,7 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
         let y = seeks_y + k as f64 * (seeks::HEIGHT + seeks::LEGEND + 16.0);
         seeks::plot(&mut svg, trace, analysis, disk, &scale, y)?;
     }
-    milestones(&mut svg, analysis, &scale, marks_y, grid_bottom)?;
+    draw_milestones(&mut svg, &milestones, marks_y, grid_bottom)?;
     for (k, note) in notes.iter().enumerate() {
         svg.text(MARGIN, seeks_end + 10.0 + k as f64 * 14.0, "note", "start", &cut(note, max_chars))?;
     }
@@ -222,20 +242,51 @@ fn phases<W: Write>(svg: &mut Svg<W>, analysis: &Analysis, scale: &TimeScale, y:
     Ok(())
 }
 
-/// Milestones and the readiness point as vertical lines from `top` to `bottom`, their
-/// names above in two lanes so that neighbours do not overlap.
-fn milestones<W: Write>(
-    svg: &mut Svg<W>,
-    analysis: &Analysis,
-    scale: &TimeScale,
-    label_y: f64,
-    bottom: f64,
-) -> io::Result<()> {
+/// A milestone's line and label: where it is drawn and the room its label takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Milestone {
+    pub x: f64,
+    /// `mark`, `origin` or `ready`.
+    pub class: &'static str,
+    pub text_class: &'static str,
+    pub label: String,
+    /// The label's lane, 0 at the top; `None` when every lane was taken there, and the
+    /// label is only the line's tooltip.
+    pub lane: Option<usize>,
+    /// The label's left and right ends.
+    pub left: f64,
+    pub right: f64,
+}
+
+/// Height of a lane of milestone labels.
+const LANE: f64 = 12.0;
+/// Lanes at most: a hundred marks in a millisecond must not make the chart a page high.
+const MAX_LANES: usize = 8;
+/// Room kept between two labels of a lane.
+const LABEL_GAP: f64 = 6.0;
+
+/// A generous width for `text` in the class's font (DejaVu Sans digits are 0.64 em,
+/// bold ones 0.7 em), so that labels placed apart never touch when drawn.
+pub fn label_width(text: &str, text_class: &str) -> f64 {
+    let per_char = if text_class == "ready-name" { 7.0 } else { 9.5 * 0.64 };
+    text.chars().count() as f64 * per_char
+}
+
+/// Every milestone (marks, `until` milestones), the command's start and the
+/// readiness point, in time order, each label in the first lane where it overlaps
+/// no other, the readiness point's first. Past [`MAX_LANES`] lanes a label is left to
+/// its line's tooltip (and a note says how many were).
+pub fn milestones(analysis: &Analysis, scale: &TimeScale) -> Vec<Milestone> {
     let o = &analysis.overview;
     // A mark that is the readiness point is drawn once, as the readiness line.
     let is_ready = |m: &coldstart_trace::Mark| {
         o.ready.as_ref().is_some_and(|r| {
-            r.t_ns == m.t_ns && matches!(&r.reason, ReadyReason::Mark(name) if *name == m.name)
+            r.t_ns == m.t_ns
+                && match &r.reason {
+                    ReadyReason::Mark(name) => *name == m.name,
+                    // The last `until` milestone met is the readiness point.
+                    reason => m.source == MarkSource::Until && reason.to_string() == m.name,
+                }
         })
     };
     let mut lines: Vec<(Nanos, &str, &str, String)> = analysis
@@ -257,29 +308,63 @@ fn milestones<W: Write>(
         lines.push((r.t_ns, "ready", "ready-name", label));
     }
     lines.sort_by(|a, b| a.0.cmp(&b.0).then(a.3.cmp(&b.3)));
+    // The readiness point is placed first, so it always has its label.
+    if let Some(k) = lines.iter().position(|l| l.1 == "ready") {
+        let ready = lines.remove(k);
+        lines.insert(0, ready);
+    }
+    let right_edge = scale.x0 + scale.width + RIGHT;
+    let mut lanes: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut placed: Vec<Milestone> = lines
+        .into_iter()
+        .map(|(t, class, text_class, label)| {
+            let x = scale.x(t);
+            let width = label_width(&label, text_class);
+            // Labels near the right edge are written leftwards from their line.
+            let (left, right) = if x + 3.0 + width > right_edge {
+                (x - 3.0 - width, x - 3.0)
+            } else {
+                (x + 3.0, x + 3.0 + width)
+            };
+            let free = |lane: &Vec<(f64, f64)>| {
+                lane.iter().all(|&(l, r)| right + LABEL_GAP <= l || left >= r + LABEL_GAP)
+            };
+            let lane = match lanes.iter().position(free) {
+                Some(lane) => Some(lane),
+                None if lanes.len() < MAX_LANES => {
+                    lanes.push(Vec::new());
+                    Some(lanes.len() - 1)
+                }
+                None => None,
+            };
+            if let Some(lane) = lane {
+                lanes[lane].push((left, right));
+            }
+            Milestone { x, class, text_class, label, lane, left, right }
+        })
+        .collect();
+    placed.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.label.cmp(&b.label)));
+    placed
+}
+
+/// Draws the milestones as vertical lines from `top` to `bottom`, their labels in
+/// lanes from `top` down.
+fn draw_milestones<W: Write>(svg: &mut Svg<W>, lines: &[Milestone], top: f64, bottom: f64) -> io::Result<()> {
     svg.open("g", &[("class", "milestones")])?;
-    let mut lane_free = [f64::MIN; 2];
-    let right = scale.x0 + scale.width + RIGHT;
-    for (t, class, text_class, label) in &lines {
-        let x = scale.x(*t);
-        svg.line(x, label_y + 3.0, x, bottom, class)?;
-        let width = label.chars().count() as f64 * 5.8;
-        let lane = if x >= lane_free[0] {
-            Some(0)
-        } else if x >= lane_free[1] {
-            Some(1)
-        } else {
-            None
-        };
-        let Some(lane) = lane else { continue };
-        let ly = label_y - 12.0 + lane as f64 * 12.0;
-        // Labels near the right edge are written leftwards from their line.
-        if x + 3.0 + width > right {
-            svg.text(x - 3.0, ly, text_class, "end", label)?;
-        } else {
-            svg.text(x + 3.0, ly, text_class, "start", label)?;
+    for m in lines {
+        match m.lane {
+            Some(lane) => {
+                let label_y = top + (lane + 1) as f64 * LANE - 2.0;
+                svg.line(m.x, label_y + 2.0, m.x, bottom, m.class)?;
+                svg.text(m.left, label_y, m.text_class, "start", &m.label)?;
+            }
+            None => {
+                svg.open("g", &[])?;
+                svg.text_element("title", &[], &m.label)?;
+                svg.line(m.x, top, m.x, bottom, m.class)?;
+                svg.close("g")?;
+            }
         }
-        lane_free[lane] = x + 3.0 + width + 6.0;
     }
     svg.close("g")
 }
@@ -287,6 +372,13 @@ fn milestones<W: Write>(
 /// Footnotes: where the states came from and which processes were left out.
 fn notes(trace: &Trace, rows: &processes::Rows) -> Vec<String> {
     let mut notes = Vec::new();
+    if rows.folded > 0 {
+        notes.push(format!(
+            "{} short-lived helpers (forked and exited within a fiftieth of the recording, under 1 MiB read, no milestone reached, not on the critical path) are folded into {} under their parents; hover one for their names.",
+            rows.folded,
+            plural(rows.folded_rows as u64, "row")
+        ));
+    }
     let hidden = rows.hidden_idle + rows.hidden_quiet;
     if hidden > 0 {
         notes.push(format!(

@@ -1,10 +1,12 @@
-//! The rows of the process chart: which processes get a bar, in tree order, and
-//! what each was doing in each pixel column of the time axis.
+//! The rows of the process chart: which processes get a bar, in the order of
+//! [`crate::process_order`] (start order under their parents, short helpers folded
+//! into one row per parent), and what each was doing in each pixel column of the
+//! time axis.
 //!
 //! States come from the scheduler intervals of the process's threads when the trace
 //! has them; otherwise from the periodic process samples (bootchart2 imports), where
 //! a sample's CPU use counts as running and the rest of a `D` sample as I/O wait, as
-//! pybootchartgui shades them. Above `max_rows` processes, idle ones (no CPU, no I/O
+//! pybootchartgui shades them. Above `max_rows` rows, idle ones (no CPU, no I/O
 //! wait, no reads) and then the least active are left out and summed in one last row.
 
 use std::collections::HashMap;
@@ -14,6 +16,7 @@ use coldstart_analyze::{Analysis, ProcessInfo};
 use coldstart_trace::{Nanos, ThreadState, Trace};
 
 use super::scale::TimeScale;
+use crate::process_order::{PidIndex, Shown, process_order};
 
 /// Per column, nanoseconds spent running, waiting for a CPU and waiting for I/O
 /// (summed over threads, so they may exceed the column's length).
@@ -30,8 +33,19 @@ pub enum StateSource {
     None,
 }
 
+/// What a row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    Process,
+    /// Short helpers of one parent, folded.
+    Helpers,
+    /// The processes left out above `max_rows`.
+    Others,
+}
+
 /// One bar of the chart.
 pub struct Row {
+    pub kind: RowKind,
     pub pid: Option<i32>,
     /// Shown ancestors above it.
     pub depth: usize,
@@ -46,6 +60,10 @@ pub struct Row {
     pub execs: Vec<(Nanos, String)>,
     /// Stretches of the critical path to readiness spent in this process, merged.
     pub critical: Vec<(Nanos, Nanos)>,
+    /// The lifetimes of a folded row's processes, merged (empty for other rows).
+    pub lives: Vec<(Nanos, Nanos)>,
+    /// Milestones a process of the row reached: time and name.
+    pub milestones: Vec<(Nanos, String)>,
     pub tooltip: String,
 }
 
@@ -57,35 +75,10 @@ pub struct Rows {
     pub hidden_quiet: usize,
     /// The most CPU and I/O wait time of any hidden process that was not idle.
     pub quiet_max_ns: Nanos,
+    /// Short helpers folded into rows of their own (not left out), and those rows.
+    pub folded: usize,
+    pub folded_rows: usize,
     pub source: StateSource,
-}
-
-/// Finds the process a pid named at a given time (pids may be reused).
-struct PidIndex {
-    by_pid: HashMap<i32, Vec<usize>>,
-}
-
-impl PidIndex {
-    fn new(trace: &Trace) -> PidIndex {
-        let mut by_pid: HashMap<i32, Vec<usize>> = HashMap::new();
-        for (i, p) in trace.processes.iter().enumerate() {
-            by_pid.entry(p.pid).or_default().push(i);
-        }
-        for list in by_pid.values_mut() {
-            list.sort_by_key(|&i| (trace.processes[i].start_ns.unwrap_or(Nanos::MIN), i));
-        }
-        PidIndex { by_pid }
-    }
-
-    /// The latest process with `pid` started at or before `t` (else the first one).
-    fn at(&self, trace: &Trace, pid: i32, t: Nanos) -> Option<usize> {
-        let list = self.by_pid.get(&pid)?;
-        list.iter()
-            .rev()
-            .find(|&&i| trace.processes[i].start_ns.unwrap_or(Nanos::MIN) <= t)
-            .or_else(|| list.first())
-            .copied()
-    }
 }
 
 fn add(
@@ -122,7 +115,7 @@ fn activity(
                 ThreadState::IoWait => IO_WAIT,
                 ThreadState::Sleeping | ThreadState::Stopped => continue,
             };
-            if let Some(i) = pids.at(trace, pid_of(s.tid), s.start_ns) {
+            if let Some(i) = pids.at(pid_of(s.tid), s.start_ns) {
                 add(&mut activity[i], scale, state, s.start_ns, s.end_ns, 1.0);
             }
         }
@@ -132,7 +125,7 @@ fn activity(
         return (activity, StateSource::None);
     }
     for s in &trace.process_samples {
-        let Some(i) = pids.at(trace, s.pid, s.t_ns) else { continue };
+        let Some(i) = pids.at(s.pid, s.t_ns) else { continue };
         let cpu = (s.cpu_user + s.cpu_system).clamp(0.0, 1.0);
         let start = s.t_ns - s.dt_ns.max(0);
         if cpu > 0.0 {
@@ -160,9 +153,9 @@ fn truncate(text: &str, max: usize) -> String {
     }
 }
 
-/// Builds the rows: tree order, filtered to at most `max_rows` (the last one summing up the rest).
+/// Builds the rows: chart order, filtered to at most `max_rows` (the last one summing up the rest).
 pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usize) -> Rows {
-    let pids = PidIndex::new(trace);
+    let pids = PidIndex::of_trace(trace);
     let (mut activity, source) = activity(trace, analysis, scale, &pids);
     let procs = &trace.processes;
     let info_index: HashMap<(i32, Option<Nanos>), usize> =
@@ -170,21 +163,48 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
     let info = |i: usize| info_index.get(&(procs[i].pid, procs[i].start_ns)).map(|&k| &analysis.processes[k]);
     let pages = |i: usize| info(i).map_or(0, |p| p.pages);
     let busy: Vec<Nanos> = activity.iter().map(busy_ns).collect();
+    // Running time as drawn: from the scheduler, or the samples' CPU use of an import.
+    let running: Vec<Nanos> = activity
+        .iter()
+        .map(|c| c.as_ref().map_or(0, |c| c.iter().map(|v| v[RUNNING]).sum::<f64>().round() as Nanos))
+        .collect();
+    let order = process_order(analysis);
+    // The order indexes the analysis's processes; the bars are the trace's.
+    let trace_index: HashMap<(i32, Option<Nanos>), usize> =
+        procs.iter().enumerate().map(|(i, p)| ((p.pid, p.start_ns), i)).collect();
+    let trace_of = |a: usize| {
+        let p = &analysis.processes[a];
+        trace_index.get(&(p.pid, p.start_ns)).copied()
+    };
+    let members = |k: usize| -> Vec<usize> {
+        match &order.entries[k].shown {
+            Shown::Process(a) => trace_of(*a).into_iter().collect(),
+            Shown::Helpers(list) => list.iter().filter_map(|&(a, _)| trace_of(a)).collect(),
+        }
+    };
+    let entries = order.entries.len();
+    let entry_busy: Vec<Nanos> = (0..entries).map(|k| members(k).iter().map(|&i| busy[i]).sum()).collect();
+    let entry_pages: Vec<u64> = (0..entries).map(|k| members(k).iter().map(|&i| pages(i)).sum()).collect();
 
-    let mut shown = vec![true; procs.len()];
+    // Processes the analysis found only in threads or page fills have no bar.
+    let mut shown: Vec<bool> = (0..entries).map(|k| !members(k).is_empty()).collect();
     let (mut hidden_idle, mut hidden_quiet, mut quiet_max_ns) = (0, 0, 0);
-    if procs.len() > max_rows.max(2) {
-        let root = trace.meta.root_pid.and_then(|pid| pids.at(trace, pid, 0));
-        let mut order: Vec<usize> = (0..procs.len()).collect();
-        order.sort_by_key(|&i| {
-            (Some(i) != root, std::cmp::Reverse((busy[i], pages(i))), procs[i].start_ns, procs[i].pid, i)
+    if shown.iter().filter(|&&s| s).count() > max_rows.max(2) {
+        let root = trace.meta.root_pid.and_then(|pid| pids.at(pid, 0)).and_then(|i| {
+            let p = &procs[i];
+            info_index.get(&(p.pid, p.start_ns)).map(|&a| order.entry_of[a])
+        });
+        let start = |k: usize| members(k).iter().map(|&i| procs[i].start_ns).min().flatten();
+        let mut ranked: Vec<usize> = (0..entries).filter(|&k| shown[k]).collect();
+        ranked.sort_by_key(|&k| {
+            (Some(k) != root, std::cmp::Reverse((entry_busy[k], entry_pages[k])), start(k), k)
         });
         let budget = max_rows.max(2) - 1;
-        for (rank, &i) in order.iter().enumerate() {
-            let idle = busy[i] == 0 && pages(i) == 0 && Some(i) != root;
-            if rank >= budget || idle {
-                shown[i] = false;
-                if idle {
+        // Idle entries rank last, so they are the first left out.
+        for &k in ranked.iter().skip(budget) {
+            shown[k] = false;
+            for i in members(k) {
+                if busy[i] == 0 && pages(i) == 0 {
                     hidden_idle += 1;
                 } else {
                     hidden_quiet += 1;
@@ -193,84 +213,105 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
             }
         }
     }
-
-    let parent = parents(trace, &pids);
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); procs.len()];
-    let mut roots = Vec::new();
-    for (i, parent) in parent.iter().enumerate() {
-        match *parent {
-            Some(p) => children[p].push(i),
-            None => roots.push(i),
-        }
-    }
-    let key = |&i: &usize| (procs[i].start_ns.unwrap_or(Nanos::MIN), procs[i].pid, i);
-    roots.sort_by_key(key);
-    for c in &mut children {
-        c.sort_by_key(key);
-    }
+    let depths = order.depths(&shown);
 
     let mut execs: Vec<Vec<(Nanos, String)>> = vec![Vec::new(); procs.len()];
     for e in &trace.execs {
-        if let Some(i) = pids.at(trace, e.pid, e.t_ns) {
+        if let Some(i) = pids.at(e.pid, e.t_ns) {
             execs[i].push((e.t_ns, base_name(&e.path).to_owned()));
         }
     }
-
     let mut critical: Vec<Vec<(Nanos, Nanos)>> = vec![Vec::new(); procs.len()];
     for s in analysis.critical_path.iter().flat_map(|p| &p.segments) {
-        if let Some(i) = pids.at(trace, s.pid, s.start_ns) {
-            match critical[i].last_mut() {
-                Some(last) if last.1 >= s.start_ns => last.1 = last.1.max(s.end_ns),
-                _ => critical[i].push((s.start_ns, s.end_ns)),
-            }
+        if let Some(i) = pids.at(s.pid, s.start_ns) {
+            critical[i].push((s.start_ns, s.end_ns));
         }
+    }
+    let mut milestones: Vec<Vec<(Nanos, String)>> = vec![Vec::new(); procs.len()];
+    for m in &analysis.marks {
+        if let Some(i) = m.pid.and_then(|pid| pids.at(pid, m.t_ns)) {
+            milestones[i].push((m.t_ns, m.name.clone()));
+        }
+    }
+    if let Some(r) = &analysis.overview.ready
+        && let Some(i) = pids.at(r.pid, r.t_ns)
+        && !milestones[i].iter().any(|(t, _)| *t == r.t_ns)
+    {
+        milestones[i].push((r.t_ns, "ready".to_owned()));
     }
 
     let mut rows = Vec::new();
-    let mut visited = vec![false; procs.len()];
-    // Depth-first, with an explicit stack of (process, shown ancestors).
-    let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&r| (r, 0)).collect();
-    while let Some((i, depth)) = stack.pop() {
-        if std::mem::replace(&mut visited[i], true) {
-            continue;
-        }
-        let child_depth = if shown[i] { depth + 1 } else { depth };
-        stack.extend(children[i].iter().rev().map(|&c| (c, child_depth)));
-        if !shown[i] {
-            continue;
-        }
-        let p = &procs[i];
-        let mut e = std::mem::take(&mut execs[i]);
-        e.sort();
-        rows.push(Row {
-            pid: Some(p.pid),
-            depth,
-            name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.comm.clone() },
-            start_ns: p.start_ns.unwrap_or(scale.t0).max(scale.t0),
-            end_ns: p.end_ns.unwrap_or(scale.t1).min(scale.t1),
-            forked: p.start_ns.is_some(),
-            exited: p.end_ns.is_some(),
-            activity: activity[i].take(),
-            execs: e,
-            critical: std::mem::take(&mut critical[i]),
-            tooltip: tooltip(trace, info(i), i, busy[i], source),
-        });
+    for k in (0..entries).filter(|&k| shown[k]) {
+        let row = match &order.entries[k].shown {
+            Shown::Process(_) => {
+                let i = members(k)[0];
+                let p = &procs[i];
+                let mut e = std::mem::take(&mut execs[i]);
+                e.sort();
+                Row {
+                    kind: RowKind::Process,
+                    pid: Some(p.pid),
+                    depth: depths[k],
+                    name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.comm.clone() },
+                    start_ns: p.start_ns.unwrap_or(scale.t0).max(scale.t0),
+                    end_ns: p.end_ns.unwrap_or(scale.t1).min(scale.t1),
+                    forked: p.start_ns.is_some(),
+                    exited: p.end_ns.is_some(),
+                    activity: activity[i].take(),
+                    execs: e,
+                    critical: merged(std::mem::take(&mut critical[i])),
+                    lives: Vec::new(),
+                    milestones: sorted(std::mem::take(&mut milestones[i])),
+                    tooltip: tooltip(trace, info(i), i, busy[i], source),
+                }
+            }
+            Shown::Helpers(_) => {
+                let list = members(k);
+                let lives: Vec<(Nanos, Nanos)> = list
+                    .iter()
+                    .map(|&i| {
+                        let p = &procs[i];
+                        (
+                            p.start_ns.unwrap_or(scale.t0).max(scale.t0),
+                            p.end_ns.unwrap_or(scale.t1).min(scale.t1),
+                        )
+                    })
+                    .collect();
+                let lives = merged(lives);
+                let (count, cpu) = (list.len(), list.iter().map(|&i| running[i]).sum());
+                let parent_name = order.entries[k].parent.and_then(|e| match order.entries[e].shown {
+                    Shown::Process(a) => {
+                        let p = &analysis.processes[a];
+                        Some(format!("{} (pid {})", p.comm, p.pid))
+                    }
+                    Shown::Helpers(_) => None,
+                });
+                Row {
+                    kind: RowKind::Helpers,
+                    pid: None,
+                    depth: depths[k],
+                    name: helpers_label(count, cpu),
+                    start_ns: lives.first().map_or(scale.t0, |l| l.0),
+                    end_ns: lives.iter().map(|l| l.1).max().unwrap_or(scale.t1),
+                    forked: false,
+                    exited: false,
+                    activity: sum_columns(list.iter().filter_map(|&i| activity[i].take()), scale),
+                    execs: Vec::new(),
+                    critical: merged(list.iter().flat_map(|&i| std::mem::take(&mut critical[i])).collect()),
+                    lives,
+                    milestones: Vec::new(),
+                    tooltip: helpers_tooltip(trace, &list, parent_name, cpu),
+                }
+            }
+        };
+        rows.push(row);
     }
 
     let hidden = hidden_idle + hidden_quiet;
     if hidden > 0 {
-        let mut sum: Option<Columns> = None;
-        for (i, cols) in activity.iter().enumerate() {
-            if let (false, Some(cols)) = (shown[i], cols) {
-                let total = sum.get_or_insert_with(|| vec![[0.0; 3]; scale.columns()]);
-                for (t, c) in total.iter_mut().zip(cols) {
-                    for k in 0..3 {
-                        t[k] += c[k];
-                    }
-                }
-            }
-        }
+        let left_out: Vec<usize> = (0..entries).filter(|&k| !shown[k]).flat_map(members).collect();
         rows.push(Row {
+            kind: RowKind::Others,
             pid: None,
             depth: 0,
             name: format!("{} other processes", hidden),
@@ -278,9 +319,11 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
             end_ns: scale.t1,
             forked: false,
             exited: false,
-            activity: sum,
+            activity: sum_columns(left_out.iter().filter_map(|&i| activity[i].take()), scale),
             execs: Vec::new(),
-            critical: Vec::new(),
+            critical: merged(left_out.iter().flat_map(|&i| std::mem::take(&mut critical[i])).collect()),
+            lives: Vec::new(),
+            milestones: sorted(left_out.iter().flat_map(|&i| std::mem::take(&mut milestones[i])).collect()),
             tooltip: format!(
                 "{} left out: {} idle (no CPU, I/O wait or reads) and {} less active (at most {} of CPU and I/O wait each); their activity is summed in this row",
                 plural(hidden as u64, "process"),
@@ -290,40 +333,89 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
             ),
         });
     }
-    Rows { rows, total: procs.len(), hidden_idle, hidden_quiet, quiet_max_ns, source }
+    let folded_entries: Vec<usize> =
+        (0..entries).filter(|&k| shown[k] && matches!(order.entries[k].shown, Shown::Helpers(_))).collect();
+    Rows {
+        rows,
+        total: procs.len(),
+        hidden_idle,
+        hidden_quiet,
+        quiet_max_ns,
+        folded: folded_entries.iter().map(|&k| members(k).len()).sum(),
+        folded_rows: folded_entries.len(),
+        source,
+    }
 }
 
-/// Each process's parent: the process its ppid named when it started.
-fn parents(trace: &Trace, pids: &PidIndex) -> Vec<Option<usize>> {
-    let procs = &trace.processes;
-    let mut parent: Vec<Option<usize>> = procs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let ppid = p.ppid?;
-            pids.at(trace, ppid, p.start_ns.unwrap_or(Nanos::MIN)).filter(|&j| j != i)
-        })
-        .collect();
-    // A process whose ancestors lead back to it (possible with reused pids) becomes a root.
-    let cyclic: Vec<bool> = (0..procs.len())
-        .map(|i| {
-            let mut at = parent[i];
-            for _ in 0..procs.len() {
-                match at {
-                    Some(a) if a == i => return true,
-                    Some(a) => at = parent[a],
-                    None => return false,
-                }
-            }
-            true
-        })
-        .collect();
-    for (p, cyclic) in parent.iter_mut().zip(cyclic) {
-        if cyclic {
-            *p = None;
+/// The name of a row of folded helpers: `+12 short helpers, 80.0 ms CPU` (no CPU
+/// figure when the trace has none for them).
+pub fn helpers_label(count: usize, cpu_ns: Nanos) -> String {
+    if cpu_ns > 0 {
+        format!("+{count} short helpers, {} CPU", duration(cpu_ns))
+    } else {
+        format!("+{count} short helpers")
+    }
+}
+
+fn helpers_tooltip(trace: &Trace, list: &[usize], parent: Option<String>, cpu_ns: Nanos) -> String {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for &i in list {
+        let comm = &trace.processes[i].comm;
+        match names.iter_mut().find(|(n, _)| n == comm) {
+            Some((_, c)) => *c += 1,
+            None => names.push((comm.clone(), 1)),
         }
     }
-    parent
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let listed: Vec<String> =
+        names.iter().take(12).map(|(n, c)| if *c > 1 { format!("{n} ×{c}") } else { n.clone() }).collect();
+    let more = if names.len() > 12 { format!(", {} other names", names.len() - 12) } else { String::new() };
+    let first = list.iter().filter_map(|&i| trace.processes[i].start_ns).min().unwrap_or(0);
+    let last = list.iter().filter_map(|&i| trace.processes[i].end_ns).max().unwrap_or(0);
+    let pids: Vec<String> = list.iter().take(20).map(|&i| trace.processes[i].pid.to_string()).collect();
+    format!(
+        "{} short-lived helpers folded{} (each forked and exited quickly, read under 1 MiB, reached no milestone, not on the critical path)\n{}{}\nfrom {:.3} s to {:.3} s, running {} in all\npids {}{}",
+        list.len(),
+        parent.map(|p| format!(" under {p}")).unwrap_or_default(),
+        listed.join(", "),
+        more,
+        first as f64 / 1e9,
+        last as f64 / 1e9,
+        duration(cpu_ns),
+        pids.join(", "),
+        if list.len() > 20 { ", …" } else { "" }
+    )
+}
+
+/// Intervals sorted and merged where they touch or overlap.
+fn merged(mut spans: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
+    spans.sort();
+    let mut out: Vec<(Nanos, Nanos)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match out.last_mut() {
+            Some(last) if last.1 >= start => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+fn sorted(mut list: Vec<(Nanos, String)>) -> Vec<(Nanos, String)> {
+    list.sort();
+    list
+}
+
+fn sum_columns(columns: impl Iterator<Item = Columns>, scale: &TimeScale) -> Option<Columns> {
+    let mut sum: Option<Columns> = None;
+    for cols in columns {
+        let total = sum.get_or_insert_with(|| vec![[0.0; 3]; scale.columns()]);
+        for (t, c) in total.iter_mut().zip(&cols) {
+            for k in 0..3 {
+                t[k] += c[k];
+            }
+        }
+    }
+    sum
 }
 
 fn tooltip(trace: &Trace, info: Option<&ProcessInfo>, i: usize, busy: Nanos, source: StateSource) -> String {

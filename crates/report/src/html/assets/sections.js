@@ -43,7 +43,8 @@ function renderSummary() {
     card('Lost data', o.lost ? fmtCount(o.lost) : 'none', A.warnings.length ? A.warnings.length + ' warnings (see the Warnings tab)' : 'no warnings', o.lost || A.warnings.length ? 'warn' : 'ok'),
   ];
   const host = clear(document.getElementById('summary'));
-  host.append(el('div', { class: 'cards' }, ...cards), breakdownBar(), pathSentence(), findingsBox());
+  // A part left out is null, which append() would write as the text `null`.
+  host.append(...[el('div', { class: 'cards' }, ...cards), breakdownBar(), pathSentence(), findingsBox()].filter(Boolean));
 }
 
 // The wall-clock breakdown of the start as one stacked bar.

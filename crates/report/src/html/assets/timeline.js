@@ -1,7 +1,10 @@
-// timeline.js — the zoomable timeline: phases, the critical path, CPU and disk
-// graphs, a seek plot per disk (block requests at time × disk offset), and one
-// row per process shaded by state with its reads as ticks; marks and the
-// readiness point as vertical lines. Drawn on a canvas; the labels on the left
+// timeline.js — the zoomable timeline: milestones, phases, the critical path, CPU
+// and disk graphs, a seek plot per disk (block requests at time × disk offset), and
+// one row per process shaded by state with its reads as ticks, in the SVG chart's
+// order (start order under their parents; short helpers folded into a row that a
+// click opens); marks, `until` milestones and the readiness point as vertical lines
+// labelled in lanes that never overlap, a diamond on the row of the process that
+// reached each. Drawn on a canvas; the labels on the left
 // are buttons (click one to filter the page to that process). Wheel or the
 // buttons zoom, dragging pans, hovering shows the details of what is under the
 // pointer.
@@ -23,7 +26,8 @@ const SEEK_COLOR = '#c2185b';
 const REQ_COLORS = { file: '#2c6fb7', metadata: '#8e44ad', unknown: '#a0a4ab', write: '#c9a227' };
 const GUTTER = 220;
 const ROW_H = 22;
-const MAX_ROWS = 60;
+// As many rows as the SVG chart shows.
+const MAX_ROWS = 100;
 
 // Per-process state spans, decoded from the gap/length/state triples (µs).
 const SPANS = (() => {
@@ -58,31 +62,51 @@ const READS_BY_PID = (() => {
   return m;
 })();
 
-// Processes in tree order (children after their parent, by start), with depth.
-function processTree() {
-  const byParent = new Map();
-  const known = new Set(A.processes.map(p => p.pid));
-  for (const p of A.processes) {
-    const parent = p.ppid !== null && known.has(p.ppid) && p.ppid !== p.pid ? p.ppid : null;
-    if (!byParent.has(parent)) byParent.set(parent, []);
-    byParent.get(parent).push(p);
-  }
-  const out = [];
-  const seen = new Set();
-  const visit = (p, depth) => {
-    if (seen.has(p.pid)) return;
-    seen.add(p.pid);
-    out.push({ p, depth });
-    for (const c of byParent.get(p.pid) || []) visit(c, depth + 1);
-  };
-  for (const p of byParent.get(null) || []) visit(p, 0);
-  for (const p of A.processes) visit(p, 0); // cycles, if any
-  return out;
+// The processes in chart order (DATA.order, the SVG chart's): start order under their
+// parents, each parent's short-lived helpers folded into one entry.
+const ORDER = DATA.order.map((e, k) => ({
+  k,
+  parent: e.parent,
+  p: e.process === undefined ? null : A.processes[e.process],
+  helpers: e.helpers ? e.helpers.map(([i, depth]) => ({ p: A.processes[i], depth })) : null,
+}));
+
+// Every milestone (marks, `until` milestones) and the readiness point, in time order;
+// the mark or `until` milestone that is the readiness point is one line, the ready one.
+const MILESTONES = (() => {
+  const r = A.overview.ready;
+  const isReady = m => r !== null && m.t_ns === r.t_ns && (r.reason === 'mark:' + m.name || (m.source === 'until' && r.reason === m.name));
+  const out = A.marks.filter(m => !isReady(m)).map(m => ({ t: m.t_ns, label: m.name, pid: m.pid, source: m.source, ready: false }));
+  if (r) out.push({ t: r.t_ns, label: 'ready (' + r.reason + ')', pid: r.pid, source: 'ready', ready: true });
+  return out.sort((a, b) => a.t - b.t || (a.label < b.label ? -1 : 1));
+})();
+const LANE_H = 13;
+const MAX_LANES = 8;
+const MARK_FONT = '11px system-ui, sans-serif';
+
+// `+12 short helpers, 80.0 ms CPU`, as the SVG chart names a folded row.
+function helpersLabel(e) {
+  const cpu = e.helpers.reduce((s, h) => s + h.p.time.running_ns, 0);
+  return '+' + e.helpers.length + ' short helpers' + (cpu > 0 ? ', ' + fmtDur(cpu) + ' CPU' : '');
+}
+
+// Time in a state other than asleep or stopped: an import's processes have no thread
+// times in the analysis, only the states of their samples.
+function sampledBusy(pid) {
+  const s = SPANS.get(pid);
+  let ns = 0;
+  if (s) for (let i = 0; i < s.n; i++) if (s.state[i] <= 2) ns += s.end[i] - s.start[i];
+  return ns;
 }
 
 // How much a process did: its rows are kept first when there are too many.
 function activity(p) {
-  return p.time.running_ns + p.time.io_wait_ns + p.time.runnable_ns + p.pages * 1e5;
+  const sampled = DATA.timeline && DATA.timeline.states_from === 'samples' ? sampledBusy(p.pid) : 0;
+  return p.time.running_ns + p.time.io_wait_ns + p.time.runnable_ns + sampled + p.pages * 1e5;
+}
+
+function entryActivity(e) {
+  return e.p ? activity(e.p) : e.helpers.reduce((s, h) => s + activity(h.p), 0);
 }
 
 class Timeline {
@@ -93,7 +117,9 @@ class Timeline {
     this.home = [this.full[0] - pad, this.full[1] + pad];
     this.view = this.home.slice();
     this.showAllRows = false;
-    this.tree = processTree().filter(({ p }) => p.in_scope || SPANS.has(p.pid) || READS_BY_PID.has(p.pid));
+    const relevant = p => p.in_scope || SPANS.has(p.pid) || READS_BY_PID.has(p.pid);
+    this.entries = ORDER.filter(e => (e.p ? relevant(e.p) : e.helpers.some(h => relevant(h.p))));
+    this.expanded = new Set();
     this.drag = null;
     const segs = A.critical_path ? A.critical_path.segments : [];
     this.pathStart = Float64Array.from(segs, s => s.start_ns);
@@ -156,7 +182,16 @@ class Timeline {
 
   // The tracks to draw, top to bottom, with their heights.
   layout() {
-    const tracks = [{ kind: 'axis', h: 34, label: '' }];
+    const tracks = [{ kind: 'axis', h: 20, label: '' }];
+    if (MILESTONES.length) {
+      // Room for the labels' lanes at the widest view; a closer view needs no more.
+      const [a, b] = this.home, pad = (b - a) * 0.25;
+      // At most MAX_LANES (as the SVG chart): past them a name is in its line's tooltip.
+      const needed = Math.max(...this.milestoneLanes([a - pad, b + pad], Math.max(480, this.box.clientWidth) - GUTTER - 12).map(m => m.lane + 1));
+      const lanes = Math.min(MAX_LANES, needed);
+      this.markLanes = lanes;
+      tracks.push({ kind: 'marks', h: 6 + lanes * LANE_H, label: 'milestones' });
+    }
     if (A.phases.length) tracks.push({ kind: 'phases', h: 22, label: 'phases' });
     if (A.critical_path) tracks.push({ kind: 'path', h: 16, label: 'critical path' });
     const cpu = DATA.timeline && DATA.timeline.cpu;
@@ -168,17 +203,11 @@ class Timeline {
     for (const r of disks) tracks.push({ kind: 'diskio', h: 44, label: 'disk ' + r.disk.name + ' reads', req: r });
     for (const d of samples) tracks.push({ kind: 'disksamples', h: 44, label: 'disk ' + d.name + ' reads', series: d });
     for (const r of disks) tracks.push({ kind: 'seek', h: 110, label: r.disk.name + ' offset', req: r });
-    let rows = this.tree;
-    const hidden = Math.max(0, rows.length - MAX_ROWS);
-    if (FILTER.pid !== null) rows = rows.filter(({ p }) => p.pid === FILTER.pid);
-    else if (!this.showAllRows && hidden > 0) {
-      const keep = new Set(rows.slice().sort((a, b) => activity(b.p) - activity(a.p)).slice(0, MAX_ROWS).map(r => r.p.pid));
-      rows = rows.filter(({ p }) => keep.has(p.pid));
-    }
+    const hidden = Math.max(0, this.entries.length - MAX_ROWS);
     this.rowsButton.hidden = hidden === 0 || FILTER.pid !== null;
-    this.rowsButton.textContent = this.showAllRows ? 'Show the ' + MAX_ROWS + ' busiest processes' : 'Show all ' + this.tree.length + ' processes';
+    this.rowsButton.textContent = this.showAllRows ? 'Show the ' + MAX_ROWS + ' busiest rows' : 'Show all ' + this.entries.length + ' rows';
     tracks.push({ kind: 'procs-head', h: 18, label: FILTER.pid === null ? 'processes' : 'process (filtered)' });
-    for (const r of rows) tracks.push({ kind: 'proc', h: ROW_H, p: r.p, depth: r.depth });
+    tracks.push(...this.processTracks(hidden));
     let y = 0;
     for (const t of tracks) { t.y = y; y += t.h; }
     this.tracks = tracks;
@@ -194,6 +223,44 @@ class Timeline {
     this.renderLabels();
   }
 
+  // The process rows: the filtered process alone, else every entry (or the MAX_ROWS
+  // busiest), indented by their shown ancestors, an opened folded row followed by its helpers.
+  processTracks(hidden) {
+    if (FILTER.pid !== null) {
+      const all = ORDER.flatMap(e => (e.p ? [e.p] : e.helpers.map(h => h.p)));
+      return all.filter(p => p.pid === FILTER.pid).slice(0, 1).map(p => ({ kind: 'proc', h: ROW_H, p, depth: 0 }));
+    }
+    let entries = this.entries;
+    if (!this.showAllRows && hidden > 0) {
+      // The command's root first, as in the SVG chart, then the busiest.
+      const rank = new Map(entries.map(e => [e, e.p && e.p.pid === A.trace.root_pid ? Infinity : entryActivity(e)]));
+      const keep = new Set(entries.slice().sort((a, b) => rank.get(b) - rank.get(a)).slice(0, MAX_ROWS));
+      entries = entries.filter(e => keep.has(e));
+    }
+    const shown = new Set(entries.map(e => e.k));
+    // Parents come before their children in ORDER: one pass gives every depth.
+    const depth = new Uint32Array(ORDER.length);
+    for (const e of ORDER) if (e.parent !== null) depth[e.k] = depth[e.parent] + (shown.has(e.parent) ? 1 : 0);
+    const tracks = [];
+    for (const e of entries) {
+      const d = depth[e.k];
+      if (e.p) {
+        tracks.push({ kind: 'proc', h: ROW_H, p: e.p, depth: d });
+        continue;
+      }
+      const open = this.expanded.has(e.k);
+      tracks.push({ kind: 'helpers', h: ROW_H, entry: e, depth: d, open });
+      if (open) for (const h of e.helpers) tracks.push({ kind: 'proc', h: ROW_H, p: h.p, depth: d + 1 + h.depth, folded: true });
+    }
+    return tracks;
+  }
+
+  toggleHelpers(k) {
+    if (this.expanded.has(k)) this.expanded.delete(k); else this.expanded.add(k);
+    this.layout();
+    this.draw();
+  }
+
   renderLabels() {
     clear(this.labels);
     this.labels.style.height = this.height + 'px';
@@ -206,6 +273,20 @@ class Timeline {
           title: 'Click to ' + (FILTER.pid === p.pid ? 'show all processes' : 'filter the page to this process'),
           on: { click: () => FILTER.toggle(p.pid) },
         }, el('span', { class: 'comm', text: p.comm || '?' }), el('span', { class: 'pid', text: ' ' + p.pid }));
+        label.style.top = t.y + 'px';
+        label.style.height = t.h + 'px';
+        label.style.paddingLeft = (6 + Math.min(t.depth, 8) * 9) + 'px';
+        if (t.folded) label.classList.add('folded');
+        this.labels.append(label);
+      } else if (t.kind === 'helpers') {
+        const e = t.entry;
+        const label = el('button', {
+          class: 'tl-label helpers' + (t.open ? ' open' : ''),
+          attrs: { type: 'button', 'data-entry': e.k, 'aria-expanded': t.open ? 'true' : 'false' },
+          title: (t.open ? 'Click to fold these helpers again: ' : 'Click to show each of them: ') +
+            [...new Set(e.helpers.map(h => h.p.comm))].join(', '),
+          on: { click: () => this.toggleHelpers(e.k) },
+        }, el('span', { class: 'fold', text: t.open ? '▾ ' : '▸ ' }), el('span', { class: 'comm', text: helpersLabel(e) }));
         label.style.top = t.y + 'px';
         label.style.height = t.h + 'px';
         label.style.paddingLeft = (6 + Math.min(t.depth, 8) * 9) + 'px';
@@ -278,7 +359,7 @@ class Timeline {
     const hit = this.hitTest(e.offsetX, e.offsetY);
     const key = hit ? hit.key : null;
     if (hit) showTip(e.pageX, e.pageY, hit.title, hit.rows); else hideTip();
-    this.canvas.style.cursor = hit && hit.pid !== undefined ? 'pointer' : 'crosshair';
+    this.canvas.style.cursor = hit && (hit.pid !== undefined || hit.group !== undefined) ? 'pointer' : 'crosshair';
     if (key !== (this.hover && this.hover.key)) { this.hover = hit; this.draw(); }
   }
 
@@ -290,6 +371,7 @@ class Timeline {
     if (!moved && e.target === this.canvas) {
       const hit = this.hitTest(e.offsetX, e.offsetY);
       if (hit && hit.pid !== undefined) FILTER.toggle(hit.pid);
+      else if (hit && hit.group !== undefined) this.toggleHelpers(hit.group);
     }
   }
 
@@ -508,6 +590,11 @@ class Timeline {
     labelBox(ctx, fmtBytes(lo * 512), GUTTER + 2, t.y + t.h - 8);
   }
 
+  paint_marks(ctx, t) {
+    ctx.fillStyle = '#fbfcfd';
+    ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
+  }
+
   paint_procs_head(ctx, t) {
     ctx.fillStyle = '#f3f5f8';
     ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
@@ -515,12 +602,40 @@ class Timeline {
 
   paint_proc(ctx, t) {
     const p = t.p;
-    const y = t.y + 2, h = t.h - 4;
     const hovered = this.hover && this.hover.pid === p.pid;
     if (FILTER.pid === p.pid || hovered) {
       ctx.fillStyle = hovered ? '#eef3fb' : '#f4f7fc';
       ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
     }
+    this.paintLife(ctx, p, t.y + 2, t.h - 4);
+    this.paintReached(ctx, p, t);
+  }
+
+  // A folded row: each helper's life and states on one line.
+  paint_helpers(ctx, t) {
+    if (this.hover && this.hover.key === 'hl' + t.entry.k) {
+      ctx.fillStyle = '#eef3fb';
+      ctx.fillRect(GUTTER, t.y, this.plotW, t.h);
+    }
+    for (const h of t.entry.helpers) this.paintLife(ctx, h.p, t.y + 2, t.h - 4);
+  }
+
+  // A diamond where the process reached a milestone.
+  paintReached(ctx, p, t) {
+    for (const m of MILESTONES) {
+      if (m.pid !== p.pid || (p.start_ns !== null && m.t < p.start_ns)) continue;
+      const x = this.xOf(m.t), y = t.y + t.h / 2 - 2;
+      ctx.fillStyle = m.ready ? '#1b9e4b' : '#374151';
+      ctx.strokeStyle = '#ffffff';
+      ctx.beginPath();
+      ctx.moveTo(x, y - 5); ctx.lineTo(x + 5, y); ctx.lineTo(x, y + 5); ctx.lineTo(x - 5, y); ctx.closePath();
+      ctx.fill();
+      ctx.stroke();
+    }
+  }
+
+  // A process's bar from fork to exit, shaded by state, with its reads below.
+  paintLife(ctx, p, y, h) {
     const start = p.start_ns === null ? this.full[0] : p.start_ns;
     const end = p.end_ns === null ? this.full[1] : p.end_ns;
     ctx.strokeStyle = '#b8c0cc';
@@ -545,27 +660,67 @@ class Timeline {
     }
   }
 
+  // Each milestone's x in `view` (a plot `plotW` wide) and its label's lane: the first
+  // lane where the label overlaps no other (written leftwards near the right edge).
+  milestoneLanes(view, plotW) {
+    const ctx = this.canvas.getContext('2d');
+    ctx.font = MARK_FONT;
+    const lanes = [];
+    return MILESTONES.map(m => {
+      const x = GUTTER + (m.t - view[0]) / (view[1] - view[0]) * plotW;
+      const w = ctx.measureText(m.label).width;
+      const [left, right] = x + 4 + w > GUTTER + plotW ? [x - 4 - w, x - 4] : [x + 4, x + 4 + w];
+      let lane = lanes.findIndex(l => l.every(([a, b]) => right + 6 <= a || left >= b + 6));
+      if (lane < 0) { lanes.push([]); lane = lanes.length - 1; }
+      lanes[lane].push([left, right]);
+      return { m, x, left, right, lane };
+    });
+  }
+
   paintMarks(ctx) {
-    const lines = A.marks.map(m => ({ t: m.t_ns, color: '#6b7280', label: m.name }));
-    if (A.overview.ready) lines.push({ t: A.overview.ready.t_ns, color: '#1b9e4b', label: 'ready (' + A.overview.ready.reason + ')' });
+    const track = this.tracks.find(t => t.kind === 'marks');
+    if (!track) return;
     ctx.save();
     ctx.beginPath();
     ctx.rect(GUTTER, 0, this.plotW, this.height);
     ctx.clip();
-    for (const m of lines) {
-      const x = Math.round(this.xOf(m.t)) + 0.5;
+    ctx.font = MARK_FONT;
+    const drawn = [];
+    for (const { m, x, left, right, lane } of this.milestoneLanes(this.view, this.plotW)) {
       if (x < GUTTER - 1 || x > GUTTER + this.plotW + 1) continue;
-      ctx.strokeStyle = m.color;
-      ctx.setLineDash(m.color === '#1b9e4b' ? [] : [4, 3]);
+      const color = m.ready ? '#1b9e4b' : '#6b7280';
+      const y = track.y + 4 + lane * LANE_H + LANE_H / 2;
+      const px = Math.round(x) + 0.5;
+      ctx.strokeStyle = color;
+      ctx.lineWidth = m.ready ? 1.5 : 1;
+      ctx.setLineDash(m.ready ? [] : [4, 3]);
       ctx.beginPath();
-      ctx.moveTo(x, 17);
-      ctx.lineTo(x, this.height);
+      ctx.moveTo(px, lane < this.markLanes ? y - 5 : track.y);
+      ctx.lineTo(px, this.height);
       ctx.stroke();
-      ctx.fillStyle = m.color;
-      const w = ctx.measureText(m.label).width;
-      ctx.fillText(m.label, x + 4 + w > GUTTER + this.plotW ? x - 4 - w : x + 4, 25);
+      // A closer view never needs more lanes than the widest; past them the name is in the tooltip.
+      if (lane < this.markLanes) {
+        ctx.fillStyle = color;
+        ctx.fillText(m.label, left, y);
+        drawn.push({ label: m.label, left, right, top: y - LANE_H / 2, bottom: y + LANE_H / 2 });
+      }
     }
     ctx.restore();
+    // the labels drawn, for tests that check they never overlap
+    this.canvas.dataset.milestoneLabels = JSON.stringify(drawn);
+  }
+
+  markTip(x) {
+    let best = null, bestD = 5;
+    for (const l of this.milestoneLanes(this.view, this.plotW)) {
+      const d = x >= l.left && x <= l.right ? 0 : Math.abs(l.x - x);
+      if (d < bestD) { bestD = d; best = l; }
+    }
+    if (!best) return null;
+    const m = best.m;
+    return { key: 'mk' + m.label + m.t, title: m.ready ? 'Ready' : 'Milestone ' + m.label,
+      rows: [['at', fmtSecs(m.t)], ['reached by', m.pid === null ? null : who(m.pid)],
+        ['from', { until: '--until condition met', marks_file: 'marks file', command: 'coldstart mark', trace_marker: 'trace_marker', output: 'command output', import: 'imported log', ready: String(A.overview.ready && A.overview.ready.reason) }[m.source] || m.source]] };
   }
 
   // What is under (x, y): {key, title, rows, pid?} or null.
@@ -597,6 +752,8 @@ class Timeline {
       }
       case 'seek': return this.requestTip(t, x, y, near);
       case 'proc': return this.procTip(t, at, near);
+      case 'marks': return this.markTip(x);
+      case 'helpers': return this.helpersTip(t, at, near);
       default: return null;
     }
   }
@@ -635,6 +792,21 @@ class Timeline {
         ['sector', fmtCount(r.sector[i])], ['disk offset', fmtBytes(r.sector[i] * 512) + ' (' + fmtCount(r.sector[i] * 512) + ' bytes)'],
         ['bytes', fmtBytes(r.bytes[i])], ['issued by', r.pid[i] ? who(r.pid[i]) : 'pid 0 (interrupt, kworker)'],
         ['far seek', r.flags[i] & 2 ? 'yes' : 'no']] };
+  }
+
+  helpersTip(t, at, near) {
+    const e = t.entry;
+    const counts = new Map();
+    for (const h of e.helpers) counts.set(h.p.comm, (counts.get(h.p.comm) || 0) + 1);
+    const names = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([n, c]) => (c > 1 ? n + ' ×' + c : n));
+    const under = e.helpers.find(h => at >= (h.p.start_ns === null ? -Infinity : h.p.start_ns) - near && at <= (h.p.end_ns === null ? Infinity : h.p.end_ns) + near);
+    const starts = e.helpers.map(h => h.p.start_ns).filter(v => v !== null), ends = e.helpers.map(h => h.p.end_ns).filter(v => v !== null);
+    return { key: 'hl' + e.k, group: e.k, title: helpersLabel(e) + ' (folded)',
+      rows: [['processes', names.join(', ')], ['under', e.parent === null || !ORDER[e.parent].p ? null : who(ORDER[e.parent].p.pid)],
+        ['from', starts.length ? fmtSecs(Math.min(...starts)) : null], ['to', ends.length ? fmtSecs(Math.max(...ends)) : null],
+        ['here', under ? under.p.comm + ' ' + under.p.pid + ', ' + fmtSecs(under.p.start_ns) + ' – ' + fmtSecs(under.p.end_ns) : null],
+        ['why folded', 'each forked and exited quickly, read under 1 MiB, reached no milestone and is not on the critical path'],
+        ['', t.open ? 'click to fold them again' : 'click to show each of them']] };
   }
 
   procTip(t, at, near) {

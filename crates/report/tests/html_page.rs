@@ -1,0 +1,189 @@
+//! The timeline of the HTML report in headless Chromium (Debian `chromium`, driven over
+//! the DevTools protocol), on the synthetic login of about 300 processes: its rows in
+//! the embedded chart order, a folded row of short helpers that opens and folds again
+//! on a click, every milestone labelled with no two labels overlapping, and no error.
+//! A screenshot is written under the target directory's tmp/ to look at.
+//!
+//! Without Chromium the test skips, saying why; with CI=true it fails instead.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use coldstart_analyze::analyze;
+use coldstart_report::html::{self, Timeline};
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::protocol::cdp::types::Event;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+use serde_json::Value;
+
+#[path = "common/session.rs"]
+mod session;
+
+fn chromium(test: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("COLDSTART_CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    if path.exists() {
+        Some(path)
+    } else {
+        coldstart_testkit::unavailable(
+            test,
+            &format!("no Chromium at {} (Debian package chromium)", path.display()),
+        );
+        None
+    }
+}
+
+struct Page {
+    tab: Arc<Tab>,
+    errors: Arc<Mutex<Vec<String>>>,
+    _browser: Browser,
+    _profile: tempfile::TempDir,
+}
+
+impl Page {
+    fn open(chromium: &Path, html: &Path) -> Page {
+        let profile = tempfile::tempdir().unwrap();
+        let options = LaunchOptions::default_builder()
+            .path(Some(chromium.to_owned()))
+            .headless(true)
+            .sandbox(false)
+            .window_size(Some((1400, 1000)))
+            .user_data_dir(Some(profile.path().to_owned()))
+            .args(
+                ["--disable-gpu", "--no-first-run", "--hide-scrollbars"]
+                    .iter()
+                    .map(std::ffi::OsStr::new)
+                    .collect(),
+            )
+            .idle_browser_timeout(Duration::from_secs(300))
+            .build()
+            .unwrap();
+        let browser = Browser::new(options).expect("start headless Chromium");
+        let tab = browser.new_tab().unwrap();
+        tab.set_default_timeout(Duration::from_secs(60));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&errors);
+        tab.add_event_listener(Arc::new(move |event: &Event| {
+            if let Event::RuntimeExceptionThrown(e) = event {
+                let d = &e.params.exception_details;
+                sink.lock().unwrap().push(format!("{} (line {})", d.text, d.line_number));
+            }
+        }))
+        .unwrap();
+        tab.enable_runtime().unwrap();
+        tab.navigate_to(&format!("file://{}", html.display())).unwrap().wait_until_navigated().unwrap();
+        let page = Page { tab, errors, _browser: browser, _profile: profile };
+        page.wait_for("the page to be built", "document.body.dataset.ready === 'true'");
+        page
+    }
+
+    fn eval(&self, body: &str) -> Value {
+        let js = format!("JSON.stringify((() => {{ {body} }})())");
+        let result = self.tab.evaluate(&js, false).unwrap_or_else(|e| panic!("evaluate {body}: {e}"));
+        match result.value {
+            Some(Value::String(s)) => serde_json::from_str(&s).unwrap(),
+            other => panic!("evaluate {body}: {other:?}"),
+        }
+    }
+
+    fn wait_for(&self, what: &str, condition: &str) {
+        let start = Instant::now();
+        while self.eval(&format!("return !!({condition});")) != Value::Bool(true) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "gave up waiting for {what}: {:?}",
+                self.errors
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn click(&self, selector: &str) {
+        self.tab.find_element(selector).unwrap_or_else(|e| panic!("no {selector}: {e}")).click().unwrap();
+    }
+
+    /// The process rows' labels, top to bottom.
+    fn row_labels(&self) -> Vec<String> {
+        let got = self.eval(
+            "return [...document.querySelectorAll('.tl-label.proc, .tl-label.helpers')]
+               .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+               .map(l => l.querySelector('.comm').textContent);",
+        );
+        serde_json::from_value(got).unwrap()
+    }
+}
+
+#[test]
+fn the_timeline_of_a_login_folds_helpers_that_a_click_opens_and_labels_every_milestone() {
+    let test = "the_timeline_of_a_login_folds_helpers_that_a_click_opens_and_labels_every_milestone";
+    let Some(chromium) = chromium(test) else { return };
+    let trace = session::session();
+    let analysis = analyze(&trace);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.html");
+    let mut out = Vec::new();
+    html::write(&analysis, Some(&Timeline::new(&trace)), None, &mut out).unwrap();
+    std::fs::write(&path, out).unwrap();
+    let page = Page::open(&chromium, &path);
+
+    // The rows: at most 100 of the 118 entries, in the chart's order, indented under their parents.
+    let rows = page.row_labels();
+    assert_eq!(rows.len(), 100, "{rows:?}");
+    assert_eq!(rows[..4], ["Xvfb", "dbus-run-session", "dbus-daemon", "+27 short helpers, 49.0 ms CPU"]);
+    let session = rows.iter().position(|r| r == "mate-session").expect("mate-session");
+    assert!(rows[session + 1].starts_with("+12 short helpers"), "{:?}", &rows[session..session + 3]);
+    page.click("#tl-all-rows");
+    page.wait_for(
+        "every row",
+        "document.querySelectorAll('.tl-label.proc, .tl-label.helpers').length === 118",
+    );
+
+    // A click on the folded row shows its 12 processes under it; another folds them again.
+    let selector = ".tl-label.helpers[data-entry]";
+    let entry = page.eval(&format!(
+        "return [...document.querySelectorAll('{selector}')].find(l => l.textContent.includes('+12 short helpers')).dataset.entry;"
+    ));
+    let folded = format!(".tl-label.helpers[data-entry=\"{}\"]", entry.as_str().unwrap());
+    page.click(&folded);
+    page.wait_for("the helpers", "document.querySelectorAll('.tl-label.proc.folded').length === 12");
+    let rows = page.row_labels();
+    let at = rows.iter().position(|r| r.starts_with("+12 short helpers")).unwrap();
+    assert_eq!(rows[at + 1], "sh", "{:?}", &rows[at..at + 4]);
+    assert_eq!(
+        page.eval(&format!("return document.querySelector('{folded}').getAttribute('aria-expanded');")),
+        "true"
+    );
+    page.eval(&format!(
+        "document.querySelector('{folded}').scrollIntoView({{ block: 'center' }}); return true;"
+    ));
+    let png = page.tab.capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true).unwrap();
+    std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("session-html.png"), png).unwrap();
+    page.click(&folded);
+    page.wait_for("the helpers folded", "document.querySelectorAll('.tl-label.proc.folded').length === 0");
+
+    // Every milestone is labelled (window:caja as the ready line), no two labels overlap.
+    page.wait_for(
+        "the milestones",
+        "document.getElementById('timeline-canvas').dataset.milestoneLabels !== undefined",
+    );
+    let labels =
+        page.eval("return JSON.parse(document.getElementById('timeline-canvas').dataset.milestoneLabels);");
+    let labels = labels.as_array().unwrap();
+    let names: Vec<&str> = labels.iter().map(|l| l["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["session-start", "window:marco", "window:mate-panel", "autostart-done", "ready (window:caja)"]
+    );
+    for (k, a) in labels.iter().enumerate() {
+        for b in &labels[k + 1..] {
+            let n = |v: &Value, key: &str| v[key].as_f64().unwrap();
+            let apart = n(a, "right") <= n(b, "left")
+                || n(b, "right") <= n(a, "left")
+                || n(a, "bottom") <= n(b, "top")
+                || n(b, "bottom") <= n(a, "top");
+            assert!(apart, "{a} and {b} overlap");
+        }
+    }
+    assert!(page.errors.lock().unwrap().is_empty(), "{:?}", page.errors);
+}
