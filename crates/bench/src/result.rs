@@ -2,6 +2,7 @@
 //! of hyperfine's result fields, plus comparisons. JSON is the stable contract:
 //! every time is in seconds, every size in bytes; the field docs below are the reference.
 
+use coldstart_analyze::units;
 use coldstart_launch::{Reason, Until};
 use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,10 @@ pub struct ConfigResult {
     pub times: Vec<f64>,
     pub exit_codes: Vec<Option<i32>>,
     // coldstart's.
+    /// The short label of the terminal summary: the cache state (`cold`, `alongside`,
+    /// `ahead`, `warm`), after the command's name when there are several or it was named.
+    #[serde(default)]
+    pub label: String,
     pub command_line: Vec<String>,
     /// `cold` or `warm`.
     pub cache: CacheState,
@@ -119,7 +124,10 @@ pub struct Comparison {
 /// What eviction did for one command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandPreparation {
+    /// The command's name (`--name`, else its command line).
     pub command: String,
+    #[serde(default)]
+    pub command_line: Vec<String>,
     #[serde(flatten)]
     pub preparation: Preparation,
 }
@@ -166,16 +174,16 @@ pub fn outlier_reason(run: &Run, index: usize, runs: &[Run], summary: &Summary) 
         let bytes = bytes as f64;
         if slow && bytes > 1.5 * median + 1e6 {
             return format!(
-                "read {:.1} MB from disk against a median of {:.1} MB",
-                bytes / 1e6,
-                median / 1e6
+                "read {} from disk against a median of {}",
+                units::bytes(bytes as u64),
+                units::bytes(median as u64)
             );
         }
         if !slow && bytes + 1e6 < 0.5 * median {
             return format!(
-                "read only {:.1} MB from disk against a median of {:.1} MB (pages left cached)",
-                bytes / 1e6,
-                median / 1e6
+                "read only {} from disk against a median of {} (pages left cached)",
+                units::bytes(bytes as u64),
+                units::bytes(median as u64)
             );
         }
     }
@@ -203,6 +211,7 @@ impl ConfigResult {
         let system_times: Vec<f64> = runs.iter().map(|r| r.system).collect();
         ConfigResult {
             command: config.label(command, cache),
+            label: config.short_label(command, cache),
             mean: s.mean,
             stddev: (s.n >= 2).then_some(s.stddev),
             median: s.median,

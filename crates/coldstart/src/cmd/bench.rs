@@ -108,7 +108,7 @@ pub struct Args {
     /// A command to benchmark, as one shell-quoted string (repeatable).
     #[arg(short = 'c', long = "command")]
     pub commands: Vec<String>,
-    /// A name for each command, in order (repeatable).
+    /// A name for each command, in order (repeatable): the summary labels its configurations with it.
     #[arg(short = 'n', long = "name")]
     pub names: Vec<String>,
     /// Write the results as JSON (hyperfine's fields plus coldstart's; seconds and bytes).
