@@ -119,6 +119,35 @@ pub struct Overview {
     pub fills_without_file: u64,
     /// Sum of the trace's loss counters.
     pub lost: u64,
+    /// What processes outside the recording's scope did on the machine during the start.
+    #[serde(default)]
+    pub others: OtherActivity,
+}
+
+/// The machine's work for processes outside the recording's scope between the
+/// command's start and ready: it competed with the start, so the times are inflated by it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OtherActivity {
+    /// Disk reads those processes issued (kernel workers left out, and files the
+    /// recorded processes read too), requests and bytes.
+    pub read_requests: u64,
+    pub read_bytes: u64,
+    /// The processes that issued them, most bytes first (at most five).
+    pub readers: Vec<OtherReader>,
+    /// CPU time the machine spent beyond the recorded threads' running time (the CPU
+    /// samples' busy share less the scheduler's running time; the recorder's own work
+    /// included); `None` without CPU samples.
+    pub cpu_ns: Option<Nanos>,
+    /// The machine's CPU time over the start: CPUs × (ready − origin).
+    pub cpu_capacity_ns: Nanos,
+}
+
+/// One process outside the scope that read from the disk during the start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherReader {
+    pub pid: i32,
+    pub comm: String,
+    pub read_bytes: u64,
 }
 
 /// The readiness point and who reached it.

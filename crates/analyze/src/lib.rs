@@ -105,6 +105,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         unresolved_files: problems.unresolved_files,
         fills_without_file: problems.fills_without_file,
         lost: trace.losses.iter().fold(0, |sum, l| sum.saturating_add(l.count)),
+        others: overview::others(&ctx, &disks, cu, origin, end),
     };
     let mut marks = trace.marks.clone();
     marks.sort_by(|a, b| a.t_ns.cmp(&b.t_ns).then(a.name.cmp(&b.name)));

@@ -231,6 +231,10 @@ pub fn doctor(a: &Analysis, d: &Diagnosis, trace: &str, top: usize, out: &mut dy
             secs(a.overview.end_ns)
         )?,
     }
+    let others = crate::text::other_work(a);
+    if let Some(advice) = &others.advice {
+        writeln!(out, "BUSY MACHINE: {}; {advice}", others.what)?;
+    }
     if let Some(cp) = &a.critical_path {
         writeln!(out, "{}", crate::text::path_summary(a, cp))?;
     }

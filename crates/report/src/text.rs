@@ -84,6 +84,56 @@ pub fn report_with_findings(
     out.flush()
 }
 
+/// Disk reads by other processes during the start above which the machine counts as busy.
+const BUSY_READ_BYTES: u64 = 1 << 20;
+/// Share of the machine's CPU time spent for other processes above which it counts as busy.
+const BUSY_CPU_SHARE: f64 = 0.10;
+
+/// What processes outside the recording did during the start, in words: whether the
+/// machine was busy enough to inflate the times, what they read and ran, and what to
+/// do about it. Shared by the report's header and `coldstart record`'s summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherWork {
+    pub busy: bool,
+    /// What they did, e.g. `processes outside the recording read 208.0 MiB from disk (…)`.
+    pub what: String,
+    /// For a busy machine: that the times are inflated, and what to do.
+    pub advice: Option<String>,
+}
+
+pub fn other_work(a: &Analysis) -> OtherWork {
+    let o = &a.overview.others;
+    if a.trace.scope == coldstart_trace::Scope::System {
+        return OtherWork {
+            busy: false,
+            what: "every process on the machine was recorded (--system): none outside".to_owned(),
+            advice: None,
+        };
+    }
+    let mut what = format!("processes outside the recording read {} from disk", bytes(o.read_bytes));
+    if !o.readers.is_empty() {
+        let names: Vec<String> =
+            o.readers.iter().map(|r| format!("{}/{} {}", r.comm, r.pid, bytes(r.read_bytes))).collect();
+        what.push_str(&format!(" ({})", names.join(", ")));
+    }
+    let cpu_share = o.cpu_ns.filter(|_| o.cpu_capacity_ns > 0).map(|ns| ns as f64 / o.cpu_capacity_ns as f64);
+    if let Some(ns) = o.cpu_ns {
+        what.push_str(&format!(
+            " and the machine ran {} of CPU for others ({} of {})",
+            secs(ns),
+            percent(ns as f64, o.cpu_capacity_ns as f64),
+            plural(u64::from(a.trace.cpu_count.max(1)), "CPU")
+        ));
+    }
+    what.push_str(" during the start");
+    let busy = o.read_bytes >= BUSY_READ_BYTES || cpu_share.is_some_and(|s| s >= BUSY_CPU_SHARE);
+    let advice = busy.then(|| {
+        "the times are inflated by that work: record again on a quiet machine, or with --system to see what they did"
+            .to_owned()
+    });
+    OtherWork { busy, what, advice }
+}
+
 fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let t = &a.trace;
     let o = &a.overview;
@@ -144,6 +194,12 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             "Ready         not known; the analysis runs to the end of the trace, {}",
             secs(o.end_ns)
         )?,
+    }
+    let others = other_work(a);
+    let label = if others.busy { "BUSY MACHINE " } else { "Other work   " };
+    writeln!(out, "{label} {}", others.what)?;
+    if let Some(advice) = &others.advice {
+        writeln!(out, "              {advice}")?;
     }
     let exit = t.exit_code.map(|c| format!("; exit status {c}")).unwrap_or_default();
     writeln!(
