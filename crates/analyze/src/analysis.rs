@@ -350,18 +350,24 @@ pub struct DiskAnalysis {
     /// Summed issue-to-completion latency of read requests, and its median.
     pub read_latency_ns: Nanos,
     pub read_latency_median_ns: Option<Nanos>,
-    /// Requests of the filesystem's own metadata, and of no known file.
+    /// Read requests of the filesystem's own metadata, and of no known file.
     pub metadata_requests: u64,
     pub metadata_bytes: u64,
     pub unknown_requests: u64,
     pub unknown_bytes: u64,
-    /// Per file, most requests first (then bytes, then id).
+    /// Write requests (op `write`) with a sector and their bytes: kept out of the seeks,
+    /// the files and the figures above, which are reads'.
+    #[serde(default)]
+    pub write_requests: u64,
+    #[serde(default)]
+    pub write_bytes: u64,
+    /// Per file, its read requests: most requests first (then bytes, then id).
     pub files: Vec<DiskFile>,
     /// Every request with a sector, in issue order.
     pub requests: Vec<DiskRequest>,
 }
 
-/// Head movement between consecutive requests (by issue time) of one disk.
+/// Head movement between consecutive read requests (by issue time) of one disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskSeeks {
     /// Requests with a sector (flushes have none).
@@ -376,6 +382,33 @@ pub struct DiskSeeks {
     /// Requests farther than `threshold_bytes` from the end of the previous one.
     pub far: u64,
     pub threshold_bytes: u64,
+    /// The median distance of the requests that were not sequential, bytes.
+    #[serde(default)]
+    pub median_distance_bytes: Option<u64>,
+    /// The requests that were not sequential, by distance.
+    #[serde(default)]
+    pub distances: SeekDistances,
+}
+
+/// Seeks by distance from the end of the previous request, either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeekDistances {
+    pub under_1_mib: u64,
+    pub under_128_mib: u64,
+    pub under_1_gib: u64,
+    pub farther: u64,
+}
+
+impl SeekDistances {
+    pub fn add(&mut self, bytes: u64) {
+        const MIB: u64 = 1 << 20;
+        match bytes {
+            b if b < MIB => self.under_1_mib += 1,
+            b if b < 128 * MIB => self.under_128_mib += 1,
+            b if b < 1024 * MIB => self.under_1_gib += 1,
+            _ => self.farther += 1,
+        }
+    }
 }
 
 /// One file's requests on one disk.

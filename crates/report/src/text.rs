@@ -219,10 +219,11 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "Read          {} ({} pages) from {}: {}, {} (page cache fills)",
+        "Read          {} read from disk (of {} opened or read): {} ({} pages), {}, {} (page cache fills)",
+        plural(o.files_read, "file"),
+        count(a.files.iter().filter(|f| f.in_trace).count() as u64),
         bytes(o.bytes_read),
         count(o.pages_read),
-        plural(o.files_read, "file"),
         plural(o.reads, "read"),
         plural(o.seeks, "seek")
     )?;
@@ -711,26 +712,36 @@ fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io:
 }
 
 fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "\nDisk seeks (consecutive block requests by issue time)")?;
+    writeln!(out, "\nDisk seeks (consecutive read requests by issue time; writes apart)")?;
     if a.disks.iter().all(|d| d.seeks.requests == 0) {
-        return writeln!(out, "  no block requests with a sector");
+        return writeln!(out, "  no read requests with a sector");
     }
     for d in a.disks.iter().filter(|d| d.seeks.requests > 0) {
         let s = &d.seeks;
         writeln!(
             out,
-            "  {} {}: {}: {} sequential, {} forward ({} in all), {} backward ({} in all), {} farther than {}",
+            "  {} {}: {}: {} sequential, {} forward, {} backward, {} farther than {}",
             d.name,
             d.dev,
             plural(s.requests, "request"),
             count(s.sequential),
             count(s.forward),
-            bytes(s.forward_sectors * 512),
             count(s.backward),
-            bytes(s.backward_sectors * 512),
             count(s.far),
             bytes(s.threshold_bytes)
         )?;
+        if let Some(median) = s.median_distance_bytes {
+            let b = &s.distances;
+            writeln!(
+                out,
+                "    seek distance: median {}; {} under 1 MiB, {} under 128 MiB, {} under 1 GiB, {} farther",
+                bytes(median),
+                count(b.under_1_mib),
+                count(b.under_128_mib),
+                count(b.under_1_gib),
+                count(b.farther)
+            )?;
+        }
         if let Some(median) = d.read_latency_median_ns {
             writeln!(
                 out,
@@ -742,12 +753,20 @@ fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()>
         }
         writeln!(
             out,
-            "    filesystem metadata: {} ({}); no file of this trace (other processes, unrecorded files): {} ({})",
+            "    reads of filesystem metadata: {} ({}); of no file of this trace (other processes, unrecorded files): {} ({})",
             plural(d.metadata_requests, "request"),
             bytes(d.metadata_bytes),
             plural(d.unknown_requests, "request"),
             bytes(d.unknown_bytes)
         )?;
+        if d.write_requests > 0 {
+            writeln!(
+                out,
+                "    writes: {} ({}), left out of the seeks and the files below",
+                plural(d.write_requests, "request"),
+                bytes(d.write_bytes)
+            )?;
+        }
         if d.reissued > 0 {
             writeln!(
                 out,

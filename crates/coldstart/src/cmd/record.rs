@@ -110,10 +110,11 @@ pub fn summary_text(a: &Analysis) -> String {
     line("duration", secs(a.trace.duration_ns));
     line("processes", format!("{} in scope", count(o.processes_in_scope)));
     line(
-        "files read",
+        "read",
         format!(
-            "{} read from disk ({} into the page cache)",
+            "{} read from disk (of {} opened or read), {} into the page cache",
             plural(o.files_read, "file"),
+            count(a.files.iter().filter(|f| f.in_trace).count() as u64),
             bytes(o.bytes_read)
         ),
     );
