@@ -119,6 +119,10 @@ pub struct Comparison {
     pub significant: bool,
     /// median read bytes of a − of b.
     pub read_bytes_difference: Option<f64>,
+    /// When not significant: the runs of each configuration a Welch t-test would need to
+    /// resolve a difference of the size seen at the noise seen (80 % power, α = 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_to_resolve: Option<usize>,
 }
 
 /// What eviction did for one command.
@@ -282,6 +286,11 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
         p: w.p,
         significant: w.p < 0.05,
         read_bytes_difference: a.median_read_bytes.zip(b.median_read_bytes).map(|(x, y)| x - y),
+        runs_to_resolve: if w.p < 0.05 {
+            None
+        } else {
+            stats::runs_to_resolve(w.difference, a.stddev.unwrap_or(0.0), b.stddev.unwrap_or(0.0))
+        },
     })
 }
 

@@ -197,7 +197,14 @@ pub fn render(results: &BenchResults) -> String {
         let _ = writeln!(out, "\nComparisons:");
     }
     for c in &results.comparisons {
-        let sig = if c.significant { "" } else { " (not significant)" };
+        let sig = match (c.significant, c.runs_to_resolve) {
+            (true, _) => String::new(),
+            (false, Some(n)) => format!(
+                " (not significant; about {n} runs each would resolve a {:.3} s difference at this noise)",
+                c.difference.abs()
+            ),
+            (false, None) => " (not significant)".to_owned(),
+        };
         let bytes = c.read_bytes_difference.map_or(String::new(), |b| format!(", {} read", signed_mib(b)));
         let (a, b) = (label_of(results, &c.a), label_of(results, &c.b));
         let head = match c.kind.as_str() {

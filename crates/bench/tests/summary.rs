@@ -56,3 +56,35 @@ fn named_commands_label_their_configurations() {
     assert_eq!(results.results.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(), ["old", "new"]);
     insta::assert_snapshot!(summary::render(&results));
 }
+
+#[test]
+fn a_difference_lost_in_the_noise_says_how_many_runs_would_resolve_it() {
+    let config = BenchConfig {
+        commands: vec![
+            BenchCommand { name: "old".into(), argv: argv("app --old") },
+            BenchCommand { name: "new".into(), argv: argv("app --new") },
+        ],
+        modes: Modes { cold: false, warm: true },
+        runs: 8,
+        ..BenchConfig::default()
+    };
+    // Means 1.200 s and 1.088 s, σ 0.256 s on both sides: the normal approximation
+    // 2.802² × 2 × 0.256² / 0.112² = 82.2 runs, 84 with Student's t.
+    let mut mock = MockExecutor::with_times([
+        ((0, Cache::Warm), vec![1.0, 1.5, 0.9, 1.4, 1.1, 1.5, 0.9, 1.3]),
+        ((1, Cache::Warm), vec![0.888, 1.388, 0.788, 1.288, 0.988, 1.388, 0.788, 1.188]),
+    ]);
+    let results = run_benchmark(&config, &mut mock, &mut Silent).unwrap();
+    let comparison = &results.comparisons[0];
+    assert!(!comparison.significant);
+    let n = comparison.runs_to_resolve.unwrap();
+    assert_eq!(n, 84);
+    let text = summary::render(&results);
+    assert!(
+        text.contains(&format!(
+            "(not significant; about {n} runs each would resolve a 0.112 s difference at this noise)"
+        )),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
