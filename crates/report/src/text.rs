@@ -134,6 +134,40 @@ pub fn other_work(a: &Analysis) -> OtherWork {
     OtherWork { busy, what, advice }
 }
 
+/// Read requests a disk needs before its median latency says what kind of disk it is.
+const LATENCY_SAMPLES: u64 = 10;
+/// The median read latency under which a disk behaves like flash (the doctor's rule too).
+const FLASH_LATENCY_NS: Nanos = 2_000_000;
+
+/// What kind of disk it is: the kernel's rotational flag, which virtual disks often get
+/// wrong, and the kind its measured read latencies suggest, saying when they disagree.
+fn disk_kind(d: &coldstart_analyze::DiskAnalysis) -> String {
+    let flag = d.rotational.map(|r| if r { "rotational" } else { "non-rotational" });
+    let measured = d.read_latency_median_ns.filter(|_| d.traced_read_requests >= LATENCY_SAMPLES);
+    match (flag, measured) {
+        (None, None) => String::new(),
+        (Some(flag), None) => format!("; the kernel flags it {flag}"),
+        (flag, Some(median)) => {
+            let flash = median < FLASH_LATENCY_NS;
+            let looks = if flash { "an SSD" } else { "a spinning disk" };
+            let agrees = d.rotational.is_some_and(|r| r != flash);
+            match flag {
+                Some(flag) if agrees => format!(
+                    "; the kernel flags it {flag}, as its measured read latencies (median {}) suggest",
+                    duration(median)
+                ),
+                Some(flag) => format!(
+                    "; the kernel flags it {flag}; its measured read latencies (median {}) look like {looks}",
+                    duration(median)
+                ),
+                None => {
+                    format!("; its measured read latencies (median {}) look like {looks}", duration(median))
+                }
+            }
+        }
+    }
+}
+
 fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let t = &a.trace;
     let o = &a.overview;
@@ -153,13 +187,8 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         bytes(u64::from(t.page_size))
     )?;
     for d in &a.disks {
-        let rotational = match d.rotational {
-            Some(true) => ", rotational",
-            Some(false) => ", non-rotational",
-            None => "",
-        };
         let model = d.model.as_deref().map(|m| format!(", {m}")).unwrap_or_default();
-        writeln!(out, "Disk          {} {}{rotational}{model}", d.name, d.dev)?;
+        writeln!(out, "Disk          {} {}{model}{}", d.name, d.dev, disk_kind(d))?;
     }
     let cache = match t.cache {
         CacheState::Cold => "cold",

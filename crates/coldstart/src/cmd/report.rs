@@ -111,6 +111,14 @@ mod tests {
     fn the_header_of_a_quiet_start() {
         let text = header(&fixture("soffice"));
         assert!(text.contains("Other work    processes outside the recording read"), "{text}");
+        // A virtio disk the kernel flags rotational, answering like flash.
+        assert!(
+            text.contains(
+                "Disk          vda 254:0; the kernel flags it rotational; its measured read latencies (median"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("look like an SSD"), "{text}");
         insta::assert_snapshot!(text);
     }
 
