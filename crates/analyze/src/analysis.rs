@@ -100,8 +100,11 @@ pub struct Overview {
     pub processes_in_scope: u64,
     pub threads: u64,
     pub execs: u64,
-    /// Distinct files with page fills.
+    /// Distinct files with page fills: the files read from disk.
     pub files_read: u64,
+    /// Rows of the trace's files table: the files opened or read (filesystem metadata included).
+    #[serde(default)]
+    pub files_in_trace: u64,
     pub reads: u64,
     /// Reads that did not continue where the same process's previous read of the file ended.
     pub seeks: u64,

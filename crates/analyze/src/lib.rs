@@ -94,6 +94,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         threads: times.threads.len() as u64,
         execs: trace.execs.len() as u64,
         files_read: cu.iter().map(|u| u.file).collect::<FxHashSet<_>>().len() as u64,
+        files_in_trace: trace.files.len() as u64,
         reads: coalesced.reads.len() as u64,
         seeks: cu.iter().map(|u| u.seeks).sum(),
         pages_read: cu.iter().map(|u| u.pages).fold(0, u64::saturating_add),

@@ -250,7 +250,7 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         out,
         "Read          {} read from disk (of {} opened or read): {} ({} pages), {}, {} (page cache fills)",
         plural(o.files_read, "file"),
-        count(a.files.iter().filter(|f| f.in_trace).count() as u64),
+        count(o.files_in_trace),
         bytes(o.bytes_read),
         count(o.pages_read),
         plural(o.reads, "read"),

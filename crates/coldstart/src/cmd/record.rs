@@ -114,7 +114,7 @@ pub fn summary_text(a: &Analysis) -> String {
         format!(
             "{} read from disk (of {} opened or read), {} into the page cache",
             plural(o.files_read, "file"),
-            count(a.files.iter().filter(|f| f.in_trace).count() as u64),
+            count(o.files_in_trace),
             bytes(o.bytes_read)
         ),
     );
