@@ -100,8 +100,11 @@ pub struct Overview {
     pub processes_in_scope: u64,
     pub threads: u64,
     pub execs: u64,
-    /// Distinct files with page fills.
+    /// Distinct files with page fills: the files read from disk.
     pub files_read: u64,
+    /// Rows of the trace's files table: the files opened or read (filesystem metadata included).
+    #[serde(default)]
+    pub files_in_trace: u64,
     pub reads: u64,
     /// Reads that did not continue where the same process's previous read of the file ended.
     pub seeks: u64,
@@ -119,6 +122,35 @@ pub struct Overview {
     pub fills_without_file: u64,
     /// Sum of the trace's loss counters.
     pub lost: u64,
+    /// What processes outside the recording's scope did on the machine during the start.
+    #[serde(default)]
+    pub others: OtherActivity,
+}
+
+/// The machine's work for processes outside the recording's scope between the
+/// command's start and ready: it competed with the start, so the times are inflated by it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OtherActivity {
+    /// Disk reads those processes issued (kernel workers left out, and files the
+    /// recorded processes read too), requests and bytes.
+    pub read_requests: u64,
+    pub read_bytes: u64,
+    /// The processes that issued them, most bytes first (at most five).
+    pub readers: Vec<OtherReader>,
+    /// CPU time the machine spent beyond the recorded threads' running time (the CPU
+    /// samples' busy share less the scheduler's running time; the recorder's own work
+    /// included); `None` without CPU samples.
+    pub cpu_ns: Option<Nanos>,
+    /// The machine's CPU time over the start: CPUs × (ready − origin).
+    pub cpu_capacity_ns: Nanos,
+}
+
+/// One process outside the scope that read from the disk during the start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherReader {
+    pub pid: i32,
+    pub comm: String,
+    pub read_bytes: u64,
 }
 
 /// The readiness point and who reached it.
@@ -321,18 +353,24 @@ pub struct DiskAnalysis {
     /// Summed issue-to-completion latency of read requests, and its median.
     pub read_latency_ns: Nanos,
     pub read_latency_median_ns: Option<Nanos>,
-    /// Requests of the filesystem's own metadata, and of no known file.
+    /// Read requests of the filesystem's own metadata, and of no known file.
     pub metadata_requests: u64,
     pub metadata_bytes: u64,
     pub unknown_requests: u64,
     pub unknown_bytes: u64,
-    /// Per file, most requests first (then bytes, then id).
+    /// Write requests (op `write`) with a sector and their bytes: kept out of the seeks,
+    /// the files and the figures above, which are reads'.
+    #[serde(default)]
+    pub write_requests: u64,
+    #[serde(default)]
+    pub write_bytes: u64,
+    /// Per file, its read requests: most requests first (then bytes, then id).
     pub files: Vec<DiskFile>,
     /// Every request with a sector, in issue order.
     pub requests: Vec<DiskRequest>,
 }
 
-/// Head movement between consecutive requests (by issue time) of one disk.
+/// Head movement between consecutive read requests (by issue time) of one disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskSeeks {
     /// Requests with a sector (flushes have none).
@@ -347,6 +385,33 @@ pub struct DiskSeeks {
     /// Requests farther than `threshold_bytes` from the end of the previous one.
     pub far: u64,
     pub threshold_bytes: u64,
+    /// The median distance of the requests that were not sequential, bytes.
+    #[serde(default)]
+    pub median_distance_bytes: Option<u64>,
+    /// The requests that were not sequential, by distance.
+    #[serde(default)]
+    pub distances: SeekDistances,
+}
+
+/// Seeks by distance from the end of the previous request, either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeekDistances {
+    pub under_1_mib: u64,
+    pub under_128_mib: u64,
+    pub under_1_gib: u64,
+    pub farther: u64,
+}
+
+impl SeekDistances {
+    pub fn add(&mut self, bytes: u64) {
+        const MIB: u64 = 1 << 20;
+        match bytes {
+            b if b < MIB => self.under_1_mib += 1,
+            b if b < 128 * MIB => self.under_128_mib += 1,
+            b if b < 1024 * MIB => self.under_1_gib += 1,
+            _ => self.farther += 1,
+        }
+    }
 }
 
 /// One file's requests on one disk.

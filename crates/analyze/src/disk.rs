@@ -1,6 +1,6 @@
 //! Disk-level view of the block requests: traffic per disk against /proc/diskstats
-//! (the trace's completeness check), head movement between consecutive requests,
-//! and the file each request read (the request's own file, else the recorded FIEMAP
+//! (the trace's completeness check), head movement between consecutive read requests
+//! (writes are counted apart), and the file each request read (the request's own file, else the recorded FIEMAP
 //! extents, else the filesystem metadata pages, else unknown). Issues and
 //! completions are paired again here, because a requeued request is issued twice
 //! but completes once: the second issue is not a request of its own.
@@ -171,10 +171,13 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
         metadata_bytes: 0,
         unknown_requests: 0,
         unknown_bytes: 0,
+        write_requests: 0,
+        write_bytes: 0,
         files: Vec::new(),
         requests: Vec::new(),
     };
     let mut latencies: Vec<Nanos> = Vec::new();
+    let mut distances: Vec<u64> = Vec::new();
     let mut files: FxHashMap<u32, DiskFile> = FxHashMap::default();
     let mut previous_end: Option<u64> = None;
     for request in requests {
@@ -192,6 +195,32 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             }
         }
         let Some(sector) = io.sector.filter(|_| io.op != BlockOp::Flush) else { continue };
+        let owner = owner_of(ctx, io, map);
+        let file = match owner {
+            Owner::File(id) => Some(id),
+            _ => None,
+        };
+        if io.op != BlockOp::Read {
+            // Writes (the program's output, the journal) go where the filesystem puts
+            // them: they are neither the start's seeks nor its files' reads.
+            if io.op == BlockOp::Write {
+                out.write_requests += 1;
+                out.write_bytes = out.write_bytes.saturating_add(u64::from(io.bytes));
+            }
+            out.requests.push(DiskRequest {
+                issue_ns: request.issue_ns,
+                complete_ns: request.complete_ns,
+                sector,
+                bytes: io.bytes,
+                op: io.op,
+                pid: io.pid,
+                file,
+                metadata: owner == Owner::Metadata,
+                distance_sectors: None,
+                far: false,
+            });
+            continue;
+        }
         let distance = previous_end.map(|end| sector as i64 - end as i64);
         previous_end = Some(sector + u64::from(io.bytes).div_ceil(SECTOR));
         seeks.requests += 1;
@@ -207,9 +236,13 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             }
             None => {}
         }
+        if let Some(d) = distance.filter(|&d| d != 0) {
+            let bytes = d.unsigned_abs().saturating_mul(SECTOR);
+            seeks.distances.add(bytes);
+            distances.push(bytes);
+        }
         let far = distance.is_some_and(|d| d.unsigned_abs() > threshold_sectors);
         seeks.far += u64::from(far);
-        let owner = owner_of(ctx, io, map);
         match owner {
             Owner::File(id) => {
                 let f = files.entry(id).or_insert(DiskFile { file: id, ..DiskFile::default() });
@@ -234,14 +267,15 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             bytes: io.bytes,
             op: io.op,
             pid: io.pid,
-            file: match owner {
-                Owner::File(id) => Some(id),
-                _ => None,
-            },
+            file,
             metadata: owner == Owner::Metadata,
             distance_sectors: distance,
             far,
         });
+    }
+    if !distances.is_empty() {
+        let mid = distances.len() / 2;
+        seeks.median_distance_bytes = Some(*distances.select_nth_unstable(mid).1);
     }
     out.seeks = seeks;
     out.coverage =

@@ -94,6 +94,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         threads: times.threads.len() as u64,
         execs: trace.execs.len() as u64,
         files_read: cu.iter().map(|u| u.file).collect::<FxHashSet<_>>().len() as u64,
+        files_in_trace: trace.files.len() as u64,
         reads: coalesced.reads.len() as u64,
         seeks: cu.iter().map(|u| u.seeks).sum(),
         pages_read: cu.iter().map(|u| u.pages).fold(0, u64::saturating_add),
@@ -105,6 +106,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         unresolved_files: problems.unresolved_files,
         fills_without_file: problems.fills_without_file,
         lost: trace.losses.iter().fold(0, |sum, l| sum.saturating_add(l.count)),
+        others: overview::others(&ctx, &disks, cu, origin, end),
     };
     let mut marks = trace.marks.clone();
     marks.sort_by(|a, b| a.t_ns.cmp(&b.t_ns).then(a.name.cmp(&b.name)));

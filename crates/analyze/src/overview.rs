@@ -2,13 +2,97 @@
 //! readiness point and the thread that reached it, and the process table with each
 //! process's time and reads.
 
-use coldstart_trace::{Nanos, Ready, ReadyReason, ThreadState};
-use rustc_hash::FxHashMap;
+use coldstart_trace::{BlockOp, Nanos, Ready, ReadyReason, ThreadState};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::{
-    FileUse, ProcessInfo, ReadyInfo, StateTimes, ThreadInfo, TraceInfo, Warning, WarningCode,
+    DiskAnalysis, FileUse, OtherActivity, OtherReader, ProcessInfo, ReadyInfo, StateTimes, ThreadInfo,
+    TraceInfo, Warning, WarningCode,
 };
 use crate::context::Ctx;
+
+/// Kernel threads and the recorder: they issue requests on behalf of others, or are not part of the start.
+pub(crate) fn is_system_worker(comm: &str) -> bool {
+    const PREFIXES: [&str; 11] = [
+        "kworker",
+        "jbd2",
+        "ksoftirqd",
+        "kswapd",
+        "khugepaged",
+        "kcompactd",
+        "loop",
+        "swapper",
+        "kthreadd",
+        "coldstart",
+        "rcu_",
+    ];
+    comm.is_empty() || PREFIXES.iter().any(|p| comm.starts_with(p))
+}
+
+/// Processes listed by name in [`OtherActivity::readers`].
+const OTHER_READERS_LISTED: usize = 5;
+
+/// What processes outside the recording's scope did between `origin` and `end`: the
+/// disk reads they issued (of files no recorded process read: a shared file read by
+/// another process was read for the start too) and the CPU time the machine spent
+/// beyond the recorded threads' running time.
+pub(crate) fn others(
+    ctx: &Ctx,
+    disks: &[DiskAnalysis],
+    file_uses: &[FileUse],
+    origin: Nanos,
+    end: Nanos,
+) -> OtherActivity {
+    let trace = ctx.trace;
+    let recorded_files: FxHashSet<u32> = file_uses.iter().map(|u| u.file).collect();
+    let comm_of: FxHashMap<i32, &str> = trace.block_ios.iter().map(|b| (b.pid, b.comm.as_str())).collect();
+    let mut readers: FxHashMap<i32, OtherReader> = FxHashMap::default();
+    let mut out = OtherActivity::default();
+    for r in disks.iter().flat_map(|d| &d.requests).filter(|r| r.op == BlockOp::Read) {
+        if !r.issue_ns.or(r.complete_ns).is_some_and(|t| (origin..=end).contains(&t)) {
+            continue;
+        }
+        let pid = ctx.pid_of(r.pid);
+        let process = ctx.processes.first(pid);
+        if pid <= 0 || process.is_some_and(|p| p.in_scope) {
+            continue;
+        }
+        let comm = process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.comm.as_str());
+        if is_system_worker(comm) || r.file.is_some_and(|id| recorded_files.contains(&id)) {
+            continue;
+        }
+        out.read_requests += 1;
+        out.read_bytes = out.read_bytes.saturating_add(u64::from(r.bytes));
+        let reader =
+            readers.entry(pid).or_insert_with(|| OtherReader { pid, comm: comm.to_owned(), read_bytes: 0 });
+        reader.read_bytes = reader.read_bytes.saturating_add(u64::from(r.bytes));
+    }
+    let mut readers: Vec<OtherReader> = readers.into_values().collect();
+    readers.sort_by(|a, b| b.read_bytes.cmp(&a.read_bytes).then(a.pid.cmp(&b.pid)));
+    readers.truncate(OTHER_READERS_LISTED);
+    out.readers = readers;
+
+    let cpus = trace.meta.cpu_count.max(1);
+    let window = (end - origin).max(0);
+    out.cpu_capacity_ns = window.saturating_mul(Nanos::from(cpus));
+    if !trace.cpu_samples.is_empty() && window > 0 {
+        let overlap = |from: Nanos, to: Nanos| (to.min(end) - from.max(origin)).max(0);
+        let machine: f64 = trace
+            .cpu_samples
+            .iter()
+            .map(|s| (s.user + s.system) * f64::from(cpus) * overlap(s.t_ns - s.dt_ns, s.t_ns) as f64)
+            .sum();
+        let mut in_scope = ctx.in_scope_test();
+        let recorded: Nanos = trace
+            .sched
+            .iter()
+            .filter(|s| s.state == ThreadState::Running && in_scope(s.tid))
+            .map(|s| overlap(s.start_ns, s.end_ns))
+            .fold(0, Nanos::saturating_add);
+        out.cpu_ns = Some((machine as Nanos - recorded).max(0));
+    }
+    out
+}
 
 pub(crate) fn trace_info(ctx: &Ctx) -> TraceInfo {
     let m = &ctx.trace.meta;

@@ -62,9 +62,34 @@ fn flushes_and_writes_do_not_count_as_reads_in_the_cross_check() {
     check(
         &trace,
         Facet::Disk,
-        "vda coverage=0.50 latency=1 reissued=0 requests=2 sequential=1 forward=0/0 backward=0/0 far=0
-         metadata=0/0 unknown=2/8192",
+        "vda coverage=0.50 latency=1 reissued=0 requests=1 sequential=0 forward=0/0 backward=0/0 far=0
+         metadata=0/0 unknown=1/4096",
     );
+    // The write is counted apart: it is not a seek of the start, nor a read of a file.
+    let disk = &coldstart_analyze::analyze(&trace).disks[0];
+    assert_eq!((disk.write_requests, disk.write_bytes), (1, 4096));
+    assert_eq!(disk.requests.iter().filter(|r| r.distance_sectors.is_some()).count(), 0);
+}
+
+#[test]
+fn seek_distances_have_a_median_and_a_distribution_not_a_sum() {
+    // Reads at 0, then 64 KiB, 1 GiB and 2 GiB away and back: sums of distances would
+    // exceed the disk; the median and the distribution do not.
+    const SECTORS_PER_MIB: u64 = 2048;
+    let mut builder = Builder::new().disk(8192);
+    for (i, mib) in [0, 64, 1024, 3072, 16].into_iter().enumerate() {
+        builder = builder.block((i as i64 + 1) * MS, mib * SECTORS_PER_MIB, 4096, "R");
+    }
+    let disk = &coldstart_analyze::analyze(&builder.build()).disks[0];
+    let s = &disk.seeks;
+    assert_eq!((s.forward, s.backward), (3, 1));
+    // Distances from each request's end (8 sectors on): 64 MiB − 4 KiB, 960 MiB − 4 KiB,
+    // 2 GiB − 4 KiB, 3056 MiB + 4 KiB.
+    assert_eq!(
+        (s.distances.under_1_mib, s.distances.under_128_mib, s.distances.under_1_gib, s.distances.farther),
+        (0, 1, 1, 2)
+    );
+    assert_eq!(s.median_distance_bytes, Some((2048 << 20) - 4096));
 }
 
 #[test]

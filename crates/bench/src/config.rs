@@ -112,6 +112,11 @@ impl BenchCommand {
     pub fn line(&self) -> String {
         self.argv.join(" ")
     }
+
+    /// Whether `--name` named it (otherwise its name is its command line).
+    pub fn is_named(&self) -> bool {
+        self.name != self.line()
+    }
 }
 
 /// Which cache states to measure.
@@ -185,6 +190,32 @@ impl BenchConfig {
             Cache::Cold(_) if both => format!("{name} (cold)"),
             Cache::Warm if both => format!("{name} (warm)"),
             _ => name.clone(),
+        }
+    }
+
+    /// The short label of a configuration in the terminal summary: its cache state
+    /// (`cold`, `alongside`, `ahead`, `warm`, with the eviction method when several
+    /// are measured), after the command's name when there are several commands or
+    /// `--name` named it, so a long command line is printed once, not on every line.
+    pub fn short_label(&self, command: usize, cache: Cache) -> String {
+        let several_states = self.configurations().iter().filter(|(c, _)| *c == command).count() > 1;
+        let state = {
+            let word = match cache {
+                Cache::Cold(_) => "cold",
+                Cache::Alongside(_) => "alongside",
+                Cache::Ahead(_) => "ahead",
+                Cache::Warm => "warm",
+            };
+            match cache.evict() {
+                Some(e) if self.evict.len() > 1 => format!("{word}, {}", e.name()),
+                _ => word.to_owned(),
+            }
+        };
+        let named = self.commands.len() > 1 || self.commands[command].is_named();
+        match (named, several_states) {
+            (false, _) => state,
+            (true, true) => format!("{} ({state})", self.commands[command].name),
+            (true, false) => self.commands[command].name.clone(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! of hyperfine's result fields, plus comparisons. JSON is the stable contract:
 //! every time is in seconds, every size in bytes; the field docs below are the reference.
 
+use coldstart_analyze::units;
 use coldstart_launch::{Reason, Until};
 use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,10 @@ pub struct ConfigResult {
     pub times: Vec<f64>,
     pub exit_codes: Vec<Option<i32>>,
     // coldstart's.
+    /// The short label of the terminal summary: the cache state (`cold`, `alongside`,
+    /// `ahead`, `warm`), after the command's name when there are several or it was named.
+    #[serde(default)]
+    pub label: String,
     pub command_line: Vec<String>,
     /// `cold` or `warm`.
     pub cache: CacheState,
@@ -114,12 +119,19 @@ pub struct Comparison {
     pub significant: bool,
     /// median read bytes of a − of b.
     pub read_bytes_difference: Option<f64>,
+    /// When not significant: the runs of each configuration a Welch t-test would need to
+    /// resolve a difference of the size seen at the noise seen (80 % power, α = 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_to_resolve: Option<usize>,
 }
 
 /// What eviction did for one command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandPreparation {
+    /// The command's name (`--name`, else its command line).
     pub command: String,
+    #[serde(default)]
+    pub command_line: Vec<String>,
     #[serde(flatten)]
     pub preparation: Preparation,
 }
@@ -166,16 +178,16 @@ pub fn outlier_reason(run: &Run, index: usize, runs: &[Run], summary: &Summary) 
         let bytes = bytes as f64;
         if slow && bytes > 1.5 * median + 1e6 {
             return format!(
-                "read {:.1} MB from disk against a median of {:.1} MB",
-                bytes / 1e6,
-                median / 1e6
+                "read {} from disk against a median of {}",
+                units::bytes(bytes as u64),
+                units::bytes(median as u64)
             );
         }
         if !slow && bytes + 1e6 < 0.5 * median {
             return format!(
-                "read only {:.1} MB from disk against a median of {:.1} MB (pages left cached)",
-                bytes / 1e6,
-                median / 1e6
+                "read only {} from disk against a median of {} (pages left cached)",
+                units::bytes(bytes as u64),
+                units::bytes(median as u64)
             );
         }
     }
@@ -203,6 +215,7 @@ impl ConfigResult {
         let system_times: Vec<f64> = runs.iter().map(|r| r.system).collect();
         ConfigResult {
             command: config.label(command, cache),
+            label: config.short_label(command, cache),
             mean: s.mean,
             stddev: (s.n >= 2).then_some(s.stddev),
             median: s.median,
@@ -273,6 +286,11 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
         p: w.p,
         significant: w.p < 0.05,
         read_bytes_difference: a.median_read_bytes.zip(b.median_read_bytes).map(|(x, y)| x - y),
+        runs_to_resolve: if w.p < 0.05 {
+            None
+        } else {
+            stats::runs_to_resolve(w.difference, a.stddev.unwrap_or(0.0), b.stddev.unwrap_or(0.0))
+        },
     })
 }
 

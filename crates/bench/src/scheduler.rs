@@ -84,7 +84,11 @@ pub fn run_benchmark(
     let mut preparations = Vec::new();
     for (index, command) in config.commands.iter().enumerate() {
         let preparation = executor.prepare(index, command)?;
-        preparations.push(CommandPreparation { command: command.name.clone(), preparation });
+        preparations.push(CommandPreparation {
+            command: command.name.clone(),
+            command_line: command.argv.clone(),
+            preparation,
+        });
     }
     let steps = plan(config);
     let mut runs: HashMap<(usize, Cache), Vec<Run>> = HashMap::new();

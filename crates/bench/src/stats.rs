@@ -112,6 +112,35 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     Some(Welch { difference, ci95: (difference - half, difference + half), t, df, p })
 }
 
+/// How many runs of each configuration a Welch t-test (two-sided, α = 0.05) needs to
+/// tell apart two means `difference` apart with 80 % power, when the runs vary with
+/// these standard deviations: n = (t(0.975, df) + t(0.80, df))² (σa² + σb²) / δ², with
+/// Welch's degrees of freedom for n runs each, solved by iteration from the normal
+/// quantiles. `None` when there is no difference or no noise to size against.
+pub fn runs_to_resolve(difference: f64, stddev_a: f64, stddev_b: f64) -> Option<usize> {
+    let (va, vb) = (stddev_a * stddev_a, stddev_b * stddev_b);
+    let delta2 = difference * difference;
+    let noise = va + vb;
+    if !(delta2 > 0.0 && noise > 0.0 && delta2.is_finite() && noise.is_finite()) {
+        return None;
+    }
+    let quantiles = |df: f64| -> Option<f64> {
+        let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
+        Some(t.inverse_cdf(0.975) + t.inverse_cdf(0.80))
+    };
+    let runs = |q: f64| (q * q * (va + vb) / delta2).ceil().max(2.0);
+    let mut n = runs(1.959_964 + 0.841_621);
+    for _ in 0..20 {
+        let df = (va + vb).powi(2) * (n - 1.0) / (va * va + vb * vb);
+        let next = runs(quantiles(df)?);
+        if next == n {
+            break;
+        }
+        n = next;
+    }
+    (n < 1e9).then_some(n as usize)
+}
+
 /// mean(a) / mean(b) with a 95% confidence interval (delta method, Welch degrees of
 /// freedom) and the p-value of Welch's test that the means are equal.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -220,6 +249,19 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn runs_to_resolve_matches_the_textbook_sample_sizes() {
+        // Equal spread, effect size d = δ/σ: 17 per group for d = 1 and 64 for d = 0.5
+        // (Cohen's tables for the two-sample t-test, α = 0.05 two-sided, power 0.80).
+        assert_eq!(runs_to_resolve(1.0, 1.0, 1.0), Some(17));
+        assert_eq!(runs_to_resolve(0.5, 1.0, 1.0), Some(64));
+        assert_eq!(runs_to_resolve(-0.5, 1.0, 1.0), Some(64));
+        // Unequal spread: the variances add.
+        assert_eq!(runs_to_resolve(1.0, 0.5_f64.sqrt(), 1.5_f64.sqrt()), Some(17));
+        assert_eq!(runs_to_resolve(0.0, 1.0, 1.0), None);
+        assert_eq!(runs_to_resolve(1.0, 0.0, 0.0), None);
     }
 
     #[test]

@@ -1,18 +1,101 @@
-//! The terminal summary, in the manner of hyperfine: per configuration the time to
-//! ready with its spread and confidence interval, the counters, the outliers; then
-//! the comparisons.
+//! The terminal summary, in the manner of hyperfine: the commands once, then per
+//! configuration (named by its short label) the time to ready with its spread and
+//! confidence interval, the counters, the outliers; a table of all configurations
+//! relative to the fastest; then the comparisons.
 
 use std::fmt::Write;
 
-use crate::result::BenchResults;
+use coldstart_analyze::units;
+
+use crate::result::{BenchResults, ConfigResult};
 use crate::stats;
 
 fn secs(s: f64) -> String {
     if s.abs() < 1.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.3} s") }
 }
 
-fn mb(bytes: f64) -> String {
-    format!("{:.1} MB", bytes / 1e6)
+/// Bytes in binary units, the unit system of every other coldstart output.
+fn mib(bytes: f64) -> String {
+    units::bytes(bytes.max(0.0).round() as u64)
+}
+
+fn signed_mib(bytes: f64) -> String {
+    format!("{}{}", if bytes < 0.0 { "-" } else { "+" }, mib(bytes.abs()))
+}
+
+/// The short label of the configuration exported as `command`, or that name when the
+/// results come from a version without labels.
+fn label_of<'a>(results: &'a BenchResults, command: &'a str) -> &'a str {
+    results
+        .results
+        .iter()
+        .find(|r| r.command == command && !r.label.is_empty())
+        .map_or(command, |r| r.label.as_str())
+}
+
+fn label(r: &ConfigResult) -> &str {
+    if r.label.is_empty() { &r.command } else { &r.label }
+}
+
+/// The commands measured, each once: its command line and its name.
+fn commands(results: &BenchResults) -> Vec<(String, &str)> {
+    results.preparations.iter().map(|p| (p.command_line.join(" "), p.command.as_str())).collect()
+}
+
+/// One line per configuration: label, mean ± σ, median, min … max, runs, and the
+/// mean relative to the fastest mean (± its propagated relative error), as
+/// hyperfine's `--export-markdown` table.
+fn table(results: &BenchResults) -> String {
+    let rows = &results.results;
+    let Some(fastest) = rows.iter().filter(|r| r.mean.is_finite()).min_by(|a, b| a.mean.total_cmp(&b.mean))
+    else {
+        return String::new();
+    };
+    let in_ms = rows.iter().all(|r| r.max < 1.0);
+    let time = |s: f64| if in_ms { format!("{:.1}", s * 1e3) } else { format!("{s:.3}") };
+    let unit = if in_ms { "ms" } else { "s" };
+    let relative_error = |r: &ConfigResult| r.stddev.unwrap_or(0.0) / r.mean;
+    let mut cells: Vec<[String; 6]> = vec![[
+        "".into(),
+        format!("mean ± σ [{unit}]"),
+        format!("median [{unit}]"),
+        format!("min … max [{unit}]"),
+        "runs".into(),
+        "relative".into(),
+    ]];
+    for r in rows {
+        let ratio = r.mean / fastest.mean;
+        let relative = if std::ptr::eq(r, fastest) {
+            "1.00".to_owned()
+        } else {
+            let error = ratio * (relative_error(r).powi(2) + relative_error(fastest).powi(2)).sqrt();
+            format!("{ratio:.2} ± {error:.2}")
+        };
+        cells.push([
+            label(r).to_owned(),
+            format!("{} ± {}", time(r.mean), time(r.stddev.unwrap_or(0.0))),
+            time(r.median),
+            format!("{} … {}", time(r.min), time(r.max)),
+            r.times.len().to_string(),
+            relative,
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..6).map(|i| cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in &cells {
+        let mut line = String::from(" ");
+        for (i, cell) in row.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i == 0 {
+                let _ = write!(line, " {cell}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(line, "   {}{cell}", " ".repeat(pad));
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
 }
 
 fn p_value(p: f64) -> String {
@@ -21,14 +104,23 @@ fn p_value(p: f64) -> String {
 
 pub fn render(results: &BenchResults) -> String {
     let mut out = String::new();
+    let commands = commands(results);
+    for (i, (line, name)) in commands.iter().enumerate() {
+        let number = if commands.len() > 1 { format!(" {}", i + 1) } else { String::new() };
+        if line.is_empty() || *name == line {
+            let _ = writeln!(out, "Command{number}: {name}");
+        } else {
+            let _ = writeln!(out, "Command{number} ({name}): {line}");
+        }
+    }
     for p in &results.preparations {
         if let Some(source) = &p.preparation.file_source {
+            let whose = if commands.len() > 1 { format!(" of `{}`", p.command) } else { String::new() };
             let _ = writeln!(
                 out,
-                "Files of `{}`: {} files, {} ({source})",
-                p.command,
+                "Files{whose}: {} files, {} ({source})",
                 p.preparation.files,
-                mb(p.preparation.file_bytes as f64)
+                mib(p.preparation.file_bytes as f64)
             );
         }
         for note in &p.preparation.notes {
@@ -36,7 +128,7 @@ pub fn render(results: &BenchResults) -> String {
         }
     }
     for (i, r) in results.results.iter().enumerate() {
-        let _ = writeln!(out, "\nBenchmark {}: {}", i + 1, r.command);
+        let _ = writeln!(out, "\nBenchmark {}: {}", i + 1, label(r));
         let _ = writeln!(
             out,
             "  Time to {} (mean ± σ):  {} ± {}   [95% CI {} … {}]   median {}",
@@ -60,7 +152,7 @@ pub fn render(results: &BenchResults) -> String {
             let _ = write!(counters, "; major faults {f:.0}");
         }
         if let Some(b) = r.median_read_bytes {
-            let _ = write!(counters, "; read {}", mb(b));
+            let _ = write!(counters, "; read {}", mib(b));
         }
         if let Some(w) = r.median_io_wait {
             let _ = write!(counters, "; I/O wait {}", secs(w));
@@ -71,7 +163,7 @@ pub fn render(results: &BenchResults) -> String {
             let _ = writeln!(
                 out,
                 "  Left cached after eviction: up to {} of the file set and its filesystems' metadata",
-                mb(*max as f64)
+                mib(*max as f64)
             );
         }
         if r.prefetch.is_some() {
@@ -82,7 +174,7 @@ pub fn render(results: &BenchResults) -> String {
                 "  Prefetch {}: replay {} and {} fetched (medians)",
                 r.prefetch.as_deref().unwrap_or_default(),
                 if times.is_empty() { "?".into() } else { secs(stats::median(&times)) },
-                if bytes.is_empty() { "?".into() } else { mb(stats::median(&bytes)) }
+                if bytes.is_empty() { "?".into() } else { mib(stats::median(&bytes)) }
             );
             if !r.prefetch_done_before_ready.is_empty() {
                 let _ = write!(
@@ -97,15 +189,27 @@ pub fn render(results: &BenchResults) -> String {
             let _ = writeln!(out, "  Outlier: run {} took {}: {}", o.run + 1, secs(o.time), o.reason);
         }
     }
+    if results.results.len() > 1 {
+        let _ = writeln!(out, "\nSummary (time to {}):", results.results[0].until);
+        out.push_str(&table(results));
+    }
     if !results.comparisons.is_empty() {
         let _ = writeln!(out, "\nComparisons:");
     }
     for c in &results.comparisons {
-        let sig = if c.significant { "" } else { " (not significant)" };
-        let bytes = c.read_bytes_difference.map_or(String::new(), |b| format!(", {:+.1} MB read", b / 1e6));
+        let sig = match (c.significant, c.runs_to_resolve) {
+            (true, _) => String::new(),
+            (false, Some(n)) => format!(
+                " (not significant; about {n} runs each would resolve a {:.3} s difference at this noise)",
+                c.difference.abs()
+            ),
+            (false, None) => " (not significant)".to_owned(),
+        };
+        let bytes = c.read_bytes_difference.map_or(String::new(), |b| format!(", {} read", signed_mib(b)));
+        let (a, b) = (label_of(results, &c.a), label_of(results, &c.b));
         let head = match c.kind.as_str() {
-            "cold_vs_warm" => format!("  cold penalty, {} vs {}: {:+.3} s", c.a, c.b, c.difference),
-            _ => format!("  {} vs {}: {:+.3} s", c.a, c.b, c.difference),
+            "cold_vs_warm" => format!("  cold penalty, {a} vs {b}: {:+.3} s", c.difference),
+            _ => format!("  {a} vs {b}: {:+.3} s", c.difference),
         };
         let _ = writeln!(
             out,

@@ -60,7 +60,7 @@ fn prefetch_runs_are_compared_with_cold_and_warm_runs() {
     assert!((vs_warm.median_ratio - 1.1).abs() < 1e-9, "{vs_warm:?}");
     assert!(vs_warm.median_ratio_ci95[0] <= 1.1 && vs_warm.median_ratio_ci95[1] >= 1.1);
     let text = summary::render(&results);
-    assert!(text.contains("Prefetch alongside: replay 250.0 ms and 40.0 MB fetched"), "{text}");
+    assert!(text.contains("Prefetch alongside: replay 250.0 ms and 38.1 MiB fetched"), "{text}");
     assert!(text.contains("ratio of medians 1.100×"), "{text}");
     use coldstart_bench::export::Exporter;
     let json = String::from_utf8(coldstart_bench::export::JsonExporter.serialize(&results).unwrap()).unwrap();

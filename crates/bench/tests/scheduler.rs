@@ -95,7 +95,8 @@ fn statistics_and_the_cold_penalty_have_known_values() {
     assert!(penalty.significant && penalty.p < 0.001);
     assert_eq!(penalty.read_bytes_difference, Some(50_000_000.0));
     let text = summary::render(&results);
-    assert!(text.contains("cold penalty, app (cold) vs app (warm): +0.680 s"), "{text}");
+    assert!(text.contains("cold penalty, cold vs warm: +0.680 s"), "{text}");
+    assert!(text.contains("+47.7 MiB read"), "{text}");
 }
 
 #[test]
@@ -203,9 +204,9 @@ fn exports_carry_hyperfines_fields_and_ours() {
     assert_eq!(json["results"][1]["stddev"], 0.0);
 
     insta::assert_snapshot!(String::from_utf8(MarkdownExporter.serialize(&results).unwrap()).unwrap(), @r"
-    | Command | Cache | Mean [s] | Median [s] | Min [s] | Max [s] | Read [MB] | Major faults | Relative |
+    | Command | Cache | Mean [s] | Median [s] | Min [s] | Max [s] | Read [MiB] | Major faults | Relative |
     |:---|:---|---:|---:|---:|---:|---:|---:|---:|
-    | `app --flag (cold)` | cold (files) | 1.500 ± 0.500 | 1.500 | 1.000 | 2.000 | 50.0 | 1000 | 3.00 |
+    | `app --flag (cold)` | cold (files) | 1.500 ± 0.500 | 1.500 | 1.000 | 2.000 | 47.7 | 1000 | 3.00 |
     | `app --flag (warm)` | warm | 0.500 ± 0.000 | 0.500 | 0.500 | 0.500 | 0.0 | 0 | 1.00 |
     ");
     let csv = String::from_utf8(CsvExporter.serialize(&results).unwrap()).unwrap();

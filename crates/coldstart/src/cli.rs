@@ -57,3 +57,49 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Storage(args) => cmd::storage::run(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every subcommand, nested ones too, with its path (`prefetch run`).
+    fn commands(command: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_owned();
+            out.push((name.clone(), sub.clone()));
+            commands(sub, &name, out);
+        }
+    }
+
+    #[test]
+    fn every_positional_argument_is_described() {
+        let mut all = Vec::new();
+        commands(&Cli::command(), "", &mut all);
+        let missing: Vec<String> = all
+            .iter()
+            .flat_map(|(path, command)| {
+                command
+                    .get_positionals()
+                    .filter(|arg| arg.get_help().is_none() && arg.get_long_help().is_none())
+                    .map(move |arg| format!("{path} <{}>", arg.get_id()))
+            })
+            .collect();
+        assert!(missing.is_empty(), "positional arguments without a description: {missing:?}");
+    }
+
+    #[test]
+    fn bench_short_help_gives_one_line_per_option() {
+        let mut cli = Cli::command();
+        cli.build();
+        let bench = cli.find_subcommand_mut("bench").unwrap();
+        let short = bench.render_help().to_string();
+        let options = short.split("Options:").nth(1).unwrap().split("\n\n").next().unwrap();
+        let wrapped: Vec<&str> = options.lines().filter(|l| l.starts_with("          ")).collect();
+        assert!(wrapped.is_empty(), "options whose -h text takes more than a line: {wrapped:?}\n{short}");
+        assert!(short.lines().count() < 60, "{short}");
+        let long = bench.render_long_help().to_string();
+        assert!(long.contains("Eviction (--evict)"), "{long}");
+    }
+}

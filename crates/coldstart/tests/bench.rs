@@ -128,7 +128,7 @@ fn files_eviction_learns_the_file_set_and_reports_what_it_cannot_evict() {
         .args(["--", "cat", "/etc/hostname"])
         .assert()
         .success()
-        .stdout(contains("Files of `cat /etc/hostname`"));
+        .stdout(contains("Command: cat /etc/hostname\nFiles: "));
     let v = json(&out);
     assert_eq!(v["results"][0]["evict"], "files");
     assert!(

@@ -30,7 +30,8 @@ fn import_then_info() {
         .assert()
         .success()
         .stdout(predicate::str::contains("Bootchart2"))
-        .stdout(predicate::str::contains("processes        5071"))
+        .stdout(predicate::str::contains("processes            5071"))
+        .stdout(predicate::str::contains("files read from disk 0"))
         .stdout(predicate::str::contains("ready      48.383 s (bootchart2:end)"));
 }
 

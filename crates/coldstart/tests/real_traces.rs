@@ -630,3 +630,23 @@ fn the_doctor_offers_the_whole_start_prefetched_with_the_what_ifs_figures() {
         assert!(text.contains("  coldstart bench --cold --runs 10 --prefetch start.plan -- "), "{text}");
     }
 }
+
+/// `info` and `report` name what each file count counts, and the same counts agree.
+#[test]
+fn file_counts_are_named_and_reconcile_between_info_and_report() {
+    let f = Fixture::open(SOFFICE);
+    let info = f.run(&["info", "{}"]);
+    let report = f.run(&["report", "{}"]);
+    let trace = f.trace();
+    let read: std::collections::BTreeSet<u32> = trace.page_fills.iter().map(|p| p.file_id).collect();
+    assert!(info.contains(&format!("files opened or read {}\n", trace.files.len())), "{info}");
+    assert!(info.contains(&format!("files read from disk {}\n", read.len())), "{info}");
+    assert!(
+        report.contains(&format!(
+            "Read          {} files read from disk (of {} opened or read)",
+            read.len(),
+            trace.files.len()
+        )),
+        "{report}"
+    );
+}

@@ -6,9 +6,9 @@ use std::io::{self, Write};
 
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::{
-    Confidence, Diagnosis, DiskClass, DiskParams, Finding, WhatIf, shell_join, shell_quote,
+    Confidence, Diagnosis, DiskClass, DiskParams, DoctorConfig, Finding, WhatIf, shell_join, shell_quote,
 };
-use coldstart_analyze::units::{bytes, count, duration, secs};
+use coldstart_analyze::units::{bytes, count, duration, plural, secs};
 
 use crate::table::{Align, Table};
 
@@ -20,22 +20,36 @@ fn confidence(c: Confidence) -> &'static str {
     }
 }
 
-fn threshold_line(d: &Diagnosis) -> String {
-    format!(
-        "findings with an estimated gain of at least {} (doctor thresholds in docs/doctor.md)",
-        duration(d.min_gain_ns)
-    )
+/// The doctor's rule for reporting a finding, with this trace's figure: a gain of at
+/// least a share of the time to ready, and never under a floor (docs/doctor.md).
+fn threshold_rule(a: &Analysis, d: &Diagnosis) -> String {
+    let share = DoctorConfig::default().min_gain_share;
+    let share_text = format!("{} % of the time to ready", share * 100.0);
+    match &a.overview.ready {
+        Some(r) => {
+            let of_ready = (r.time_to_ready_ns as f64 * share) as i64;
+            if d.min_gain_ns <= of_ready {
+                format!("worth at least {share_text} ({})", duration(d.min_gain_ns))
+            } else {
+                format!(
+                    "worth at least {} (the floor; {share_text} is {})",
+                    duration(d.min_gain_ns),
+                    duration(of_ready)
+                )
+            }
+        }
+        None => format!("worth at least {}", duration(d.min_gain_ns)),
+    }
 }
 
 /// The findings section of the text report: each finding's title, gain and suggestion.
 pub fn section(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> io::Result<()> {
-    let _ = a;
     writeln!(
         out,
         "\nFindings (coldstart doctor: estimated gain in time to ready, largest first; details: coldstart doctor FILE)"
     )?;
     if d.findings.is_empty() {
-        return writeln!(out, "  none: no {}", threshold_line(d));
+        return writeln!(out, "  none {}", threshold_rule(a, d));
     }
     for (i, f) in d.findings.iter().take(top).enumerate() {
         let gain =
@@ -231,19 +245,32 @@ pub fn doctor(a: &Analysis, d: &Diagnosis, trace: &str, top: usize, out: &mut dy
             secs(a.overview.end_ns)
         )?,
     }
+    let others = crate::text::other_work(a);
+    if let Some(advice) = &others.advice {
+        writeln!(out, "BUSY MACHINE: {}; {advice}", others.what)?;
+    }
     if let Some(cp) = &a.critical_path {
         writeln!(out, "{}", crate::text::path_summary(a, cp))?;
     }
-    let shown = d.findings.len().min(top);
-    writeln!(
-        out,
-        "{} of {} {}; ranked by estimated gain",
-        count(shown as u64),
-        count(d.findings.len() as u64),
-        threshold_line(d)
-    )?;
-    if d.findings.is_empty() {
-        writeln!(out, "\nNo finding: no pattern in this start passes the thresholds.")?;
+    let total = d.findings.len() as u64;
+    let shown = (d.findings.len().min(top)) as u64;
+    let rule = threshold_rule(a, d);
+    match (total, shown) {
+        (0, _) => writeln!(
+            out,
+            "No finding {rule}: no pattern in this start passes the thresholds (docs/doctor.md)"
+        )?,
+        (total, shown) if shown < total => writeln!(
+            out,
+            "{} of {} findings {rule}, ranked by estimated gain (thresholds in docs/doctor.md)",
+            count(shown),
+            count(total)
+        )?,
+        (total, _) => writeln!(
+            out,
+            "{} {rule}, ranked by estimated gain (thresholds in docs/doctor.md)",
+            plural(total, "finding")
+        )?,
     }
     for (i, f) in d.findings.iter().take(top).enumerate() {
         finding(i, f, &mut out)?;

@@ -84,6 +84,90 @@ pub fn report_with_findings(
     out.flush()
 }
 
+/// Disk reads by other processes during the start above which the machine counts as busy.
+const BUSY_READ_BYTES: u64 = 1 << 20;
+/// Share of the machine's CPU time spent for other processes above which it counts as busy.
+const BUSY_CPU_SHARE: f64 = 0.10;
+
+/// What processes outside the recording did during the start, in words: whether the
+/// machine was busy enough to inflate the times, what they read and ran, and what to
+/// do about it. Shared by the report's header and `coldstart record`'s summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherWork {
+    pub busy: bool,
+    /// What they did, e.g. `processes outside the recording read 208.0 MiB from disk (…)`.
+    pub what: String,
+    /// For a busy machine: that the times are inflated, and what to do.
+    pub advice: Option<String>,
+}
+
+pub fn other_work(a: &Analysis) -> OtherWork {
+    let o = &a.overview.others;
+    if a.trace.scope == coldstart_trace::Scope::System {
+        return OtherWork {
+            busy: false,
+            what: "every process on the machine was recorded (--system): none outside".to_owned(),
+            advice: None,
+        };
+    }
+    let mut what = format!("processes outside the recording read {} from disk", bytes(o.read_bytes));
+    if !o.readers.is_empty() {
+        let names: Vec<String> =
+            o.readers.iter().map(|r| format!("{}/{} {}", r.comm, r.pid, bytes(r.read_bytes))).collect();
+        what.push_str(&format!(" ({})", names.join(", ")));
+    }
+    let cpu_share = o.cpu_ns.filter(|_| o.cpu_capacity_ns > 0).map(|ns| ns as f64 / o.cpu_capacity_ns as f64);
+    if let Some(ns) = o.cpu_ns {
+        what.push_str(&format!(
+            " and the machine ran {} of CPU for others ({} of {})",
+            secs(ns),
+            percent(ns as f64, o.cpu_capacity_ns as f64),
+            plural(u64::from(a.trace.cpu_count.max(1)), "CPU")
+        ));
+    }
+    what.push_str(" during the start");
+    let busy = o.read_bytes >= BUSY_READ_BYTES || cpu_share.is_some_and(|s| s >= BUSY_CPU_SHARE);
+    let advice = busy.then(|| {
+        "the times are inflated by that work: record again on a quiet machine, or with --system to see what they did"
+            .to_owned()
+    });
+    OtherWork { busy, what, advice }
+}
+
+/// Read requests a disk needs before its median latency says what kind of disk it is.
+const LATENCY_SAMPLES: u64 = 10;
+/// The median read latency under which a disk behaves like flash (the doctor's rule too).
+const FLASH_LATENCY_NS: Nanos = 2_000_000;
+
+/// What kind of disk it is: the kernel's rotational flag, which virtual disks often get
+/// wrong, and the kind its measured read latencies suggest, saying when they disagree.
+fn disk_kind(d: &coldstart_analyze::DiskAnalysis) -> String {
+    let flag = d.rotational.map(|r| if r { "rotational" } else { "non-rotational" });
+    let measured = d.read_latency_median_ns.filter(|_| d.traced_read_requests >= LATENCY_SAMPLES);
+    match (flag, measured) {
+        (None, None) => String::new(),
+        (Some(flag), None) => format!("; the kernel flags it {flag}"),
+        (flag, Some(median)) => {
+            let flash = median < FLASH_LATENCY_NS;
+            let looks = if flash { "an SSD" } else { "a spinning disk" };
+            let agrees = d.rotational.is_some_and(|r| r != flash);
+            match flag {
+                Some(flag) if agrees => format!(
+                    "; the kernel flags it {flag}, as its measured read latencies (median {}) suggest",
+                    duration(median)
+                ),
+                Some(flag) => format!(
+                    "; the kernel flags it {flag}; its measured read latencies (median {}) look like {looks}",
+                    duration(median)
+                ),
+                None => {
+                    format!("; its measured read latencies (median {}) look like {looks}", duration(median))
+                }
+            }
+        }
+    }
+}
+
 fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let t = &a.trace;
     let o = &a.overview;
@@ -103,13 +187,8 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         bytes(u64::from(t.page_size))
     )?;
     for d in &a.disks {
-        let rotational = match d.rotational {
-            Some(true) => ", rotational",
-            Some(false) => ", non-rotational",
-            None => "",
-        };
         let model = d.model.as_deref().map(|m| format!(", {m}")).unwrap_or_default();
-        writeln!(out, "Disk          {} {}{rotational}{model}", d.name, d.dev)?;
+        writeln!(out, "Disk          {} {}{model}{}", d.name, d.dev, disk_kind(d))?;
     }
     let cache = match t.cache {
         CacheState::Cold => "cold",
@@ -145,6 +224,12 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             secs(o.end_ns)
         )?,
     }
+    let others = other_work(a);
+    let label = if others.busy { "BUSY MACHINE " } else { "Other work   " };
+    writeln!(out, "{label} {}", others.what)?;
+    if let Some(advice) = &others.advice {
+        writeln!(out, "              {advice}")?;
+    }
     let exit = t.exit_code.map(|c| format!("; exit status {c}")).unwrap_or_default();
     writeln!(
         out,
@@ -163,10 +248,11 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "Read          {} ({} pages) from {}: {}, {} (page cache fills)",
+        "Read          {} read from disk (of {} opened or read): {} ({} pages), {}, {} (page cache fills)",
+        plural(o.files_read, "file"),
+        count(o.files_in_trace),
         bytes(o.bytes_read),
         count(o.pages_read),
-        plural(o.files_read, "file"),
         plural(o.reads, "read"),
         plural(o.seeks, "seek")
     )?;
@@ -655,26 +741,36 @@ fn time_per_process(a: &Analysis, options: &Options, out: &mut dyn Write) -> io:
 }
 
 fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "\nDisk seeks (consecutive block requests by issue time)")?;
+    writeln!(out, "\nDisk seeks (consecutive read requests by issue time; writes apart)")?;
     if a.disks.iter().all(|d| d.seeks.requests == 0) {
-        return writeln!(out, "  no block requests with a sector");
+        return writeln!(out, "  no read requests with a sector");
     }
     for d in a.disks.iter().filter(|d| d.seeks.requests > 0) {
         let s = &d.seeks;
         writeln!(
             out,
-            "  {} {}: {}: {} sequential, {} forward ({} in all), {} backward ({} in all), {} farther than {}",
+            "  {} {}: {}: {} sequential, {} forward, {} backward, {} farther than {}",
             d.name,
             d.dev,
             plural(s.requests, "request"),
             count(s.sequential),
             count(s.forward),
-            bytes(s.forward_sectors * 512),
             count(s.backward),
-            bytes(s.backward_sectors * 512),
             count(s.far),
             bytes(s.threshold_bytes)
         )?;
+        if let Some(median) = s.median_distance_bytes {
+            let b = &s.distances;
+            writeln!(
+                out,
+                "    seek distance: median {}; {} under 1 MiB, {} under 128 MiB, {} under 1 GiB, {} farther",
+                bytes(median),
+                count(b.under_1_mib),
+                count(b.under_128_mib),
+                count(b.under_1_gib),
+                count(b.farther)
+            )?;
+        }
         if let Some(median) = d.read_latency_median_ns {
             writeln!(
                 out,
@@ -686,12 +782,20 @@ fn disks(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()>
         }
         writeln!(
             out,
-            "    filesystem metadata: {} ({}); no file of this trace (other processes, unrecorded files): {} ({})",
+            "    reads of filesystem metadata: {} ({}); of no file of this trace (other processes, unrecorded files): {} ({})",
             plural(d.metadata_requests, "request"),
             bytes(d.metadata_bytes),
             plural(d.unknown_requests, "request"),
             bytes(d.unknown_bytes)
         )?;
+        if d.write_requests > 0 {
+            writeln!(
+                out,
+                "    writes: {} ({}), left out of the seeks and the files below",
+                plural(d.write_requests, "request"),
+                bytes(d.write_bytes)
+            )?;
+        }
         if d.reissued > 0 {
             writeln!(
                 out,

@@ -68,3 +68,33 @@ fn json_of_a_newer_version_is_refused_with_a_reason() {
     let err = json::read(&mut out.as_slice()).unwrap_err();
     assert!(err.to_string().contains("version 2"), "{err}");
 }
+
+/// The doctor's header, up to its first blank line, for a trace and a doctor floor.
+fn doctor_header(trace: &coldstart_trace::Trace, min_gain_ns: coldstart_trace::Nanos) -> String {
+    use coldstart_analyze::doctor::{DoctorConfig, diagnose};
+    let analysis = analyze(trace);
+    let config = DoctorConfig { min_gain_ns, ..DoctorConfig::default() };
+    let diagnosis = diagnose(trace, &analysis, &config, &[]);
+    let mut out = Vec::new();
+    coldstart_report::findings::doctor(&analysis, &diagnosis, "app.coldstart", usize::MAX, &mut out).unwrap();
+    String::from_utf8(out).unwrap().split("\n\n").next().unwrap().to_owned()
+}
+
+#[test]
+fn the_doctor_says_its_threshold_rule_and_words_no_finding_properly() {
+    // 98 ms to ready: 1 % is under the floor, so the floor is the rule; none passes a 2 s floor.
+    let header = doctor_header(&fixture(), 2000 * MS);
+    let last = header.lines().last().unwrap();
+    assert!(!last.contains("0 of 0"), "{header}");
+    assert_eq!(
+        last,
+        "No finding worth at least 2.000 s (the floor; 1 % of the time to ready is 980 µs): no pattern in this \
+         start passes the thresholds (docs/doctor.md)"
+    );
+    let header = doctor_header(&fixture(), 10 * MS);
+    assert!(header.ends_with("1 finding worth at least 10.0 ms (the floor; 1 % of the time to ready is 980 µs), ranked by estimated gain (thresholds in docs/doctor.md)"), "{header}");
+    // A floor under 1 % of the time to ready leaves the share as the rule.
+    let header = doctor_header(&fixture(), 0);
+    let last = header.lines().last().unwrap();
+    assert!(last.contains("worth at least 1 % of the time to ready (980 µs)"), "{header}");
+}

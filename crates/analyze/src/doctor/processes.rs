@@ -10,6 +10,7 @@ use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
+use crate::overview::is_system_worker;
 use crate::units::{bytes, count, duration, plural};
 
 /// Small utilities a shell script starts: the shell can usually do their job itself.
@@ -22,24 +23,6 @@ const SHELL_UTILITIES: [&str; 16] = [
 fn processes(n: u64, comm: &str) -> String {
     let noun = if n == 1 { "process" } else { "processes" };
     if comm.is_empty() { format!("{} {noun}", count(n)) } else { format!("{} {comm} {noun}", count(n)) }
-}
-
-/// Kernel threads and the recorder: they issue requests on behalf of others, or are not part of the start.
-fn is_system_worker(comm: &str) -> bool {
-    const PREFIXES: [&str; 11] = [
-        "kworker",
-        "jbd2",
-        "ksoftirqd",
-        "kswapd",
-        "khugepaged",
-        "kcompactd",
-        "loop",
-        "swapper",
-        "kthreadd",
-        "coldstart",
-        "rcu_",
-    ];
-    comm.is_empty() || PREFIXES.iter().any(|p| comm.starts_with(p))
 }
 
 /// The name helpers are grouped under: the start script's small utilities together, others by name.

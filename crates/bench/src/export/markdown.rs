@@ -1,5 +1,5 @@
 //! `--export-markdown`: a table like hyperfine's, with the cache state, the median,
-//! bytes read and major faults added.
+//! bytes read (MiB) and major faults added.
 
 use std::fmt::Write;
 
@@ -15,7 +15,7 @@ impl Exporter for MarkdownExporter {
     fn serialize(&self, results: &BenchResults) -> Result<Vec<u8>> {
         let fastest = results.results.iter().map(|r| r.mean).fold(f64::INFINITY, f64::min);
         let mut out = String::from(
-            "| Command | Cache | Mean [s] | Median [s] | Min [s] | Max [s] | Read [MB] | Major faults | Relative |\n\
+            "| Command | Cache | Mean [s] | Median [s] | Min [s] | Max [s] | Read [MiB] | Major faults | Relative |\n\
              |:---|:---|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for r in &results.results {
@@ -23,7 +23,8 @@ impl Exporter for MarkdownExporter {
                 Some(e) => format!("cold ({})", e.name()),
                 None => r.cache.as_str().to_owned(),
             };
-            let read = r.median_read_bytes.map_or("–".into(), |b| format!("{:.1}", b / 1e6));
+            let read =
+                r.median_read_bytes.map_or("–".into(), |b| format!("{:.1}", b / f64::from(1u32 << 20)));
             let faults = r.median_major_faults.map_or("–".into(), |f| format!("{f:.0}"));
             let _ = writeln!(
                 out,

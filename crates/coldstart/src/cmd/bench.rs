@@ -24,6 +24,12 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
+  coldstart bench --both --runs 10 -- python3 -c 'import json'
+  coldstart bench -n old -n new -c 'app --old' -c 'app --new' --until mark:ready
+
+Eviction methods, prefetch, exit statuses and more examples: coldstart bench --help")]
+#[command(after_long_help = "\
+Examples:
   coldstart bench -- python3 -c 'import json'              # 10 cold runs, evict auto
   coldstart bench --both --runs 5 -- soffice --headless --convert-to pdf doc.txt
   coldstart bench --evict system,files -- python3 -c 'import scipy'   # compare eviction methods
@@ -67,6 +73,7 @@ is not in the time). They are compared with the cold runs without prefetch and, 
 the warm runs (ratios of means and of medians, with 95% confidence intervals). --depth, --method,
 --max-memory and --ioprio set the replay as for `coldstart prefetch run`.")]
 #[command(mut_arg("timeout", |arg| arg.help(timeout_help())))]
+#[command(mut_arg("until", |arg| arg.help("When the start is over (exit, mark:NAME, window…)")))]
 pub struct Args {
     /// Measure cold starts only (the default).
     #[arg(long, group = "mode")]
@@ -74,30 +81,40 @@ pub struct Args {
     /// Measure warm starts only.
     #[arg(long, group = "mode")]
     pub warm: bool,
-    /// Measure both, each cold run followed by a warm run of the same command.
+    /// Measure both: each cold run followed by a warm run.
+    ///
+    /// The warm run is of the same command, so it finds what the cold run read cached.
     #[arg(long, group = "mode")]
     pub both: bool,
     /// Measured runs per configuration.
     #[arg(short, long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub runs: u64,
-    /// Unmeasured warm runs of each command first [default: 1 with warm runs, else 0].
+    /// Unmeasured warm runs first [default: 1 with warm runs, else 0].
+    ///
+    /// Each command runs this many times before the measured runs, unmeasured.
     #[arg(short, long, value_name = "N")]
     pub warmup: Option<usize>,
     /// Run each configuration once more and drop its first run.
     #[arg(long)]
     pub discard_first: bool,
-    /// Cache eviction for cold runs: auto, system, files, or a comma-separated list to compare.
-    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    /// Cold-run eviction: auto, system, files, or a list.
+    ///
+    /// A comma-separated list (system,files) measures each method as its own configuration, to
+    /// compare them (see Eviction below).
+    #[arg(long, value_name = "METHOD", default_value = "auto", value_delimiter = ',')]
     pub evict: Vec<String>,
     /// Evict the files of this coldstart trace (its files table).
-    #[arg(long, conflicts_with = "files")]
+    #[arg(long, value_name = "FILE", conflicts_with = "files")]
     pub trace: Option<PathBuf>,
     /// Evict the files listed in this file (one path per line).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub files: Option<PathBuf>,
     #[command(flatten)]
     pub launch: LaunchArgs,
-    /// Time between SIGTERM and SIGKILL when ending the command's tree: seconds (2) or with a unit (500ms).
+    /// Time between SIGTERM and SIGKILL at the end of a run.
+    ///
+    /// Once ready, the command's tree is sent SIGTERM, then SIGKILL after this long: seconds (2)
+    /// or with a unit (500ms).
     #[arg(long, value_name = "DURATION", default_value = "2", value_parser = values::duration)]
     pub grace: Duration,
     /// Show the commands' output (discarded by default).
@@ -107,30 +124,40 @@ pub struct Args {
     #[arg(short, long)]
     pub ignore_failure: bool,
     /// A command to benchmark, as one shell-quoted string (repeatable).
-    #[arg(short = 'c', long = "command")]
+    #[arg(short = 'c', long = "command", value_name = "CMD")]
     pub commands: Vec<String>,
     /// A name for each command, in order (repeatable).
-    #[arg(short = 'n', long = "name")]
+    ///
+    /// The summary labels each command's configurations with its name instead of its command
+    /// line, as hyperfine's --command-name does.
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Write the results as JSON (hyperfine's fields plus coldstart's; seconds and bytes).
-    #[arg(long)]
+    /// Write the results as JSON (hyperfine's fields and coldstart's).
+    ///
+    /// Times are in seconds and sizes in bytes.
+    #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
     /// Write a Markdown table.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
     /// Write CSV (hyperfine's columns first).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// A previous --export-json (coldstart's or hyperfine's) to compare medians with.
-    #[arg(long, requires = "max_regression")]
+    /// A previous --export-json to compare medians with.
+    ///
+    /// coldstart's or hyperfine's; configurations are matched by their `command` name.
+    #[arg(long, value_name = "FILE", requires = "max_regression")]
     pub baseline: Option<PathBuf>,
-    /// Percent by which a median may exceed the baseline's before the exit status is 1.
+    /// Percent a median may exceed the baseline's (else exit 1).
+    ///
+    /// A configuration regresses when its median is more than this above the baseline's and
+    /// Welch's t-test says its runs are slower.
     #[arg(long, value_name = "PCT", requires = "baseline", value_parser = values::non_negative_number)]
     pub max_regression: Option<f64>,
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
-    /// Also measure cold starts with this prefetch plan replayed alongside and ahead.
+    /// Also measure cold starts with this plan replayed alongside and ahead.
     #[arg(long, value_name = "PLAN", conflicts_with = "warm")]
     pub prefetch: Option<PathBuf>,
     #[command(flatten)]
@@ -141,7 +168,7 @@ pub struct Args {
     #[arg(long, value_name = "PROFILE")]
     pub storage: Option<String>,
     /// The command (after `--`); separate several with `:::`.
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

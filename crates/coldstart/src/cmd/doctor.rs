@@ -160,3 +160,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .context("cannot write the diagnosis")?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::test_traces::{busy, fixture};
+
+    /// The diagnosis's header: its lines up to the first blank line.
+    fn header(trace: &coldstart_trace::Trace) -> String {
+        let analysis = coldstart_analyze::analyze(trace);
+        let config = super::config(std::path::Path::new("app.coldstart"), Some("en"));
+        let diagnosis = coldstart_analyze::doctor::diagnose(trace, &analysis, &config, &[]);
+        let mut out = Vec::new();
+        coldstart_report::findings::doctor(&analysis, &diagnosis, "app.coldstart", usize::MAX, &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        text.split("\n\n").next().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_header_of_a_quiet_start() {
+        let text = header(&fixture("python"));
+        assert!(!text.contains("BUSY"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_header_says_the_machine_was_busy() {
+        let text = header(&busy(fixture("python")));
+        assert!(text.contains("BUSY MACHINE: processes outside the recording read 64.3 MiB"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+}

@@ -1,6 +1,7 @@
 //! `coldstart info FILE`: what a trace file holds, at a glance (its origin, the
 //! command, and how many rows each table has), without analysing it.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,7 +30,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let counts = [
         ("processes", trace.processes.len()),
         ("threads", trace.threads.len()),
-        ("files", trace.files.len()),
+        ("files opened or read", trace.files.len()),
+        ("files read from disk", trace.page_fills.iter().map(|f| f.file_id).collect::<HashSet<_>>().len()),
         ("page fills", trace.page_fills.len()),
         ("block requests", trace.block_ios.len()),
         ("sched intervals", trace.sched.len()),
@@ -37,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ("cpu samples", trace.cpu_samples.len()),
     ];
     for (what, n) in counts {
-        println!("{what:<16} {n}");
+        println!("{what:<20} {n}");
     }
     let lost: Vec<_> = trace.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {

@@ -44,3 +44,5 @@ pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
         None => Box::new(io::stdout().lock()),
     })
 }
+#[cfg(test)]
+pub mod test_traces;

@@ -99,6 +99,7 @@ pub struct PlanArgs {
   coldstart prefetch show app.plan --all --ranges
   coldstart prefetch show app.plan --paths | xargs vmtouch -t     # the files, in replay order")]
 pub struct ShowArgs {
+    /// The plan file (from `coldstart prefetch plan`).
     pub plan: PathBuf,
     /// List this many files.
     #[arg(long, default_value_t = 30)]
@@ -155,27 +156,37 @@ impl From<FillArg> for coldstart_prefetch::replay::Fill {
 /// How to replay a plan (shared by `prefetch run`, `run --prefetch` and `bench --prefetch`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
-    /// Threads replaying at once (requests in flight with --method read) [default: 16 for a
-    /// replay waited for (prefetch run, --ahead), 4 alongside a start, where the program's
-    /// own reads queue behind the replay's].
+    /// Threads replaying at once [default: 16, 4 alongside a start].
+    ///
+    /// They are the requests in flight with --method read. The default is 16 for a replay
+    /// waited for (prefetch run, --ahead) and 4 alongside a start, where the program's own
+    /// reads queue behind the replay's.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub depth: Option<u64>,
-    /// How ranges are fetched.
+    /// How to fetch.
+    ///
+    /// `read` asks WILLNEED, then reads through each range; `willneed` only asks.
     #[arg(long, value_enum, default_value = "read")]
     pub method: MethodArg,
-    #[arg(long, value_name = "SIZE", help = max_memory_help())]
+    #[arg(long, value_name = "SIZE", help = "Memory budget: a size or a share of MemAvailable [default: 50%]", long_help = max_memory_help())]
     pub max_memory: Option<MemoryBudget>,
-    /// I/O priority of the replay: be:0-7, idle, rt:0-7 (root) [default: inherited].
+    /// I/O priority: be:0-7, idle, rt:0-7 (root) [default: inherited].
+    ///
+    /// The I/O priority class and level of the replay threads (ioprio_set).
     #[arg(long, value_name = "PRIO")]
     pub ioprio: Option<IoPriority>,
-    /// CPU scheduling class of the replay threads: `normal` (inherited) or `idle`
-    /// (SCHED_IDLE: they run only when the CPU would otherwise be idle).
+    /// CPU class of the replay threads.
+    ///
+    /// `normal` (inherited) or `idle` (SCHED_IDLE: they run only when the CPU would otherwise
+    /// be idle).
     #[arg(long, value_enum, value_name = "CLASS")]
     pub cpu: Option<CpuArg>,
-    /// How --method read fills the page cache: `exact` (only the planned ranges, as 4 KiB
-    /// pages) or `sequential` (plain reads that let the kernel read ahead into large folios,
-    /// bounded by the memory budget; measured no faster for python3, see BENCHMARKS.md).
-    #[arg(long, value_enum, default_value = "exact")]
+    /// How reads fill the cache: exact or sequential.
+    ///
+    /// With --method read: `exact` reads only the planned ranges, as 4 KiB pages; `sequential`
+    /// makes plain reads that let the kernel read ahead into large folios, bounded by the
+    /// memory budget (measured no faster for python3, see BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "exact", hide_possible_values = true)]
     pub fill: FillArg,
     /// Do not replay filesystem metadata (block-device ranges).
     #[arg(long)]
@@ -183,9 +194,10 @@ pub struct ReplayArgs {
     /// Do not warm directories.
     #[arg(long)]
     pub skip_directories: bool,
-    /// Also look up (stat) every entry of the directories the plan lists: warms the inode
-    /// tables and inodes of names the program looks up without reading them (measured no
-    /// faster for python3 after a replay ahead, see BENCHMARKS.md).
+    /// Also look up (stat) every entry of the planned directories.
+    ///
+    /// This warms the inode tables and inodes of names the program looks up without reading
+    /// them (measured no faster for python3 after a replay ahead, see BENCHMARKS.md).
     #[arg(long, conflicts_with = "skip_directories")]
     pub stat_entries: bool,
 }
@@ -272,6 +284,7 @@ for files the user may not write, and they are read anyway). Exit status: 0 done
 error of coldstart; 4 more than --max-stale percent of the planned bytes belong to files
 that changed or disappeared since the plan was made (make the plan again).")]
 pub struct RunArgs {
+    /// The plan file to replay (from `coldstart prefetch plan`).
     pub plan: PathBuf,
     #[command(flatten)]
     pub replay: ReplayArgs,

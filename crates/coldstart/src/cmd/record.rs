@@ -3,10 +3,13 @@
 //! the command's own status.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use coldstart_analyze::Analysis;
+use coldstart_analyze::units::{bytes, count, percent, plural, secs};
 use coldstart_record::{RecordConfig, Recorded, Summary};
+use coldstart_report::text::other_work;
 
 use crate::cmd::launch_args::{LaunchArgs, reached_by};
 use crate::cmd::values;
@@ -88,8 +91,77 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
-/// The summary lines shared by `record` and `recover`, on stderr (stdout is the command's).
-pub fn print_summary(s: &Summary) {
+/// The summary lines shared by `record` and `recover`, on stderr (stdout is the command's):
+/// from the trace just written, read back and analysed, so they name the same figures as
+/// `coldstart report`; from the recorder's own counts if it cannot be read.
+pub fn print_summary(s: &Summary, trace: &Path) {
+    match coldstart_trace::Trace::read(trace) {
+        Ok(t) => eprint!("{}", summary_text(&coldstart_analyze::analyze(&t))),
+        Err(_) => print_counts(s),
+    }
+}
+
+/// The record summary of a trace: what was recorded, what other processes did
+/// meanwhile (and what it means for the times), the diskstats cross-check, the losses.
+pub fn summary_text(a: &Analysis) -> String {
+    let o = &a.overview;
+    let mut out = String::new();
+    let mut line = |label: &str, text: String| out.push_str(&format!("  {label:<11} {text}\n"));
+    line("duration", secs(a.trace.duration_ns));
+    line("processes", format!("{} in scope", count(o.processes_in_scope)));
+    line(
+        "read",
+        format!(
+            "{} read from disk (of {} opened or read), {} into the page cache",
+            plural(o.files_read, "file"),
+            count(o.files_in_trace),
+            bytes(o.bytes_read)
+        ),
+    );
+    if let Some(u) = &a.page_use {
+        let page = |n: u64| bytes(n.saturating_mul(u64::from(a.trace.page_size)));
+        line(
+            "page use",
+            format!(
+                "{} asked for (reads, faults); {} read ahead and never asked for",
+                page(u.asked_pages),
+                page(u.unused_pages)
+            ),
+        );
+    }
+    let others = other_work(a);
+    line(if others.busy { "BUSY" } else { "others" }, others.what);
+    if let Some(advice) = others.advice {
+        line("", advice);
+    }
+    for d in &a.disks {
+        let stats = d.diskstats_read_bytes.map_or_else(
+            || "no /proc/diskstats figure".to_owned(),
+            |b| {
+                format!(
+                    "{} by /proc/diskstats ({} accounted for)",
+                    bytes(b),
+                    percent(d.traced_read_bytes as f64, b as f64)
+                )
+            },
+        );
+        line(
+            &format!("disk {}", d.name),
+            format!("{} read by recorded requests (every process's), {stats}", bytes(d.traced_read_bytes)),
+        );
+    }
+    let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
+    if lost.is_empty() {
+        line("lost", "nothing (0 overruns, 0 dropped events, 0 unresolved inodes)".to_owned());
+    }
+    for l in lost {
+        line("LOST", format!("{} {} ({})", count(l.count), l.what, l.source));
+    }
+    out
+}
+
+/// The recorder's own counts, when the trace it wrote cannot be read back.
+fn print_counts(s: &Summary) {
     eprintln!("  duration    {:.3} s", s.duration_ns as f64 / 1e9);
     eprintln!("  processes   {}", s.processes);
     eprintln!("  files read  {} ({} into the page cache)", s.files, mib(s.page_fill_bytes));
@@ -152,6 +224,27 @@ pub fn print_recorded(r: &Recorded) {
             reached_by(ready.pid, ready.tid)
         );
     }
-    print_summary(&r.summary);
+    print_summary(&r.summary, &r.path);
     eprintln!("  exit status {}", r.exit_code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_text;
+    use crate::cmd::test_traces::{OTHER_COMM, busy, fixture};
+
+    #[test]
+    fn the_summary_of_a_quiet_start() {
+        let text = summary_text(&coldstart_analyze::analyze(&fixture("python")));
+        assert!(!text.contains("BUSY"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_summary_says_what_other_processes_did_and_what_to_do() {
+        let text = summary_text(&coldstart_analyze::analyze(&busy(fixture("python"))));
+        assert!(text.contains(&format!("{OTHER_COMM}/4242 64.0 MiB")), "{text}");
+        assert!(text.contains("record again on a quiet machine, or with --system"), "{text}");
+        insta::assert_snapshot!(text);
+    }
 }

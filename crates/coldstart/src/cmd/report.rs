@@ -93,3 +93,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .context("cannot write the report")?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::test_traces::{busy, fixture};
+
+    /// The report's header: its lines up to the first blank line.
+    fn header(trace: &coldstart_trace::Trace) -> String {
+        let mut out = Vec::new();
+        coldstart_report::text::report(&coldstart_analyze::analyze(trace), &Default::default(), &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        text.split("\n\n").next().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_header_of_a_quiet_start() {
+        let text = header(&fixture("soffice"));
+        assert!(text.contains("Other work    processes outside the recording read"), "{text}");
+        // A virtio disk the kernel flags rotational, answering like flash.
+        assert!(
+            text.contains(
+                "Disk          vda 254:0; the kernel flags it rotational; its measured read latencies (median"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("look like an SSD"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_header_says_the_machine_was_busy_and_what_to_do() {
+        let text = header(&busy(fixture("soffice")));
+        assert!(text.contains("BUSY MACHINE  processes outside the recording read"), "{text}");
+        assert!(text.contains("(tracker-miner-f/4242 64.0 MiB"), "{text}");
+        assert!(text.contains("the times are inflated by that work"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+}
