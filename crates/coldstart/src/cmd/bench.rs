@@ -162,9 +162,11 @@ pub struct Args {
     pub prefetch: Option<PathBuf>,
     #[command(flatten)]
     pub replay: crate::cmd::prefetch::ReplayArgs,
-    /// Run on an emulated slow disk: hdd, sd, cloud, another `storage` profile or a profile
-    /// file. The files the commands read are copied onto it and seen at their own paths
-    /// (docs/storage.md). Needs root.
+    /// Run on an emulated slow disk: hdd, sd, cloud, … (root).
+    ///
+    /// PROFILE is one of `coldstart storage`'s profiles or a profile file. The files the
+    /// commands read are copied onto the device and seen at their own paths (a private mount
+    /// namespace), so the commands run unchanged; a --prefetch plan is pointed at the copies. See docs/storage.md.
     #[arg(long, value_name = "PROFILE")]
     pub storage: Option<String>,
     /// The command (after `--`); separate several with `:::`.
