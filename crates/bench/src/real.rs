@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use coldstart_analyze::units;
 use coldstart_launch::{Command, Input, Interrupts, Output, PausedChild, Until, WaitOptions};
+use coldstart_prefetch::plan::{PlanFile, PlanFileKind};
 use coldstart_prefetch::{Plan, Replay, ReplayReport};
 
 use crate::config::{BenchCommand, BenchConfig, Cache, Evict, FileSource};
@@ -210,6 +212,75 @@ impl Executor for RealExecutor {
                 p.options.alongside_depth
             ));
         }
+        if let Some(plan) = &self.plan
+            && let Some(note) = unreadable_metadata_note(plan)
+        {
+            notes.push(note);
+        }
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
+    }
+}
+
+/// What the replays leave out when the plan's filesystem metadata (ranges of a block
+/// device) cannot be read here: a VM's disk or kernel lockdown refuses even root.
+fn unreadable_metadata_note(plan: &Plan) -> Option<String> {
+    let refused: Vec<&PlanFile> = plan
+        .files
+        .iter()
+        .filter(|f| f.kind == PlanFileKind::BlockDevice)
+        .filter(|f| {
+            std::fs::File::open(&f.path).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+        })
+        .collect();
+    metadata_note(&refused)
+}
+
+/// The note for the metadata of `refused`, block devices the replay may not open.
+fn metadata_note(refused: &[&PlanFile]) -> Option<String> {
+    let ranges: usize = refused.iter().map(|f| f.ranges.len()).sum();
+    let bytes: u64 = refused.iter().flat_map(|f| &f.ranges).map(|r| r.length).sum();
+    let devices: Vec<&str> = refused.iter().map(|f| f.path.as_str()).collect();
+    (ranges > 0).then(|| {
+        format!(
+            "prefetch: {} of the plan's filesystem metadata ({ranges} ranges of {}) is not replayed: this machine \
+             does not let even root open that disk device (a VM's disk or kernel lockdown), so the command reads \
+             those directory and inode blocks itself, about one request per range, as when it was recorded; \
+             here, --stat-entries warms what the filesystem reaches; elsewhere, replay as root where root may \
+             read the disk",
+            units::bytes(bytes),
+            devices.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldstart_prefetch::plan::PlanRange;
+    use coldstart_trace::Dev;
+
+    fn device(path: &str, ranges: &[u64]) -> PlanFile {
+        PlanFile {
+            path: path.into(),
+            kind: PlanFileKind::BlockDevice,
+            dev: Dev::new(254, 0),
+            ino: 0,
+            size: None,
+            mtime_ns: None,
+            first_need_ns: 0,
+            ranges: ranges
+                .iter()
+                .map(|&length| PlanRange { offset: 0, length, first_need_ns: 0, disk: None, physical: None })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn unreadable_metadata_is_said_with_its_size_device_and_what_to_do() {
+        let vda = device("/dev/vda", &[4096, 4096, 1 << 20]);
+        let note = metadata_note(&[&vda]).expect("a note");
+        assert!(note.contains("1.0 MiB of the plan's filesystem metadata (3 ranges of /dev/vda)"), "{note}");
+        assert!(note.contains("--stat-entries"), "{note}");
+        assert_eq!(metadata_note(&[]), None);
     }
 }
