@@ -3,7 +3,8 @@
 //! instances and `coldstart recover` turns the spool into a partial trace; with
 //! `--until output:REGEX` or `--until mark:NAME` it stops at that moment, stores it
 //! as the ready time and ends the command's whole tree. A read by another process's thread
-//! is counted for that process. A file opened through a mount of another namespace (a
+//! is counted for that process, and another process reading during the start is named in the
+//! summary's BUSY line. A file opened through a mount of another namespace (a
 //! container's) is named by the path that opens it on the host.
 
 mod support;
@@ -320,4 +321,42 @@ fn a_file_opened_in_another_mount_namespace_is_named_by_its_host_path() {
         !trace.files.iter().any(|f| f.path.as_deref().is_some_and(|p| p.starts_with(seen.to_str().unwrap()))),
         "no file named by the namespace's path"
     );
+}
+
+/// Another process reading from the disk during the start makes the summary say that the
+/// machine was busy, who read how much, and what to do, in a line of its own.
+#[test]
+fn a_start_during_which_another_process_reads_says_the_machine_was_busy() {
+    if !can_record("busy_machine") {
+        return;
+    }
+    let dir = private_dir();
+    let big = dir.path().join("big");
+    std::fs::write(&big, vec![5u8; 48 << 20]).unwrap();
+    let started = dir.path().join("started");
+    let script = format!("touch {}; sleep 2", started.display());
+    let out = dir.path().join("busy.coldstart");
+    let recorder = Command::new(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["record", "--cold", "-o"])
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .args(["--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the command to start", || started.exists());
+    let reader = Command::new("cat").arg(&big).stdout(std::process::Stdio::null()).status().unwrap();
+    assert!(reader.success());
+    let output = recorder.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let busy =
+        stderr.lines().position(|l| l.trim_start().starts_with("BUSY")).unwrap_or_else(|| panic!("{stderr}"));
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines[busy].contains("processes outside the recording read") && lines[busy].contains("cat/"),
+        "{stderr}"
+    );
+    assert!(lines[busy + 1].contains("record again on a quiet machine"), "{stderr}");
 }
