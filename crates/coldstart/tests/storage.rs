@@ -172,6 +172,19 @@ fn a_dropped_device_leaves_nothing_behind() {
     assert!(disk.stored_bytes() < 32 << 20, "a sparse image: {} bytes held", disk.stored_bytes());
     assert!(!leftovers_of(std::slice::from_ref(&run_dir), at.path()).is_empty());
     assert!(storage_threads() >= 2, "the FUSE loop and the timer");
+    assert_eq!(
+        coldstart_storage::scheduling_policy(0),
+        nix::libc::SCHED_OTHER,
+        "the thread that made the device keeps a normal priority (what it starts inherits it)"
+    );
+    let policies: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().starts_with("fuser"))
+        .map(|t| coldstart_storage::scheduling_policy(t.file_name().to_string_lossy().parse().unwrap()))
+        .collect();
+    let timely = nix::libc::SCHED_FIFO | nix::libc::SCHED_RESET_ON_FORK;
+    assert!(policies.contains(&timely), "a FUSE thread that served the fill runs real-time: {policies:?}");
     drop(disk);
     assert_eq!(leftovers_of(&[run_dir], at.path()), Vec::<String>::new());
     assert_eq!(storage_threads(), 0);
@@ -320,8 +333,12 @@ fn bench_on_storage(dir: &Path, runs: &str, sleep: &str) -> std::process::Child 
     let data = dir.join("data");
     std::fs::write(&data, vec![7u8; 3 << 20]).unwrap();
     std::fs::write(dir.join("files"), format!("{}\n", data.display())).unwrap();
-    let script =
-        format!("cat {} > /dev/null; touch {}; sleep {sleep}", data.display(), dir.join("started").display());
+    let script = format!(
+        "cat {} > /dev/null; cut -d' ' -f41 /proc/self/stat > {}; touch {}; sleep {sleep}",
+        data.display(),
+        dir.join("policy").display(),
+        dir.join("started").display()
+    );
     std::process::Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
         .args(["bench", "--storage", "sd", "--no-progress", "--runs", runs, "--files"])
         .arg(dir.join("files"))
@@ -350,6 +367,8 @@ fn bench_on_storage_runs_there_and_leaves_nothing_behind() {
     assert!(requests >= 2, "two cold runs read the 3 MiB file from the device: {served}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 files (3.0 MiB) on an emulated sd"), "{stderr}");
+    let policy = std::fs::read_to_string(dir.path().join("policy")).unwrap();
+    assert_eq!(policy.trim(), "0", "the benchmarked command runs at a normal priority (SCHED_OTHER)");
     assert_eq!(leftovers_of(&run_dirs_of(pid), Path::new("/nonexistent")), Vec::<String>::new());
     assert!(run_dirs_of(pid).is_empty());
 }

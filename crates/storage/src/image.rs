@@ -254,10 +254,23 @@ impl ImageFs {
     }
 }
 
+/// Makes the FUSE loop thread that serves a request timely, once per thread, the first time
+/// it serves one (fuser starts its threads itself; the mounting thread, which also runs
+/// `init`, is left as it is: the commands measured on the disk are its children).
+fn timely_loop_thread() {
+    thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    DONE.with(|done| {
+        if !done.replace(true) && nix::unistd::gettid() != nix::unistd::getpid() {
+            crate::sys::make_timely();
+        }
+    });
+}
+
 impl Filesystem for ImageFs {
-    /// Runs on the FUSE loop's thread, before any request.
+    /// Runs in the thread that mounts (fuser's handshake), before any request: the loop's
+    /// threads are made timely by `EmulatedDisk::create` once they exist, never the caller,
+    /// whose children (the commands measured on the disk) must run at a normal priority.
     fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
-        crate::sys::make_timely();
         // Let a request of the loop device through whole (up to FUSE's 256 pages), so the
         // model sees the disk's requests rather than FUSE's pieces of them.
         let _ = config.set_max_write(MAX_FUSE_REQUEST);
@@ -297,6 +310,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        timely_loop_thread();
         if ino.0 != IMAGE_INODE {
             return reply.error(Errno::EISDIR);
         }
@@ -317,6 +331,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        timely_loop_thread();
         if ino.0 != IMAGE_INODE {
             return reply.error(Errno::EISDIR);
         }

@@ -17,7 +17,7 @@ pub use clock::{DeviceClock, Stats};
 pub use disk::{EmulatedDisk, FillReport};
 pub use profile::resolve;
 pub use stage::StagedFiles;
-pub use sys::{make_timely, terminate};
+pub use sys::{make_timely, scheduling_policy, terminate};
 
 /// What can go wrong making or using an emulated disk.
 #[derive(Debug, thiserror::Error)]

@@ -119,11 +119,18 @@ pub fn loop_attached(device: &Path) -> bool {
 
 /// Makes the calling thread wake on time: the shortest timer slack and, where allowed, a
 /// real-time priority, so a reply is not late because the machine is busy. Best effort.
+/// What the thread starts does not inherit the priority (`SCHED_RESET_ON_FORK`).
 pub fn make_timely() {
     let _ = nix::sys::prctl::set_timerslack(1);
     let param = libc::sched_param { sched_priority: 10 };
     // SAFETY: plain syscall on the calling thread with a valid sched_param.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) };
+}
+
+/// The scheduling policy of thread `tid` (0: the calling one), e.g. `libc::SCHED_OTHER`.
+pub fn scheduling_policy(tid: i32) -> i32 {
+    // SAFETY: plain syscall with no pointer.
+    unsafe { libc::sched_getscheduler(tid) }
 }
 
 /// Sends SIGTERM to process `pid` (the command run on a mounted emulated disk).
