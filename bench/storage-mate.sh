@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A MATE login under Xvfb on an emulated disk (`bench --storage`, hdd by default), from launch
+# to a visible panel: cold, warm, and cold with the login's plan replayed alongside and ahead,
+# interleaved in one run.
+#
+#   bash bench/storage-mate.sh [ROUNDS]          # PROFILE=sd bash bench/storage-mate.sh 3
+#
+# Records the login once (cold, on the real disk, until the panel's window), plans it, then
+# benchmarks it on the emulated device with the plan pointed at the copies. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+rounds=${1:-2}
+install_packages mate-session-manager mate-panel marco caja mate-settings-daemon dbus-x11 xvfb x11-utils e2fsprogs
+use_coldstart
+work=$(mktemp -d /var/tmp/coldstart-storage-mate.XXXXXX)
+Xvfb :74 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb=$!
+cleanup() {
+    pkill -KILL -f 'dbus-run-session mate-session' 2>/dev/null || true
+    kill "$xvfb" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+sleep 1
+session() {
+    local home runtime
+    home=$(mktemp -d "$work/home.XXXXXX")
+    runtime=$(mktemp -d "$work/run.XXXXXX")
+    chmod 700 "$runtime"
+    HOME=$home XDG_RUNTIME_DIR=$runtime DISPLAY=:74 "$@"
+}
+login=(setsid dbus-run-session mate-session)
+session "$COLDSTART" record --cold --also Xvfb --until window:mate-panel --timeout 120 \
+    -o "$work/mate.coldstart" -- "${login[@]}" >/dev/null 2>&1
+"$COLDSTART" prefetch plan "$work/mate.coldstart" -o "$work/mate.plan"
+session "$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" \
+    --trace "$work/mate.coldstart" --prefetch "$work/mate.plan" --until window:mate-panel --timeout 120 \
+    -- "${login[@]}" 2>&1 | grep -v -E '^(ALSA|\(|\[|$)|WARNING|CRITICAL|SpiRegistry'
