@@ -17,7 +17,7 @@
 //! the target directory's tmp/ to look at.
 
 mod support;
-use support::{can_record, private_dir, unavailable};
+use support::{can_record, private_dir};
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -28,23 +28,12 @@ use std::time::{Duration, Instant};
 use coldstart_trace::{Mark, MarkSource, Trace};
 use headless_chrome::protocol::cdp::types::Event;
 use headless_chrome::protocol::cdp::{Network, Page as Cdp};
-use headless_chrome::{Browser, LaunchOptions, Tab};
+use headless_chrome::{Browser, Tab};
 use serde_json::Value;
 
 const XSS_PROCESS: &str = "<img src=x onerror=alert(1)>";
 const XSS_FILE: &str = "/tmp/<img src=x onerror=alert(2)>/lib.so";
 const XSS_MARK: &str = "</script><script>alert(3)</script><!--";
-
-fn chromium(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("COLDSTART_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    if path.exists() {
-        Some(path)
-    } else {
-        unavailable(test, &format!("no Chromium at {} (Debian package chromium)", path.display()));
-        None
-    }
-}
 
 fn coldstart(args: &[&OsStr]) {
     let out = Command::new(env!("CARGO_BIN_EXE_coldstart")).args(args).output().unwrap();
@@ -94,31 +83,13 @@ for (const name of ['alert', 'confirm', 'prompt']) {
 impl Page {
     fn open(chromium: &Path, html: &Path) -> Page {
         let profile = private_dir();
-        let args: Vec<&OsStr> = [
-            "--disable-gpu",
+        let extra = [
             "--disable-quic",
-            "--no-first-run",
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
-            "--hide-scrollbars",
-        ]
-        .iter()
-        .map(OsStr::new)
-        .collect();
-        let options = LaunchOptions::default_builder()
-            .path(Some(chromium.to_owned()))
-            .headless(true)
-            .sandbox(false)
-            .window_size(Some((1400, 1000)))
-            .user_data_dir(Some(profile.path().to_owned()))
-            .args(args)
-            .idle_browser_timeout(Duration::from_secs(300))
-            .build()
-            .unwrap();
-        let browser = Browser::new(options).expect("start headless Chromium");
-        let tab = browser.new_tab().unwrap();
-        tab.set_default_timeout(Duration::from_secs(60));
+        ];
+        let (browser, tab) = coldstart_testkit::headless_tab(chromium, profile.path(), &extra);
         let seen = Arc::new(Mutex::new(Seen::default()));
         let sink = Arc::clone(&seen);
         tab.add_event_listener(Arc::new(move |event: &Event| {
@@ -279,7 +250,7 @@ fn hostile_trace() -> (Trace, i32) {
 
 #[test]
 fn the_report_of_a_hostile_synthetic_trace_is_clean_filters_sorts_zooms_and_shows_details() {
-    let Some(chromium) = chromium("html synthetic") else { return };
+    let Some(chromium) = coldstart_testkit::chromium("html synthetic") else { return };
     let dir = private_dir();
     let (trace, pid) = hostile_trace();
     let trace_path = dir.path().join("hostile.coldstart");
@@ -397,7 +368,7 @@ fn cold_file(path: &Path, bytes: usize) {
 
 #[test]
 fn the_report_of_a_real_recording_loads_cleanly_and_filters_to_a_process() {
-    let Some(chromium) = chromium("html recording") else { return };
+    let Some(chromium) = coldstart_testkit::chromium("html recording") else { return };
     if !can_record("html recording") {
         return;
     }

@@ -14,25 +14,11 @@ use coldstart_analyze::analyze;
 use coldstart_report::html::{self, Timeline};
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::protocol::cdp::types::Event;
-use headless_chrome::{Browser, LaunchOptions, Tab};
+use headless_chrome::{Browser, Tab};
 use serde_json::Value;
 
 #[path = "common/session.rs"]
 mod session;
-
-fn chromium(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("COLDSTART_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    if path.exists() {
-        Some(path)
-    } else {
-        coldstart_testkit::unavailable(
-            test,
-            &format!("no Chromium at {} (Debian package chromium)", path.display()),
-        );
-        None
-    }
-}
 
 struct Page {
     tab: Arc<Tab>,
@@ -44,24 +30,7 @@ struct Page {
 impl Page {
     fn open(chromium: &Path, html: &Path) -> Page {
         let profile = tempfile::tempdir().unwrap();
-        let options = LaunchOptions::default_builder()
-            .path(Some(chromium.to_owned()))
-            .headless(true)
-            .sandbox(false)
-            .window_size(Some((1400, 1000)))
-            .user_data_dir(Some(profile.path().to_owned()))
-            .args(
-                ["--disable-gpu", "--no-first-run", "--hide-scrollbars"]
-                    .iter()
-                    .map(std::ffi::OsStr::new)
-                    .collect(),
-            )
-            .idle_browser_timeout(Duration::from_secs(300))
-            .build()
-            .unwrap();
-        let browser = Browser::new(options).expect("start headless Chromium");
-        let tab = browser.new_tab().unwrap();
-        tab.set_default_timeout(Duration::from_secs(60));
+        let (browser, tab) = coldstart_testkit::headless_tab(chromium, profile.path(), &[]);
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&errors);
         tab.add_event_listener(Arc::new(move |event: &Event| {
@@ -117,7 +86,7 @@ impl Page {
 #[test]
 fn the_timeline_of_a_login_folds_helpers_that_a_click_opens_and_labels_every_milestone() {
     let test = "the_timeline_of_a_login_folds_helpers_that_a_click_opens_and_labels_every_milestone";
-    let Some(chromium) = chromium(test) else { return };
+    let Some(chromium) = coldstart_testkit::chromium(test) else { return };
     let trace = session::session();
     let analysis = analyze(&trace);
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@
 //! style and data.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use coldstart_analyze::analyze;
@@ -95,20 +95,6 @@ fn visible_html_text(html: &str) -> String {
     out
 }
 
-fn chromium(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("COLDSTART_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    if path.exists() {
-        Some(path)
-    } else {
-        coldstart_testkit::unavailable(
-            test,
-            &format!("no Chromium at {} (Debian package chromium)", path.display()),
-        );
-        None
-    }
-}
-
 /// The page as Chromium's script left it.
 fn rendered(chromium: &Path, page: &Path) -> String {
     let out = Command::new(chromium)
@@ -141,7 +127,11 @@ fn no_text_or_svg_report_shows_null_undefined_or_nan() {
 
 #[test]
 fn no_html_report_shows_null_undefined_or_nan_once_rendered() {
-    let Some(chromium) = chromium("no_html_report_shows_null_undefined_or_nan_once_rendered") else { return };
+    let Some(chromium) =
+        coldstart_testkit::chromium("no_html_report_shows_null_undefined_or_nan_once_rendered")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     for (name, trace) in traces() {
         let analysis = analyze(&trace);

@@ -87,6 +87,47 @@ pub fn xvfb_with_screen(test: &str, screen: &str) -> Option<Xvfb> {
     Some(xvfb)
 }
 
+/// The Chromium the HTML tests drive (`COLDSTART_CHROMIUM`, else /usr/bin/chromium), or
+/// `None` when it is missing (see [`unavailable`]).
+pub fn chromium(test: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("COLDSTART_CHROMIUM")
+        .map_or_else(|| std::path::PathBuf::from("/usr/bin/chromium"), std::path::PathBuf::from);
+    if path.exists() {
+        Some(path)
+    } else {
+        unavailable(test, &format!("no Chromium at {} (Debian package chromium)", path.display()));
+        None
+    }
+}
+
+/// Headless `chromium` in a window of 1400×1000, with its profile in `profile`, no GPU,
+/// sandbox or first-run page, and `extra` flags; a tab that waits up to 60 s.
+pub fn headless_tab(
+    chromium: &Path,
+    profile: &Path,
+    extra: &[&str],
+) -> (headless_chrome::Browser, std::sync::Arc<headless_chrome::Tab>) {
+    let args: Vec<&std::ffi::OsStr> = ["--disable-gpu", "--no-first-run", "--hide-scrollbars"]
+        .iter()
+        .chain(extra)
+        .map(std::ffi::OsStr::new)
+        .collect();
+    let options = headless_chrome::LaunchOptions::default_builder()
+        .path(Some(chromium.to_owned()))
+        .headless(true)
+        .sandbox(false)
+        .window_size(Some((1400, 1000)))
+        .user_data_dir(Some(profile.to_owned()))
+        .args(args)
+        .idle_browser_timeout(std::time::Duration::from_secs(300))
+        .build()
+        .expect("Chromium's launch options");
+    let browser = headless_chrome::Browser::new(options).expect("start headless Chromium");
+    let tab = browser.new_tab().expect("a Chromium tab");
+    tab.set_default_timeout(std::time::Duration::from_secs(60));
+    (browser, tab)
+}
+
 /// A private temporary directory under `base`, created if missing: pass the test's
 /// `env!("CARGO_TARGET_TMPDIR")` (a disk filesystem, not a tmpfs, whose pages never
 /// enter the page cache through the traced path), or use [`private_dir!`].
