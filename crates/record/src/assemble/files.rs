@@ -30,6 +30,18 @@ fn is_reserved_inode(mounts: &[Mount], dev: Dev, ino: u64) -> bool {
         && mounts.iter().any(|m| m.dev == dev && matches!(m.fstype.as_str(), "ext2" | "ext3" | "ext4"))
 }
 
+/// Filesystems served by a daemon or a server (FUSE, network filesystems), which the walk
+/// never enters: every entry it looked at would be a request to them, after the start.
+fn is_served_remotely(fstype: &str) -> bool {
+    fstype == "fuse"
+        || fstype == "fuseblk"
+        || fstype.starts_with("fuse.")
+        || matches!(
+            fstype,
+            "nfs" | "nfs4" | "cifs" | "smb3" | "9p" | "ceph" | "afs" | "virtiofs" | "glusterfs"
+        )
+}
+
 /// Limits of the walk for inodes fanotify did not name.
 pub const WALK_MAX_ENTRIES: usize = 400_000;
 pub const WALK_MAX_TIME: Duration = Duration::from_secs(20);
@@ -55,6 +67,9 @@ pub struct FileTable {
     pub fs_internal: u64,
     pub walked_entries: usize,
     pub walk_truncated: bool,
+    /// Files left without a path because their filesystem is not walked (FUSE, network):
+    /// the mount point, its type, and how many.
+    pub not_walked: Vec<(PathBuf, String, u64)>,
 }
 
 impl FileTable {
@@ -157,6 +172,10 @@ impl FileTable {
             else {
                 continue;
             };
+            if is_served_remotely(&mount.fstype) {
+                self.not_walked.push((mount.mount_point.clone(), mount.fstype.clone(), inos.len() as u64));
+                continue;
+            }
             let mut stack = vec![mount.mount_point.clone()];
             let mut left = inos.len();
             while let Some(dir) = stack.pop() {
@@ -247,5 +266,41 @@ mod tests {
         let kinds: Vec<FileKind> = table.files.iter().map(|f| f.kind).collect();
         assert_eq!(kinds, [FileKind::Other, FileKind::Regular, FileKind::Regular, FileKind::Regular]);
         assert_eq!((table.fs_internal, table.unresolved), (1, 3));
+    }
+
+    #[test]
+    fn a_fuse_or_network_filesystem_is_never_walked_and_its_files_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("plugin.so"), b"x").unwrap();
+        let st = std::fs::metadata(dir.path().join("plugin.so")).unwrap();
+        let dev = Dev::from_user(std::os::unix::fs::MetadataExt::dev(&st));
+        let ino = std::os::unix::fs::MetadataExt::ino(&st);
+        let walk = |fstype: &str| {
+            let mount = Mount {
+                mnt_id: 0,
+                dev,
+                root: "/".into(),
+                mount_point: dir.path().to_owned(),
+                fstype: fstype.into(),
+                source: "server:/export".into(),
+            };
+            let mut table = FileTable::default();
+            table.for_open(dev.to_user(), ino);
+            table.resolve_by_walk(&[mount], &crate::assemble::LiveSystem);
+            table
+        };
+        let local = walk("ext4");
+        assert!(
+            local.files[0].path.as_deref().is_some_and(|p| p.ends_with("plugin.so")),
+            "the walk names it"
+        );
+        for fstype in ["fuse.sshfs", "nfs4", "fuse"] {
+            let remote = walk(fstype);
+            assert_eq!(
+                (remote.files[0].path.clone(), remote.walked_entries, remote.unresolved),
+                (None, 0, 1)
+            );
+            assert_eq!(remote.not_walked, [(dir.path().to_owned(), fstype.to_owned(), 1)]);
+        }
     }
 }

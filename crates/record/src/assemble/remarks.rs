@@ -151,6 +151,17 @@ fn file_table_notes(files: &FileTable) -> Vec<Note> {
             format!("{} directory entries walked to name inodes fanotify did not see", files.walked_entries),
         ));
     }
+    for (mount_point, fstype, count) in &files.not_walked {
+        notes.push(note(
+            NoteSource::Files,
+            format!(
+                "{count} files on {} ({fstype}) stay without a path: fanotify cannot mark that filesystem, and \
+                 coldstart does not walk a FUSE or network filesystem (each entry would be a request to its \
+                 daemon or server)",
+                mount_point.display()
+            ),
+        ));
+    }
     if files.walk_truncated {
         notes.push(note(
             NoteSource::Files,
