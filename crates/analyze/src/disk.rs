@@ -200,6 +200,18 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
             Owner::File(id) => Some(id),
             _ => None,
         };
+        let row = |distance_sectors, far| DiskRequest {
+            issue_ns: request.issue_ns,
+            complete_ns: request.complete_ns,
+            sector,
+            bytes: io.bytes,
+            op: io.op,
+            pid: io.pid,
+            file,
+            metadata: owner == Owner::Metadata,
+            distance_sectors,
+            far,
+        };
         if io.op != BlockOp::Read {
             // Writes (the program's output, the journal) go where the filesystem puts
             // them: they are neither the start's seeks nor its files' reads.
@@ -207,18 +219,7 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
                 out.write_requests += 1;
                 out.write_bytes = out.write_bytes.saturating_add(u64::from(io.bytes));
             }
-            out.requests.push(DiskRequest {
-                issue_ns: request.issue_ns,
-                complete_ns: request.complete_ns,
-                sector,
-                bytes: io.bytes,
-                op: io.op,
-                pid: io.pid,
-                file,
-                metadata: owner == Owner::Metadata,
-                distance_sectors: None,
-                far: false,
-            });
+            out.requests.push(row(None, false));
             continue;
         }
         let distance = previous_end.map(|end| sector as i64 - end as i64);
@@ -260,18 +261,7 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
                 out.unknown_bytes = out.unknown_bytes.saturating_add(u64::from(io.bytes));
             }
         }
-        out.requests.push(DiskRequest {
-            issue_ns: request.issue_ns,
-            complete_ns: request.complete_ns,
-            sector,
-            bytes: io.bytes,
-            op: io.op,
-            pid: io.pid,
-            file,
-            metadata: owner == Owner::Metadata,
-            distance_sectors: distance,
-            far,
-        });
+        out.requests.push(row(distance, far));
     }
     if !distances.is_empty() {
         let mid = distances.len() / 2;

@@ -47,6 +47,8 @@ fn a_grace_that_is_not_a_duration_exits_2() {
 fn a_malformed_readiness_condition_exits_2_naming_every_form() {
     refused(&["run", "--until", "idle:0", "--", "true"]);
     refused(&["record", "--until", "mark:", "--", "true"]);
+    let line = refused(&["run", "--until", "wm:marco", "--", "true"]);
+    assert!(line.contains("wm:marco") && line.contains("takes no argument"), "{line}");
     let line = refused(&["bench", "--warm", "--until", "bogus", "--", "true"]);
     assert!(
         line.contains(

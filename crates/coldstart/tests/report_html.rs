@@ -23,7 +23,6 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use coldstart_trace::{Mark, MarkSource, Trace};
 use headless_chrome::protocol::cdp::types::Event;
@@ -144,27 +143,15 @@ impl Page {
         page
     }
 
-    /// Evaluates `body` (a function body that returns something JSON can hold).
     fn eval(&self, body: &str) -> Value {
-        let js = format!("JSON.stringify((() => {{ {body} }})())");
-        let result = self.tab.evaluate(&js, false).unwrap_or_else(|e| panic!("evaluate {body}: {e}"));
-        match result.value {
-            Some(Value::String(s)) => serde_json::from_str(&s).unwrap(),
-            other => panic!("evaluate {body}: no JSON string but {other:?} ({:?})", result.description),
-        }
+        coldstart_testkit::eval_json(&self.tab, body)
     }
 
     /// Waits (bounded, so a broken page fails instead of hanging) until `condition` holds.
     fn wait_for(&self, what: &str, condition: &str) {
-        let start = Instant::now();
-        while self.eval(&format!("return !!({condition});")) != Value::Bool(true) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "gave up waiting for {what}; seen: {:?}",
-                self.seen.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        coldstart_testkit::wait_until(&self.tab, what, condition, || {
+            format!("{:?}", self.seen.lock().unwrap())
+        });
     }
 
     /// Clicks the element at its centre, scrolled to the middle of the window first: an

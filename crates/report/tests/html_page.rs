@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use coldstart_analyze::analyze;
 use coldstart_report::html::{self, Timeline};
@@ -48,24 +47,11 @@ impl Page {
     }
 
     fn eval(&self, body: &str) -> Value {
-        let js = format!("JSON.stringify((() => {{ {body} }})())");
-        let result = self.tab.evaluate(&js, false).unwrap_or_else(|e| panic!("evaluate {body}: {e}"));
-        match result.value {
-            Some(Value::String(s)) => serde_json::from_str(&s).unwrap(),
-            other => panic!("evaluate {body}: {other:?}"),
-        }
+        coldstart_testkit::eval_json(&self.tab, body)
     }
 
     fn wait_for(&self, what: &str, condition: &str) {
-        let start = Instant::now();
-        while self.eval(&format!("return !!({condition});")) != Value::Bool(true) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "gave up waiting for {what}: {:?}",
-                self.errors
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        coldstart_testkit::wait_until(&self.tab, what, condition, || format!("{:?}", self.errors));
     }
 
     fn click(&self, selector: &str) {

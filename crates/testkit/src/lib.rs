@@ -128,6 +128,30 @@ pub fn headless_tab(
     (browser, tab)
 }
 
+/// Evaluates `body`, a JavaScript function body returning something JSON can hold, in `tab`.
+pub fn eval_json(tab: &headless_chrome::Tab, body: &str) -> serde_json::Value {
+    let js = format!("JSON.stringify((() => {{ {body} }})())");
+    let result = tab.evaluate(&js, false).unwrap_or_else(|e| panic!("evaluate {body}: {e}"));
+    match result.value {
+        Some(serde_json::Value::String(s)) => serde_json::from_str(&s).expect("JSON from the page"),
+        other => panic!("evaluate {body}: no JSON string but {other:?} ({:?})", result.description),
+    }
+}
+
+/// Waits until the JavaScript `condition` holds in `tab`, at most 30 s (then fails, saying
+/// `what` and `seen`, what the page reported so far), so a broken page cannot hang a test.
+pub fn wait_until(tab: &headless_chrome::Tab, what: &str, condition: &str, seen: impl Fn() -> String) {
+    let start = std::time::Instant::now();
+    while eval_json(tab, &format!("return !!({condition});")) != serde_json::Value::Bool(true) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "gave up waiting for {what}; seen: {}",
+            seen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A private temporary directory under `base`, created if missing: pass the test's
 /// `env!("CARGO_TARGET_TMPDIR")` (a disk filesystem, not a tmpfs, whose pages never
 /// enter the page cache through the traced path), or use [`private_dir!`].
