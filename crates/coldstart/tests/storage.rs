@@ -289,6 +289,7 @@ fn bad_profiles_are_one_line_errors_with_exit_2() {
         for args in [
             vec!["storage", "show", profile],
             vec!["storage", "mount", profile, "--at", "/"],
+            vec!["storage", "run", profile, "--files", "/dev/null", "--", "true"],
             vec!["bench", "--storage", profile, "--files", "/dev/null", "--", "true"],
         ] {
             let out = coldstart().args(&args).output().unwrap();
@@ -405,4 +406,99 @@ fn an_interrupted_bench_on_storage_leaves_nothing_behind() {
         let sleeping = std::process::Command::new("pgrep").args(["-f", &token]).output().unwrap();
         assert!(sleeping.stdout.is_empty(), "{signal}: the command outlived the benchmark");
     }
+}
+
+#[test]
+fn storage_run_puts_the_files_on_the_device_for_the_command_only() {
+    if !can_make_devices("storage_run") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = support::private_dir();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![3u8; 1 << 20]).unwrap();
+    std::fs::write(dir.path().join("files"), format!("# the data\n{}\n", data.display())).unwrap();
+    let outside = std::fs::metadata(&data).unwrap();
+    let seen = dir.path().join("seen");
+    let script = format!(
+        "stat -c '%d %i' {data} > {seen}; cmp -n 1048576 {data} /dev/zero >> {seen} 2>&1; exit 7",
+        data = data.display(),
+        seen = seen.display()
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
+        .args(["storage", "run", "sd", "--files"])
+        .arg(dir.path().join("files"))
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "the command's own status: {stderr}");
+    assert!(stderr.contains("1 files (1.0 MiB) of list "), "{stderr}");
+    let served = stderr.lines().find(|l| l.contains("served")).expect(&stderr);
+    let requests: u64 = served.split_whitespace().nth(3).unwrap().parse().expect(served);
+    assert!(requests >= 1, "{served}");
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let mut first = seen.lines().next().unwrap().split(' ').map(|n| n.parse::<u64>().unwrap());
+    let (dev, ino) = (first.next().unwrap(), first.next().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    assert_ne!(dev, outside.dev(), "the command sees the copy, on another device: {seen}");
+    assert!(seen.contains("differ: byte 1"), "the copy holds the data, not zeros: {seen}");
+    let after = std::fs::metadata(&data).unwrap();
+    assert_eq!(
+        (after.dev(), after.ino()),
+        (outside.dev(), outside.ino()),
+        "the rest of the machine sees the original"
+    );
+    assert_ne!(ino, 0);
+    assert!(run_dirs_of(pid).is_empty(), "the device is gone");
+}
+
+#[test]
+fn a_recording_on_the_device_names_the_original_paths_and_the_devices_requests() {
+    if !can_make_devices("record_on_storage") || !support::can_record("record_on_storage") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = support::private_dir();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![5u8; 2 << 20]).unwrap();
+    std::fs::write(dir.path().join("files"), format!("{}\n", data.display())).unwrap();
+    let trace_path = dir.path().join("t.coldstart");
+    let out = coldstart()
+        .args(["storage", "run", "sd", "--files"])
+        .arg(dir.path().join("files"))
+        .arg("--")
+        .arg(assert_cmd::cargo::cargo_bin!("coldstart"))
+        .args(["record", "--cold", "-o"])
+        .arg(&trace_path)
+        .args(["--", "cat"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace = coldstart_trace::Trace::read(&trace_path).unwrap();
+    let file =
+        trace.files.iter().find(|f| f.path.as_deref() == Some(data.to_str().unwrap())).unwrap_or_else(|| {
+            panic!(
+                "the data file by its own path: {:?}",
+                trace.files.iter().map(|f| &f.path).collect::<Vec<_>>()
+            )
+        });
+    let loop_major = 7;
+    assert_eq!(file.dev.major, loop_major, "the file read is the copy on the loop device: {:?}", file.dev);
+    let read_on_device: u64 = trace
+        .block_ios
+        .iter()
+        .filter(|r| r.dev == file.dev && r.op == coldstart_trace::BlockOp::Read)
+        .map(|r| u64::from(r.bytes))
+        .sum();
+    assert!(
+        read_on_device >= 2 << 20,
+        "the 2 MiB were read from the emulated device: {read_on_device} bytes"
+    );
 }

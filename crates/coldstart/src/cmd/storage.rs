@@ -1,14 +1,16 @@
 //! `coldstart storage`: emulated slow disks (docs/storage.md). `show` prints a profile's
 //! resolved parameters; `mount` makes a device of that profile, mounts it, runs a
-//! command or waits for Ctrl-C, and tears everything down.
+//! command or waits for Ctrl-C, and tears everything down; `run` puts a program's files on
+//! such a device at their own paths (as `bench --storage` does) and runs a command there.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::thread;
 
 use anyhow::{Context, bail};
 use coldstart_analyze::doctor::{DiskParams, parse_disk_size};
-use coldstart_storage::EmulatedDisk;
+use coldstart_storage::{EmulatedDisk, StagedFiles};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -23,6 +25,8 @@ Examples:
   coldstart storage show ./usb-stick.toml
   sudo coldstart storage mount sd --size 2GiB --at /mnt/sd              # until Ctrl-C
   sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
+  # record a start with the files it read (app.coldstart) on an emulated laptop disk:
+  sudo coldstart storage run hdd --trace app.coldstart -- coldstart record --cold -o hdd.coldstart -- app
 
 Limits: the device has no cache of its own, does not reorder requests (no NCQ), and the
 loop device and FUSE add some CPU per request; docs/storage.md has the rest.")]
@@ -52,6 +56,26 @@ enum Action {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Put files on an emulated device at their own paths and run COMMAND there. Needs root.
+    ///
+    /// The files (those a trace names, or a list) are copied onto a device of PROFILE in
+    /// their order on the real disk and bind-mounted over their paths in a private mount
+    /// namespace, so COMMAND and its children read them from the device and nothing else
+    /// on the machine sees it; directories stay on the real disk. Undone when COMMAND ends.
+    #[command(group = clap::ArgGroup::new("files_source").required(true).args(["trace", "files"]))]
+    Run {
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        profile: String,
+        /// Move the regular files this trace names (as `coldstart record` wrote it).
+        #[arg(long, value_name = "TRACE")]
+        trace: Option<PathBuf>,
+        /// Move the files of this list (one absolute path a line, # comments).
+        #[arg(long, value_name = "LIST")]
+        files: Option<PathBuf>,
+        /// The command to run with the files on the device.
+        #[arg(last = true, value_name = "COMMAND", required = true)]
+        command: Vec<String>,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -62,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Mount { profile, size, at, command } => mount(&profile, &size, at, command),
+        Action::Run { profile, trace, files, command } => run_on(&profile, trace, files, &command),
     }
 }
 
@@ -123,28 +148,11 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
         size_bytes,
         at.display()
     );
-    let handle = signals.handle();
     let (status, signal) = if command.is_empty() {
         eprintln!("coldstart storage: press Ctrl-C to unmount and remove the device");
         (ExitCode::SUCCESS, signals.forever().next())
     } else {
-        let mut child = std::process::Command::new(&command[0])
-            .args(&command[1..])
-            .spawn()
-            .with_context(|| format!("cannot run {:?}", command[0]))?;
-        let pid = child.id();
-        let forwarder = thread::spawn(move || {
-            let first = signals.forever().next();
-            if first.is_some() {
-                let _ = coldstart_storage::terminate(pid);
-            }
-            first
-        });
-        let exit = child.wait().context("waiting for the command")?;
-        handle.close();
-        let signal = forwarder.join().ok().flatten();
-        let code = exit.code().map_or(1, |c| c.clamp(0, 255) as u8);
-        (ExitCode::from(code), signal)
+        run_command(&command, signals)?
     };
     let stats = disk.stats();
     eprintln!(
@@ -155,4 +163,77 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
     );
     drop(disk);
     Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
+}
+
+fn run_on(
+    profile: &str,
+    trace: Option<PathBuf>,
+    files: Option<PathBuf>,
+    command: &[String],
+) -> anyhow::Result<ExitCode> {
+    let params = coldstart_storage::resolve(profile)?;
+    let set = match (trace, files) {
+        (Some(trace), _) => coldstart_bench::fileset::from_trace(&trace)?,
+        (None, Some(list)) => coldstart_bench::fileset::from_list(&list)?,
+        (None, None) => bail!("storage run: give --trace or --files"),
+    };
+    let paths: Vec<PathBuf> = set.paths.into_iter().filter(|p| p.is_absolute() && p.is_file()).collect();
+    if paths.is_empty() {
+        bail!("storage run: {} names no file that exists here", set.source);
+    }
+    if !coldstart_bench::evict::is_root() {
+        bail!("coldstart storage run needs root (loop devices, FUSE, mounts and a private mount namespace)");
+    }
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let staged = StagedFiles::stage(params, &paths).context("putting the files on the emulated device")?;
+    let report = &staged.report;
+    eprintln!(
+        "coldstart storage: {} files ({:.1} MiB) of {} on an emulated {} ({}, {}), in their order on the real disk{}",
+        report.files,
+        report.bytes as f64 / 1048576.0,
+        set.source,
+        profile,
+        staged.disk().params().description,
+        staged.disk().device().display(),
+        match report.skipped.len() {
+            0 => String::new(),
+            n => format!("; {n} could not be copied and stay on the real disk"),
+        }
+    );
+    let (status, signal) = match signals.pending().next() {
+        Some(signal) => (ExitCode::SUCCESS, Some(signal)),
+        None => run_command(command, signals)?,
+    };
+    let stats = staged.disk().stats();
+    eprintln!(
+        "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
+        stats.requests,
+        stats.bytes as f64 / 1048576.0,
+        stats.busy_ns as f64 / 1e9
+    );
+    drop(staged);
+    Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
+}
+
+/// Runs `command` to its end, ending it when one of `signals` arrives; its exit status
+/// (as a shell gives it) and the signal that ended it, if one did.
+fn run_command(command: &[String], mut signals: Signals) -> anyhow::Result<(ExitCode, Option<i32>)> {
+    let handle = signals.handle();
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", command[0]))?;
+    let pid = child.id();
+    let forwarder = thread::spawn(move || {
+        let first = signals.forever().next();
+        if first.is_some() {
+            let _ = coldstart_storage::terminate(pid);
+        }
+        first
+    });
+    let exit = child.wait().context("waiting for the command")?;
+    handle.close();
+    let signal = forwarder.join().ok().flatten();
+    let code = exit.code().or_else(|| exit.signal().map(|s| 128 + s)).map_or(1, |c| c.clamp(0, 255) as u8);
+    Ok((ExitCode::from(code), signal))
 }
