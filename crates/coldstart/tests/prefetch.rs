@@ -353,3 +353,51 @@ fn the_systemd_unit_templates_verify() {
         assert!(!stderr.contains("coldstart-prefetch"), "{template}: {stderr}");
     }
 }
+
+/// A recorded tree of several processes, one of which double-forks away from it: the plan
+/// made from the trace reads every file each of them read, whoever read it.
+#[test]
+fn a_plan_of_a_recorded_process_tree_covers_every_process() {
+    if !support::can_record("plan_of_a_tree") {
+        return;
+    }
+    let dir = support::private_dir();
+    let names = ["by-root", "by-child", "by-grandchild", "by-daemon"];
+    let files: Vec<PathBuf> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![b'a' + i as u8; (i + 1) * 64 * 1024]).unwrap();
+            path
+        })
+        .collect();
+    let [root, child, grandchild, daemon] = [0, 1, 2, 3].map(|i| files[i].display().to_string());
+    let script = format!(
+        "cat {root} > /dev/null; sh -c 'cat {child} > /dev/null; sh -c \"cat {grandchild} > /dev/null\"'; \
+         setsid sh -c 'sleep 0.2; cat {daemon} > /dev/null; touch {daemon}.done' & \
+         while [ ! -e {daemon}.done ]; do sleep 0.05; done"
+    );
+    let trace = dir.path().join("tree.coldstart");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["record", "--cold", "--timeout", "60", "-o"])
+        .arg(&trace)
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .args(["--", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let plan_path = dir.path().join("tree.plan");
+    coldstart().args(["prefetch", "plan"]).arg(&trace).arg("-o").arg(&plan_path).assert().success();
+    let plan = coldstart_prefetch::Plan::load(&plan_path).unwrap();
+    for (i, path) in files.iter().enumerate() {
+        let planned = plan
+            .files
+            .iter()
+            .find(|f| Path::new(&f.path) == path)
+            .unwrap_or_else(|| panic!("{} ({}) is not in the plan", path.display(), names[i]));
+        let bytes: u64 = planned.ranges.iter().map(|r| r.length).sum();
+        assert_eq!(bytes, (i as u64 + 1) * 64 * 1024, "{}: the whole file, as read", names[i]);
+    }
+}

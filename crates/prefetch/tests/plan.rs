@@ -390,3 +390,56 @@ proptest! {
         }
     }
 }
+
+/// A session's trace: the command (10), its child (11) and grandchild (12), a daemon that
+/// double-forked away from the tree (13, reparented to init), and a process recorded with
+/// `--also` (20, an X server): all in scope, each reading files of its own.
+#[test]
+fn a_plan_of_a_multi_process_trace_covers_every_process_in_scope() {
+    let mut t = trace();
+    t.processes.extend([
+        Process { pid: 11, ppid: Some(10), start_ns: Some(2 * MS), in_scope: true, ..Process::default() },
+        Process { pid: 12, ppid: Some(11), start_ns: Some(3 * MS), in_scope: true, ..Process::default() },
+        Process { pid: 13, ppid: Some(1), start_ns: Some(4 * MS), in_scope: true, ..Process::default() },
+        Process { pid: 20, ppid: Some(1), start_ns: None, in_scope: true, ..Process::default() },
+    ]);
+    let readers = [
+        (10, "/usr/bin/session"),
+        (11, "/usr/lib/panel.so"),
+        (12, "/usr/share/icons/a.png"),
+        (13, "/usr/lib/daemon.so"),
+        (20, "/usr/lib/xorg/x.so"),
+    ];
+    for (i, (pid, path)) in readers.iter().enumerate() {
+        let id = i as u32 + 1;
+        add_file(&mut t, id, path, 32);
+        let (index, pages, ms) = (u64::from(id) * 2, 3 + id, 5 + i as i64);
+        t.page_fills.push(PageFill {
+            t_ns: ms * MS,
+            pid: *pid,
+            tid: *pid,
+            file_id: id,
+            index,
+            pages,
+            origin: None,
+        });
+        t.page_accesses.push(PageAccess {
+            t_ns: ms * MS,
+            pid: *pid,
+            tid: *pid,
+            file_id: id,
+            index,
+            pages,
+            kind: AccessKind::Read,
+        });
+    }
+    let p = plan(&t, &PlanSettings { max_size_ratio: 0.0, ..PlanSettings::default() });
+    for (i, (_, path)) in readers.iter().enumerate() {
+        let id = i as u64 + 1;
+        assert_eq!(ranges(&p, path), [(id * 2, 3 + id, 4 + i as i64)], "{path}");
+    }
+    let expected_pages: u64 = (1..=5).map(|id| 3 + id).sum();
+    assert_eq!(p.stats.used_bytes, expected_pages * PAGE);
+    assert_eq!(p.stats.planned_read_bytes, expected_pages * PAGE);
+    assert_eq!(step_paths(&p).len(), 5, "one step a range, every process's");
+}
