@@ -79,6 +79,38 @@ pub fn from_trace(path: &Path) -> Result<FileSet> {
     Ok(finish(files, format!("files table of trace {}", path.display()), Vec::new()))
 }
 
+/// The regular files of a trace that the start only read: those it wrote (modified after the
+/// recording began) or that were replaced since (another inode at the path now, as a program
+/// that saves by renaming leaves it) are left out, and a note counts them. These are the
+/// files that can be put on an emulated device under their paths: a bind mount over a file
+/// the program renames onto would make its save fail (EBUSY).
+pub fn read_only_from_trace(path: &Path) -> Result<FileSet> {
+    let trace = Trace::read(path)?;
+    let start = trace.meta.start_unix_ns;
+    let mut written = 0;
+    let mut kept = Vec::new();
+    for file in trace.files.into_iter().filter(|f| f.kind == FileKind::Regular) {
+        let Some(path) = file.path.map(PathBuf::from) else { continue };
+        let modified = start > 0 && file.mtime_ns.is_some_and(|m| m >= start);
+        let replaced = std::fs::metadata(&path).is_ok_and(|now| {
+            use std::os::unix::fs::MetadataExt;
+            (coldstart_trace::Dev::from_user(now.dev()), now.ino()) != (file.dev, file.ino)
+        });
+        if modified || replaced {
+            written += 1;
+        } else {
+            kept.push(path);
+        }
+    }
+    let notes = match written {
+        0 => Vec::new(),
+        n => vec![format!(
+            "{n} files of the trace were written by the start or replaced since (saved by renaming): left out"
+        )],
+    };
+    Ok(finish(kept, format!("files table of trace {}", path.display()), notes))
+}
+
 pub fn from_list(path: &Path) -> Result<FileSet> {
     let text = std::fs::read_to_string(path).map_err(|e| BenchError::file(path, e))?;
     let files =
@@ -283,6 +315,57 @@ mod tests {
         assert_eq!(strace_paths(exec), [PathBuf::from("/usr/bin/python3")]);
         let resumed = r#"1235 <... openat resumed>) = 5</etc/ld.so.cache>"#;
         assert_eq!(strace_paths(resumed), [PathBuf::from("/etc/ld.so.cache")]);
+    }
+
+    #[test]
+    fn files_the_start_wrote_or_replaced_are_not_staged() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let identity = |path: &Path| {
+            let m = std::fs::metadata(path).unwrap();
+            (coldstart_trace::Dev::from_user(m.dev()), m.ino(), m.mtime() * 1_000_000_000 + m.mtime_nsec())
+        };
+        let [read, written, replaced] = ["read", "written", "replaced"].map(|n| dir.path().join(n));
+        for path in [&read, &written, &replaced] {
+            std::fs::write(path, b"data").unwrap();
+        }
+        let start = identity(&read).2 + 1;
+        let file = |id: u32, path: &Path, (dev, ino, mtime): (coldstart_trace::Dev, u64, i64)| {
+            coldstart_trace::File {
+                id,
+                dev,
+                ino,
+                path: Some(path.to_string_lossy().into_owned()),
+                kind: FileKind::Regular,
+                size: Some(4),
+                mtime_ns: Some(mtime),
+            }
+        };
+        let (dev, ino, _) = identity(&written);
+        let old_replaced = identity(&replaced);
+        // Saved by renaming a new file over it: another inode at the path now.
+        let new = dir.path().join("replaced.new");
+        std::fs::write(&new, b"new data").unwrap();
+        std::fs::rename(&new, &replaced).unwrap();
+        let trace = Trace {
+            meta: coldstart_trace::Meta { start_unix_ns: start, ..Default::default() },
+            files: vec![
+                file(1, &read, identity(&read)),
+                file(2, &written, (dev, ino, start + 5)),
+                file(3, &replaced, old_replaced),
+            ],
+            ..Default::default()
+        };
+        let path = dir.path().join("t.coldstart");
+        let mut writer = coldstart_trace::TraceWriter::create(&path).unwrap();
+        writer.all(&trace).unwrap();
+        writer.finish().unwrap();
+        let set = read_only_from_trace(&path).unwrap();
+        assert_eq!(set.paths, [read]);
+        let written: Vec<&String> = set.notes.iter().filter(|n| n.contains("written by the start")).collect();
+        assert_eq!(written.len(), 1, "{:?}", set.notes);
+        assert!(written[0].starts_with("2 files of the trace were written"), "{:?}", set.notes);
+        assert_eq!(from_trace(&path).unwrap().paths.len(), 3, "eviction still takes them all");
     }
 
     #[test]

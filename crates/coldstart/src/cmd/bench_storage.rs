@@ -37,7 +37,13 @@ impl Drop for OnStorage {
 fn files_of(config: &BenchConfig) -> anyhow::Result<Vec<PathBuf>> {
     let mut paths = BTreeSet::new();
     match &config.files {
-        FileSource::Trace(trace) => paths.extend(fileset::from_trace(trace)?.paths),
+        FileSource::Trace(trace) => {
+            let set = fileset::read_only_from_trace(trace)?;
+            for note in &set.notes {
+                eprintln!("coldstart bench: --storage: {note} (they stay on the real disk)");
+            }
+            paths.extend(set.paths);
+        }
         FileSource::List(list) => paths.extend(fileset::from_list(list)?.paths),
         FileSource::Learn => {
             for command in &config.commands {

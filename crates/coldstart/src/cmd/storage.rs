@@ -173,10 +173,13 @@ fn run_on(
 ) -> anyhow::Result<ExitCode> {
     let params = coldstart_storage::resolve(profile)?;
     let set = match (trace, files) {
-        (Some(trace), _) => coldstart_bench::fileset::from_trace(&trace)?,
+        (Some(trace), _) => coldstart_bench::fileset::read_only_from_trace(&trace)?,
         (None, Some(list)) => coldstart_bench::fileset::from_list(&list)?,
         (None, None) => bail!("storage run: give --trace or --files"),
     };
+    for note in &set.notes {
+        eprintln!("coldstart storage: {note} (they stay on the real disk)");
+    }
     let paths: Vec<PathBuf> = set.paths.into_iter().filter(|p| p.is_absolute() && p.is_file()).collect();
     if paths.is_empty() {
         bail!("storage run: {} names no file that exists here", set.source);
