@@ -5,6 +5,9 @@
 # wrapper (itself the traced command in B) takes EPOCHREALTIME just before
 # running the start and just after it exits.
 # Prints every pair and the medians; run as root from the repository root.
+# With LESS='--no-cpu-samples' (any options of `coldstart record`), a third start of each
+# round, C, is recorded with those options too (order ABC, then CBA), and the ratios B/C
+# say what the recording of what LESS turns off costs on its own.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -28,10 +31,23 @@ run_b() {
     OUT="$work/b$1" "$BIN" record -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }
-a=(); b=(); r=()
+LESS=${LESS:-}
+run_c() {
+    [ -n "$LESS" ] || return 0
+    drop
+    # shellcheck disable=SC2086 # LESS is a list of options
+    OUT="$work/c$1" "$BIN" record $LESS -o "$work/less$1.coldstart" --spool-dir "$work/spool" -- \
+        bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/less$1.log"
+}
+a=(); b=(); c=(); r=(); rc=()
 for i in $(seq 1 "$N"); do
-    if [ $((i % 2)) -eq 1 ]; then run_a "$i"; run_b "$i"; else run_b "$i"; run_a "$i"; fi
+    if [ $((i % 2)) -eq 1 ]; then run_a "$i"; run_b "$i"; run_c "$i"; else run_c "$i"; run_b "$i"; run_a "$i"; fi
     a+=("$(cat "$work/a$i")"); b+=("$(cat "$work/b$i")")
+    if [ -n "$LESS" ]; then
+        c+=("$(cat "$work/c$i")")
+        rc+=("$(echo "${b[-1]} / ${c[-1]}" | bc -l)")
+        printf 'pair %2d  recorded with %s %8.1f ms  ratio recorded / that %.3f\n' "$i" "$LESS" "${c[-1]}" "${rc[-1]}"
+    fi
     lost=$(sqlite3 "$work/run$i.coldstart" "select coalesce(sum(count), 0) from loss where source = 'tracefs'")
     fills=$(sqlite3 "$work/run$i.coldstart" "select count(*) from page_fill")
     cpu=$(sqlite3 "$work/run$i.coldstart" "select text from note where text like 'capture threads used%'" | awk '{print $4}')
@@ -43,3 +59,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(
 ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
 echo "median untraced ${ma} ms, recorded ${mb} ms, overhead of the medians $(echo "($mb / $ma - 1) * 100" | bc -l | xargs printf '%.1f')%"
 echo "median of the per-pair ratios recorded/untraced: $(median "${r[@]}" | xargs printf '%.3f')"
+if [ -n "$LESS" ]; then
+    mc=$(median "${c[@]}")
+    echo "median recorded with $LESS ${mc} ms; what it turns off costs $(echo "($mb / $mc - 1) * 100" | bc -l | xargs printf '%.1f')% of the medians, per-pair ratio median $(median "${rc[@]}" | xargs printf '%.3f')"
+fi
