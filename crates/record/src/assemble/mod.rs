@@ -153,8 +153,10 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         }
         stacks::stack_tables(
             &decoded,
+            setup.stack_bytes as usize,
             streams,
             |pid| tree.system_wide || tree.in_scope.contains(&pid),
+            |pid| !setup.per_task && tree.processes.iter().any(|p| p.pid == pid && p.start_ns.is_none()),
             |t| clock.boot(t),
             system,
         )

@@ -199,6 +199,11 @@ struct Builder<'a> {
     cache: framehop::x86_64::CacheX86_64,
     unwound: u64,
     fell_back: u64,
+    /// Bytes of user stack each sample copied, and the most any unwinding read.
+    stack_bytes: usize,
+    deepest_read: usize,
+    /// Stacks deeper than their copy.
+    cut_short: u64,
 }
 
 impl Builder<'_> {
@@ -293,9 +298,14 @@ impl Builder<'_> {
                 u
             }
         };
+        let (mut deepest, mut past_copy) = (0, false);
         let mut read_stack = |addr: u64| -> Result<u64, ()> {
             let at = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
-            let word = stack.get(at..at + 8).ok_or(())?;
+            let Some(word) = stack.get(at..at + 8) else {
+                past_copy = true;
+                return Err(());
+            };
+            deepest = deepest.max(at + 8);
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
         let regs = framehop::x86_64::UnwindRegsX86_64::new(ip, sp, bp);
@@ -313,6 +323,12 @@ impl Builder<'_> {
                 Err(_) => break false,
             }
         };
+        drop(frames);
+        self.deepest_read = self.deepest_read.max(deepest);
+        // A copy shorter than asked for ends at the top of the stack; a full one may cut it.
+        if !complete && past_copy && stack.len() >= self.stack_bytes {
+            self.cut_short += 1;
+        }
         if complete || unwound.len() >= fp_chain.len() {
             self.unwound += 1;
             unwound
@@ -342,11 +358,15 @@ impl Builder<'_> {
 }
 
 /// Builds the stack tables from `perf` (the bytes of its streams in `streams`), keeping
-/// the samples of processes `in_scope`; `to_trace_time` converts the boot-clock times.
+/// the samples of processes `in_scope`; the mappings of those that `existed_before` the
+/// recording (no mmap record names them) come from /proc; `to_trace_time` converts the
+/// boot-clock times.
 pub fn stack_tables(
     perf: &PerfData,
+    stack_bytes: usize,
     streams: &[Vec<u8>],
     in_scope: impl Fn(i32) -> bool,
+    existed_before: impl Fn(i32) -> bool,
     to_trace_time: impl Fn(u64) -> Nanos,
     system: &dyn SystemView,
 ) -> StackTables {
@@ -364,6 +384,9 @@ pub fn stack_tables(
         cache: framehop::x86_64::CacheX86_64::new(),
         unwound: 0,
         fell_back: 0,
+        stack_bytes,
+        deepest_read: 0,
+        cut_short: 0,
     };
     let time_of_space = |e: &SpaceEvent| match e {
         SpaceEvent::Exec { time, .. } | SpaceEvent::Fork { time, .. } => *time,
@@ -404,8 +427,9 @@ pub fn stack_tables(
                     out_of_scope += 1;
                     continue;
                 }
-                if !mapped.contains(&s.pid) {
-                    // A process that existed before the recording: its mappings from /proc.
+                if !mapped.contains(&s.pid) && existed_before(s.pid) {
+                    // Its mappings from /proc, while it runs (a pid of a process started during the
+                    // recording may name another process by now).
                     mapped.insert(s.pid);
                     let maps = system.proc_maps(s.pid).map(|t| parse_maps(&t, s.pid)).unwrap_or_default();
                     let space = spaces.entry(s.pid).or_default();
@@ -464,6 +488,16 @@ pub fn stack_tables(
                 .into(),
         );
     }
+    if b.unwound + b.fell_back > 0 {
+        out.notes.push(format!(
+            "user stacks: {} unwound from the copied stack ({} KiB each), which needed at most {:.1} KiB; {} were \
+             deeper than the copy and miss their outermost callers",
+            b.unwound + b.fell_back,
+            b.stack_bytes / 1024,
+            b.deepest_read as f64 / 1024.0,
+            b.cut_short
+        ));
+    }
     if b.fell_back > 0 {
         out.notes.push(format!(
             "{} of {} user stacks could not be unwound from their unwind tables and use the frame-pointer chain",
@@ -502,6 +536,11 @@ fn parse_maps(text: &str, pid: i32) -> Vec<RawMmap> {
             let (start, end) = range.split_once('-')?;
             let start = u64::from_str_radix(start, 16).ok()?;
             let end = u64::from_str_radix(end, 16).ok()?;
+            // `[vsyscall]` lies in the kernel's half: no sample's user frame is there, and the
+            // trace's offsets stop at 63 bits.
+            if end > i64::MAX as u64 {
+                return None;
+            }
             Some(RawMmap {
                 time: 0,
                 pid,
@@ -513,4 +552,38 @@ fn parse_maps(text: &str, pid: i32) -> Vec<RawMmap> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_maps_give_the_executable_file_mappings_below_the_kernel() {
+        let maps = "\
+55d4a5c00000-55d4a5c04000 r--p 00000000 fe:01 1234 /usr/bin/dash
+55d4a5c04000-55d4a5c19000 r-xp 00004000 fe:01 1234 /usr/bin/dash
+7ffd1c5f4000-7ffd1c5f6000 r-xp 00000000 00:00 0 [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+";
+        let found: Vec<(u64, u64, u64, String)> =
+            parse_maps(maps, 7).into_iter().map(|m| (m.start, m.len, m.pgoff, m.path)).collect();
+        assert_eq!(
+            found,
+            [
+                (0x55d4_a5c0_4000, 0x15000, 0x4000, "/usr/bin/dash".to_owned()),
+                (0x7ffd_1c5f_4000, 0x2000, 0, "[vdso]".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn kallsyms_name_the_function_an_address_falls_in() {
+        let symbols = kernel_symbols(
+            "ffffffff81000000 T _stext\nffffffff81001000 t clear_page_erms\nffffffff81002000 D some_data\n\
+             0000000000000000 T hidden",
+        );
+        assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8100_1234).as_deref(), Some("clear_page_erms"));
+        assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8000_0000), None);
+    }
 }
