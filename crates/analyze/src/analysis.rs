@@ -59,6 +59,9 @@ pub struct Analysis {
     pub losses: Vec<Loss>,
     /// Odd or missing data the analysis noticed; printed by every report.
     pub warnings: Vec<Warning>,
+    /// Where the CPU went, from the stack samples; absent when the trace has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_profile: Option<crate::cpu::CpuProfile>,
 }
 
 /// What was traced, where, and how (from the trace's meta and disk tables).

@@ -11,6 +11,7 @@
 
 mod analysis;
 mod context;
+mod cpu;
 mod critical;
 mod disk;
 pub mod doctor;
@@ -25,6 +26,7 @@ pub mod units;
 mod warnings;
 
 pub use analysis::*;
+pub use cpu::{CpuFunction, CpuLibrary, CpuProfile, PhaseCpu, SegmentCpu};
 pub use ranking::{RankBy, ReadFilter};
 
 use coldstart_trace::{Nanos, Trace};
@@ -77,6 +79,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let start = time::start_breakdown(&ctx, origin, end);
     let phases = phases::phases(&ctx, origin, end, &coalesced.reads, &times.wait_top_file);
     let critical_path = ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
+    let cpu_profile = cpu::cpu_profile(trace, origin, end, &phases, critical_path.as_ref());
     let disks = disk::disks(&ctx);
     let (page_use, page_use_by_file) = pageuse::page_use(&ctx);
     let problems = warnings::check(&ctx, trace_end, &times.anomalies, &mut warnings);
@@ -132,6 +135,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         marks,
         losses: trace.losses.clone(),
         warnings,
+        cpu_profile,
     };
     analysis.by_file = analysis.rank(RankBy::File, &ReadFilter::default());
     analysis.by_process = analysis.rank(RankBy::Process, &ReadFilter::default());

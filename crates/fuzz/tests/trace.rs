@@ -2,8 +2,8 @@
 //! down to a few hundred rows so thousands run a minute) with cells changed by SQL
 //! (wrong types, NULLs, edge numbers, unknown words, dangling ids), rows deleted or
 //! doubled, or the file's bytes garbled. A file that does not read must give an
-//! error; one that reads must analyse, diagnose and report as text, JSON, SVG, HTML
-//! and Chrome JSON without a panic.
+//! error; one that reads must analyse, diagnose and report as text, JSON, SVG, HTML,
+//! Chrome JSON and collapsed stacks without a panic.
 
 use std::io::Read;
 use std::path::Path;
@@ -48,7 +48,8 @@ fn schema() -> &'static Vec<(String, Vec<String>)> {
 }
 
 /// Keeps the first files the start filled pages of, the rows that name them, and the
-/// first rows of the long tables; adds a mark (the fixtures have none).
+/// first rows of the long tables; adds a mark and a few CPU stack samples (the fixtures
+/// have none).
 const CUT_DOWN: &str = "
 PRAGMA foreign_keys = OFF;
 DELETE FROM file WHERE id NOT IN
@@ -64,6 +65,19 @@ DELETE FROM sched WHERE rowid NOT IN (SELECT rowid FROM sched ORDER BY rowid LIM
 DELETE FROM wakeup WHERE rowid NOT IN (SELECT rowid FROM wakeup ORDER BY rowid LIMIT 100);
 DELETE FROM process_sample WHERE rowid NOT IN (SELECT rowid FROM process_sample ORDER BY rowid LIMIT 40);
 INSERT INTO mark SELECT start_ns + 1000000, pid, 'ready', 'marks_file' FROM process ORDER BY rowid LIMIT 1;
+CREATE TABLE IF NOT EXISTS mapping (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, t_ns INTEGER NOT NULL,
+    start INTEGER NOT NULL, end INTEGER NOT NULL, file_offset INTEGER NOT NULL, path TEXT NOT NULL, build_id TEXT);
+CREATE TABLE IF NOT EXISTS frame (id INTEGER PRIMARY KEY, mapping_id INTEGER, kernel INTEGER NOT NULL,
+    address INTEGER NOT NULL, symbol TEXT);
+CREATE TABLE IF NOT EXISTS stack (id INTEGER PRIMARY KEY, parent_id INTEGER, frame_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS stack_sample (t_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+    cpu INTEGER NOT NULL, stack_id INTEGER);
+INSERT INTO mapping SELECT 1, pid, 0, 4194304, 4259840, 4096, '/usr/bin/app', '85b8410a2553a898' FROM process ORDER BY rowid LIMIT 1;
+INSERT INTO frame VALUES (1, 1, 0, 4194500, 'main'), (2, 1, 0, 4195000, NULL), (3, NULL, 1, -2130706432, 'clear_page_erms');
+INSERT INTO stack VALUES (1, NULL, 1), (2, 1, 2), (3, 2, 3);
+INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 1000000, pid, pid, 0, 2 FROM process ORDER BY rowid LIMIT 3;
+INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 2000000, pid, pid, 1, 3 FROM process ORDER BY rowid LIMIT 3;
+INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 3000000, pid, pid, 1, NULL FROM process ORDER BY rowid LIMIT 1;
 PRAGMA page_size = 4096;
 VACUUM;
 ";
@@ -297,6 +311,7 @@ fn check_charts(bytes: &[u8], charts: &[usize]) {
     let text = coldstart_report::text::Options::default();
     coldstart_report::text::report_with_findings(&analysis, Some(&diagnosis), &text, &mut out).unwrap();
     coldstart_report::json::write_with_doctor(&analysis, &diagnosis, &mut out).unwrap();
+    coldstart_report::export::folded::write(&trace, &Default::default(), &mut out).unwrap();
     // The chart, the page and the export take most of the time: one of them per input
     // (chosen by its length, so that a failing input fails again).
     for chart in charts {
@@ -326,6 +341,8 @@ fn the_cut_down_fixtures_read_with_rows_in_every_long_table() {
         assert!((1..=40).contains(&trace.files.len()), "{} files", trace.files.len());
         assert_eq!(trace.page_fills.len(), 300);
         assert!(!trace.block_ios.is_empty() && !trace.sched.is_empty() && trace.marks.len() == 1);
+        assert_eq!((trace.frames.len(), trace.stacks.len()), (3, 3));
+        assert!(trace.stack_samples.len() >= 3, "{} stack samples", trace.stack_samples.len());
         check_charts(seed, &[0, 1, 2]);
     }
 }
@@ -337,6 +354,12 @@ fn read_changed(seed: &[u8], sql: &str) -> Result<Trace, coldstart_trace::TraceE
     std::fs::write(&path, seed).unwrap();
     Connection::open(&path).unwrap().execute_batch(sql).unwrap();
     Trace::read(&path)
+}
+
+#[test]
+fn a_stack_whose_parent_is_not_before_it_is_refused() {
+    let err = read_changed(&seeds()[0], "UPDATE stack SET parent_id = 3 WHERE id = 3").unwrap_err();
+    assert!(err.to_string().contains("table stack, column parent_id: 3"), "{err}");
 }
 
 #[test]

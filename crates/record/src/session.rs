@@ -15,6 +15,7 @@ use crate::assemble::{Summary, assemble};
 use crate::capture::connector::ProcWatch;
 use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
+use crate::capture::perf::PerfCapture;
 use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
 use crate::error::{IoContext, RecordError, Result};
 use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
@@ -41,6 +42,8 @@ pub struct RecordConfig {
     /// Run the command as root even under sudo.
     pub as_root: bool,
     pub sample_hz: f64,
+    /// CPU samples with stacks (perf), or `None` for none (`--no-cpu-samples`).
+    pub cpu_samples: Option<crate::capture::perf::PerfOptions>,
     /// Per-CPU ring buffer of each instance, KiB.
     pub buffer_kb: u32,
     /// Wake the page reader when a per-CPU buffer is this full (percent).
@@ -60,6 +63,7 @@ impl Default for RecordConfig {
             cold: false,
             as_root: false,
             sample_hz: 50.0,
+            cpu_samples: Some(crate::capture::perf::PerfOptions::default()),
             buffer_kb: 8192,
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
@@ -358,8 +362,20 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
         }
     };
+    let mut perf_thread = None;
     let result = run_command(
-        config, &also, &tracefs, &instances, &spool, &scope, &stop, &output, &cpus, page_size, &mut notes,
+        config,
+        &also,
+        &tracefs,
+        &instances,
+        &spool,
+        &scope,
+        &stop,
+        &output,
+        &cpus,
+        page_size,
+        &mut notes,
+        &mut perf_thread,
     );
     stop.fire();
     for inst in &instances.list {
@@ -370,6 +386,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let opens = join(threads.opens, "fanotify", &mut cpu);
     let procs_lost = join(threads.procs, "proc connector", &mut cpu);
     let samples = join(threads.samples, "sampler", &mut cpu);
+    let perf_bytes = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
     let (end_partial, exit_code) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -379,6 +396,9 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         }
     };
     let (pages, opens, procs_lost, _samples) = (pages?, opens?, procs_lost?, samples?);
+    if let Some(bytes) = perf_bytes {
+        notes.push(format!("{} KiB of CPU samples with stacks copied", bytes? / 1024));
+    }
     let mut end = end_partial;
     for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
         for &cpu in &cpus {
@@ -440,6 +460,7 @@ fn run_command(
     cpus: &[u16],
     page_size: usize,
     notes: &mut Vec<String>,
+    perf_thread: &mut Option<Handle<u64>>,
 ) -> Result<(SpoolEnd, i32)> {
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
@@ -477,6 +498,21 @@ fn run_command(
         if path.exists() {
             let list: Vec<String> = tids.iter().map(i32::to_string).collect();
             std::fs::write(&path, list.join(" ")).at(&path)?;
+        }
+    }
+    if let Some(options) = config.cpu_samples {
+        // The tree alone is followed from its root; tasks that exist already need whole CPUs.
+        let pid = (!config.system && also_pids.is_empty()).then_some(root_pid);
+        match PerfCapture::open(spool, pid, cpus, options) {
+            Ok(capture) => {
+                let stop = stop.clone();
+                *perf_thread = Some(spawn(move || capture.run(stop)));
+            }
+            Err(e) => notes.push(format!(
+                "CPU samples with stacks are not recorded: {} (perf_event_open needs root, or \
+                 kernel.perf_event_paranoid at most 1 for a command's tree)",
+                coldstart_trace::error_chain(&e)
+            )),
         }
     }
     for inst in &instances.list {

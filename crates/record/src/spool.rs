@@ -433,7 +433,7 @@ impl Spool {
         Ok(File::from(openat(&*self.fd, name, flags, Mode::empty())?))
     }
 
-    fn read_file(&self, name: &str) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read_file(&self, name: &str) -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::new();
         self.open_file(name)?.read_to_end(&mut bytes)?;
         Ok(bytes)

@@ -164,3 +164,149 @@ impl Drop for Mapping {
         let _ = unsafe { munmap(self.addr, self.len) };
     }
 }
+
+/// `struct perf_event_attr` as of `PERF_ATTR_SIZE_VER8` (136 bytes): the fields the
+/// recorder sets are named, the rest stay zero.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PerfEventAttr {
+    pub kind: u32,
+    pub size: u32,
+    pub config: u64,
+    pub sample_period_or_freq: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub flags: u64,
+    pub wakeup_events_or_watermark: u32,
+    pub bp_type: u32,
+    pub config1: u64,
+    pub config2: u64,
+    pub branch_sample_type: u64,
+    pub sample_regs_user: u64,
+    pub sample_stack_user: u32,
+    pub clockid: i32,
+    pub sample_regs_intr: u64,
+    pub aux_watermark: u32,
+    pub sample_max_stack: u16,
+    pub reserved_2: u16,
+    pub aux_sample_size: u32,
+    pub reserved_3: u32,
+    pub sig_data: u64,
+}
+
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+
+/// perf_event_open(2) for `pid` (-1: every task) on `cpu`, close-on-exec.
+pub(crate) fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    // SAFETY: `attr` is a valid, fully initialised perf_event_attr whose `size` says how much the
+    // kernel may read; the returned fd is owned at once.
+    let raw = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            pid as libc::pid_t,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
+}
+
+/// Turns a perf event on or off.
+pub(crate) fn perf_event_enable(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    let request = if on { PERF_EVENT_IOC_ENABLE } else { PERF_EVENT_IOC_DISABLE };
+    // SAFETY: a perf ioctl without argument on an fd we own.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), request, 0) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// A perf event's mmapped ring buffer: one metadata page, then `data_size` bytes of records.
+pub(crate) struct PerfRing {
+    base: std::ptr::NonNull<libc::c_void>,
+    len: usize,
+    data_offset: usize,
+    data_size: usize,
+}
+
+// SAFETY: the mapping belongs to the ring alone; the kernel is the only other writer and the
+// head and tail are accessed with atomics.
+unsafe impl Send for PerfRing {}
+
+impl PerfRing {
+    /// Maps the ring of `fd` with `data_pages` (a power of two) pages of records.
+    pub(crate) fn map(fd: &OwnedFd, data_pages: usize, page_size: usize) -> io::Result<PerfRing> {
+        let len = (data_pages + 1) * page_size;
+        let length = NonZeroUsize::new(len).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a fresh shared mapping of the perf fd; only this ring refers to it.
+        let base = unsafe {
+            mmap(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd.as_fd(),
+                0,
+            )
+        }?;
+        let mut ring = PerfRing { base, len, data_offset: page_size, data_size: data_pages * page_size };
+        // Kernels since 4.1 say where the data lies; older ones leave these 0.
+        let (offset, size) = (ring.meta_u64(1040) as usize, ring.meta_u64(1048) as usize);
+        if size > 0 && offset + size <= len {
+            ring.data_offset = offset;
+            ring.data_size = size;
+        }
+        Ok(ring)
+    }
+
+    fn meta_u64(&self, at: usize) -> u64 {
+        // SAFETY: `at` is an 8-aligned offset inside the metadata page.
+        unsafe { std::ptr::read_volatile(self.base.as_ptr().cast::<u8>().add(at).cast::<u64>()) }
+    }
+
+    fn atomic(&self, at: usize) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: `data_head` (1024) and `data_tail` (1032) are 8-aligned u64s of the metadata
+        // page, shared with the kernel, which lives as long as `self`.
+        unsafe { &*self.base.as_ptr().cast::<u8>().add(at).cast::<std::sync::atomic::AtomicU64>() }
+    }
+
+    /// Hands every byte the kernel wrote since the last call to `sink`, in order (one or
+    /// two slices where the ring wraps), then frees that space. Returns the bytes handed.
+    pub(crate) fn drain(&mut self, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<u64> {
+        use std::sync::atomic::Ordering;
+        let head = self.atomic(1024).load(Ordering::Acquire);
+        let tail = self.atomic(1032).load(Ordering::Relaxed);
+        let available = head.wrapping_sub(tail);
+        if available == 0 {
+            return Ok(0);
+        }
+        let size = self.data_size as u64;
+        let available = available.min(size);
+        let start = (tail % size) as usize;
+        let first = (available as usize).min(self.data_size - start);
+        // SAFETY: both slices lie inside the data area; the kernel does not write the bytes
+        // between tail and head until the tail moves past them.
+        let data = unsafe {
+            std::slice::from_raw_parts(self.base.as_ptr().cast::<u8>().add(self.data_offset), self.data_size)
+        };
+        sink(&data[start..start + first])?;
+        if first < available as usize {
+            sink(&data[..available as usize - first])?;
+        }
+        self.atomic(1032).store(tail.wrapping_add(available), Ordering::Release);
+        Ok(available)
+    }
+}
+
+impl Drop for PerfRing {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `map` mapped; no slice into it outlives `drain`.
+        let _ = unsafe { munmap(self.base, self.len) };
+    }
+}

@@ -373,3 +373,69 @@ fn a_spool_without_its_end_gives_a_partial_trace_ending_at_its_last_event() {
     let disk = &trace.disks[0];
     assert_eq!((disk.read_bytes, disk.read_ios), (None, None), "no diskstats at the end without samples");
 }
+
+/// A perf record: header (type, misc, size) and body.
+fn perf_record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let mut out = kind.to_ne_bytes().to_vec();
+    out.extend_from_slice(&misc.to_ne_bytes());
+    out.extend_from_slice(&((body.len() + 8) as u16).to_ne_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+fn words(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+#[test]
+fn perf_samples_become_stacks_and_its_lost_records_losses() {
+    use coldstart_record::capture::perf::{
+        PerfSetup, SAMPLE_CALLCHAIN, SAMPLE_CPU, SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spool = write_spool(dir.path(), true);
+    let setup = PerfSetup {
+        sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_CALLCHAIN,
+        regs_user_mask: 0,
+        stack_bytes: 0,
+        hz: 1000,
+        per_task: true,
+        cpus: vec![0],
+    };
+    std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
+    let pid_tid = 100u64 | (100u64 << 32);
+    let trailer = |t: i64| [pid_tid, t as u64, 0];
+    const USER: u64 = -512i64 as u64;
+    // mmap2 (PROT_READ | PROT_EXEC): pid, tid, addr, len, pgoff, maj/min/ino/generation (24 bytes), prot, flags, path, trailer.
+    let mut mmap = words(&[pid_tid, 0x40_0000, 0x1000, 0x1000, 0, 0, 0]);
+    mmap.extend_from_slice(&5u32.to_ne_bytes());
+    mmap.extend_from_slice(&2u32.to_ne_bytes());
+    mmap.extend_from_slice(b"/usr/bin/app\0\0\0\0");
+    mmap.extend(words(&trailer(T0 + 2 * MS)));
+    let mut stream = perf_record(10, 0, &mmap);
+    let sample = |t: i64| words(&[0x40_0123, pid_tid, t as u64, 0, 3, USER, 0x40_0123, 0x40_0456]);
+    stream.extend(perf_record(9, 2, &sample(T0 + 10 * MS)));
+    stream.extend(perf_record(2, 0, &[words(&[1, 17]), words(&trailer(T0 + 11 * MS))].concat()));
+    stream.extend(perf_record(13, 0, &[words(&[3]), words(&trailer(T0 + 12 * MS))].concat()));
+    std::fs::write(dir.path().join("perf-cpu0.raw"), &stream).unwrap();
+
+    let trace = assemble_with(&spool, &FakeSystem::new()).unwrap().trace;
+    let perf_losses: Vec<(&str, u64)> = trace
+        .losses
+        .iter()
+        .filter(|l| l.source == LossSource::Perf)
+        .map(|l| (l.what.as_str(), l.count))
+        .collect();
+    assert_eq!(perf_losses, [("samples lost", 3), ("records lost (ring buffer full)", 17)]);
+    let [mapping] = &trace.mappings[..] else { panic!("{:?}", trace.mappings) };
+    assert_eq!(
+        (mapping.pid, mapping.start, mapping.end, mapping.path.as_str()),
+        (100, 0x40_0000, 0x40_1000, "/usr/bin/app")
+    );
+    let [sample] = &trace.stack_samples[..] else { panic!("{:?}", trace.stack_samples) };
+    assert_eq!((sample.t_ns, sample.pid, sample.tid), (10 * MS, 100, 100));
+    let index = coldstart_trace::StackIndex::new(&trace);
+    let names: Vec<String> = index.frames(sample.stack_id).iter().map(|f| index.name(f)).collect();
+    // The caller's return address is looked up one byte back, in the call instruction.
+    assert_eq!(names, ["app+0x1123", "app+0x1455"]);
+}

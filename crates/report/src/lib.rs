@@ -16,6 +16,7 @@
 
 pub mod export;
 pub mod findings;
+pub mod flamegraph;
 pub mod html;
 pub mod json;
 pub mod process_order;

@@ -74,6 +74,7 @@ pub fn report_with_findings(
         crate::findings::section(a, d, options.top, &mut out)?;
     }
     phases(a, &mut out)?;
+    cpu(a, options, &mut out)?;
     milestones(a, &mut out)?;
     top_files(a, options, &mut out)?;
     top_processes(a, options, &mut out)?;
@@ -430,7 +431,13 @@ fn outside_waits_of(cp: &CriticalPath, pid: Option<i32>) -> Vec<(WakerProcess, N
 /// What a segment of the critical path was doing, in words.
 fn doing(a: &Analysis, s: &PathSegment) -> String {
     match s.kind {
-        SegmentKind::Cpu => "running".to_owned(),
+        SegmentKind::Cpu => match hottest_in(a, s) {
+            Some(h) => format!(
+                "running, mostly {} ({}, {} of {} samples)",
+                h.hottest.name, h.hottest.library, h.hottest.self_samples, h.samples
+            ),
+            None => "running".to_owned(),
+        },
         SegmentKind::CpuWait => "waiting for a CPU".to_owned(),
         SegmentKind::IoWait if s.files.is_empty() => "I/O wait (no file seen)".to_owned(),
         SegmentKind::IoWait => {
@@ -456,6 +463,15 @@ fn doing(a: &Analysis, s: &PathSegment) -> String {
         SegmentKind::Untraced => "no scheduler data".to_owned(),
     }
 }
+
+/// The stack samples of a CPU segment of the critical path, if it has any.
+fn hottest_in<'a>(a: &'a Analysis, s: &PathSegment) -> Option<&'a coldstart_analyze::SegmentCpu> {
+    let cp = a.critical_path.as_ref()?;
+    a.cpu_profile.as_ref()?.critical_path.iter().find(|c| cp.segments.get(c.segment) == Some(s))
+}
+
+/// CPU segments of the critical path listed with their hottest function.
+const PATH_CPU_LISTED: usize = 5;
 
 fn segment_table(a: &Analysis, segments: &[&PathSegment], out: &mut dyn Write) -> io::Result<()> {
     let mut table = Table::new(&[
@@ -571,6 +587,17 @@ fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
         writeln!(out, "  Longest waits (I/O, other processes, sleeps), in time order")?;
         segment_table(a, &waits, out)?;
     }
+    let mut runs: Vec<&PathSegment> =
+        cp.segments.iter().filter(|s| s.kind == SegmentKind::Cpu && hottest_in(a, s).is_some()).collect();
+    runs.sort_by(|x, y| {
+        (y.end_ns - y.start_ns).cmp(&(x.end_ns - x.start_ns)).then(x.start_ns.cmp(&y.start_ns))
+    });
+    runs.truncate(PATH_CPU_LISTED);
+    runs.sort_by_key(|s| s.start_ns);
+    if !runs.is_empty() {
+        writeln!(out, "  Longest CPU runs, named by the function most of their samples were in")?;
+        segment_table(a, &runs, out)?;
+    }
     match options.path {
         PathDetail::Summary => writeln!(
             out,
@@ -600,6 +627,54 @@ fn phases(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         table.row(vec![(i + 1).to_string(), secs(p.start_ns), secs(p.end_ns), format!("{}{mark}", p.name)]);
     }
     table.write(out, "  ")
+}
+
+fn cpu(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let Some(p) = &a.cpu_profile else { return Ok(()) };
+    writeln!(out, "\nWhere the CPU went (stack samples from the command's start to ready)")?;
+    if p.samples == 0 {
+        return writeln!(out, "  no samples in that time");
+    }
+    let total = p.samples as f64;
+    writeln!(
+        out,
+        "  {} samples; functions by samples in them (self) and under them (total)",
+        count(p.samples)
+    )?;
+    let mut table = Table::new(&[
+        ("self", Align::Right),
+        ("total", Align::Right),
+        ("function", Align::Left),
+        ("in", Align::Left),
+    ]);
+    for f in p.functions.iter().take(options.top) {
+        table.row(vec![
+            percent(f.self_samples as f64, total),
+            percent(f.samples as f64, total),
+            f.name.clone(),
+            f.library.clone(),
+        ]);
+    }
+    table.write(out, "    ")?;
+    let libraries: Vec<String> = p
+        .libraries
+        .iter()
+        .take(options.top)
+        .map(|l| format!("{} {}", l.name, percent(l.self_samples as f64, total)))
+        .collect();
+    writeln!(out, "  By file: {}", libraries.join(", "))?;
+    if p.phases.len() > 1 {
+        writeln!(out, "  By phase (as numbered above)")?;
+        for ph in p.phases.iter().filter(|ph| ph.samples > 0) {
+            let top: Vec<String> = ph
+                .functions
+                .iter()
+                .map(|f| format!("{} {}", f.name, percent(f.self_samples as f64, ph.samples as f64)))
+                .collect();
+            writeln!(out, "    {}: {} samples: {}", ph.phase + 1, count(ph.samples), top.join(", "))?;
+        }
+    }
+    Ok(())
 }
 
 fn milestones(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

@@ -70,6 +70,9 @@ pub fn anonymize(trace: &mut Trace) -> Anonymized {
     for m in &mut trace.marks {
         fix(&mut m.name);
     }
+    for m in &mut trace.mappings {
+        fix(&mut m.path);
+    }
     Anonymized { users: users.into_iter().collect(), host: host.is_some(), values_changed: changed }
 }
 
@@ -105,6 +108,7 @@ fn user_names(trace: &Trace) -> BTreeSet<String> {
         p.argv.iter().for_each(|a| scan(a));
     }
     trace.execs.iter().for_each(|e| scan(&e.path));
+    trace.mappings.iter().for_each(|m| scan(&m.path));
     if let Some(user) = trace.meta.user.as_deref().filter(|u| !u.is_empty() && *u != "root") {
         users.insert(user.to_owned());
     }

@@ -14,6 +14,7 @@ mod index;
 mod model;
 mod reader;
 pub mod schema;
+mod stacks;
 mod text;
 mod writer;
 
@@ -22,5 +23,6 @@ pub use dev::{Dev, ParseDevError};
 pub use error::{Result, TraceError, error_chain};
 pub use index::{FileIndex, ProcessIndex};
 pub use model::*;
+pub use stacks::StackIndex;
 pub use text::{OpenTextEnum, ParseReadyReasonError, TextEnum};
 pub use writer::TraceWriter;

@@ -34,6 +34,15 @@ pub struct Trace {
     pub cpu_samples: Vec<CpuSample>,
     pub disk_samples: Vec<DiskSample>,
     pub process_samples: Vec<ProcessSample>,
+    /// Executable mappings the stack samples' addresses belong to (format 3 on).
+    #[serde(default)]
+    pub mappings: Vec<Mapping>,
+    #[serde(default)]
+    pub frames: Vec<Frame>,
+    #[serde(default)]
+    pub stacks: Vec<Stack>,
+    #[serde(default)]
+    pub stack_samples: Vec<StackSample>,
 }
 
 /// Where a trace came from.
@@ -212,6 +221,8 @@ pub enum LossSource {
     Fanotify,
     /// The proc connector: messages the socket dropped, argv not read after an exec.
     ProcConnector,
+    /// CPU samples (perf): samples the kernel could not write, records a full ring buffer dropped.
+    Perf,
     /// The file table: inodes never named, files whose extents could not be mapped.
     Files,
     /// The spool's record files (lines a killed recorder left torn).
@@ -553,4 +564,56 @@ pub struct ProcessSample {
     /// Major page faults during the interval.
     pub major_faults: u64,
     pub rss_bytes: Option<u64>,
+}
+
+/// A file (or anonymous region) mapped executable into a process, from `start` to
+/// `end` (exclusive), `file_offset` the offset in the file of `start`: with the path
+/// and build id, enough to symbolize its addresses again, elsewhere.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mapping {
+    pub id: u32,
+    pub pid: i32,
+    /// When it was mapped (0 for mappings that existed before the recording).
+    pub t_ns: Nanos,
+    pub start: u64,
+    pub end: u64,
+    pub file_offset: u64,
+    /// The file's path, or a name in brackets (`[vdso]`, `[anon]`).
+    pub path: String,
+    /// The ELF build id, lower-case hex, when known.
+    pub build_id: Option<String>,
+}
+
+/// One code address of a stack: in a mapping, or in the kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    pub id: u32,
+    /// The mapping it lies in; `None` for the kernel and for addresses in no known mapping.
+    pub mapping_id: Option<u32>,
+    pub kernel: bool,
+    /// The instruction's address (a return address minus one for callers).
+    pub address: u64,
+    /// The function, when a symbol table named it.
+    pub symbol: Option<String>,
+}
+
+/// A node of the prefix tree of stacks: `frame_id` called from the stack `parent_id`
+/// (`None`: the outermost frame). A sample's stack is its leaf node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stack {
+    pub id: u32,
+    /// Always less than `id` (parents are written first).
+    pub parent_id: Option<u32>,
+    pub frame_id: u32,
+}
+
+/// A recorded thread seen running on a CPU by the sampling clock (`perf`, about 1 kHz).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackSample {
+    pub t_ns: Nanos,
+    pub pid: i32,
+    pub tid: i32,
+    pub cpu: u32,
+    /// Its stack, innermost frame first when walked; `None` when no frame was found.
+    pub stack_id: Option<u32>,
 }

@@ -431,6 +431,53 @@ impl Reader<'_> {
                     rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes")?,
                 })
             })?,
+            mappings: self.rows_if_table("mapping", "SELECT * FROM mapping ORDER BY id", |r| {
+                Ok(Mapping {
+                    id: r.get("id")?,
+                    pid: r.get("pid")?,
+                    t_ns: time(r, "mapping", "t_ns")?,
+                    start: unsigned(r, "mapping", "start")?,
+                    end: unsigned(r, "mapping", "end")?,
+                    file_offset: unsigned(r, "mapping", "file_offset")?,
+                    path: r.get("path")?,
+                    build_id: r.get("build_id")?,
+                })
+            })?,
+            frames: self.rows_if_table("frame", "SELECT * FROM frame ORDER BY id", |r| {
+                Ok(Frame {
+                    id: r.get("id")?,
+                    mapping_id: r.get("mapping_id")?,
+                    kernel: r.get("kernel")?,
+                    address: r.get::<_, i64>("address")? as u64,
+                    symbol: r.get("symbol")?,
+                })
+            })?,
+            stacks: self.rows_if_table("stack", "SELECT * FROM stack ORDER BY id", |r| {
+                let id: u32 = r.get("id")?;
+                let parent_id: Option<u32> = r.get("parent_id")?;
+                if parent_id.is_some_and(|p| p >= id) {
+                    return Err(TraceError::OutOfRange {
+                        table: "stack",
+                        column: "parent_id",
+                        value: parent_id.map(|p| p.to_string()).unwrap_or_default(),
+                        allowed: "less than the row's id",
+                    });
+                }
+                Ok(Stack { id, parent_id, frame_id: r.get("frame_id")? })
+            })?,
+            stack_samples: self.rows_if_table(
+                "stack_sample",
+                "SELECT * FROM stack_sample ORDER BY rowid",
+                |r| {
+                    Ok(StackSample {
+                        t_ns: time(r, "stack_sample", "t_ns")?,
+                        pid: r.get("pid")?,
+                        tid: r.get("tid")?,
+                        cpu: r.get("cpu")?,
+                        stack_id: r.get("stack_id")?,
+                    })
+                },
+            )?,
         })
     }
 }

@@ -6,7 +6,7 @@
 ///
 /// 2 added `mark.tid` (a new last column) and the `ready_pid`, `ready_tid` and `also`
 /// meta keys; files of format 1 read with them NULL or empty.
-pub const FORMAT_VERSION: i32 = 2;
+pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
 pub const APPLICATION_ID: i32 = 0x436f_6c64;
@@ -180,6 +180,39 @@ CREATE TABLE process_sample (
     cpu_system   REAL NOT NULL,
     major_faults INTEGER NOT NULL,
     rss_bytes    INTEGER
+);
+
+CREATE TABLE mapping (
+    id          INTEGER PRIMARY KEY,
+    pid         INTEGER NOT NULL,
+    t_ns        INTEGER NOT NULL,
+    start       INTEGER NOT NULL,
+    end         INTEGER NOT NULL,
+    file_offset INTEGER NOT NULL,
+    path        TEXT NOT NULL,
+    build_id    TEXT
+);
+
+CREATE TABLE frame (
+    id         INTEGER PRIMARY KEY,
+    mapping_id INTEGER,
+    kernel     INTEGER NOT NULL,
+    address    INTEGER NOT NULL,
+    symbol     TEXT
+);
+
+CREATE TABLE stack (
+    id        INTEGER PRIMARY KEY,
+    parent_id INTEGER,
+    frame_id  INTEGER NOT NULL
+);
+
+CREATE TABLE stack_sample (
+    t_ns     INTEGER NOT NULL,
+    pid      INTEGER NOT NULL,
+    tid      INTEGER NOT NULL,
+    cpu      INTEGER NOT NULL,
+    stack_id INTEGER
 );
 "#;
 

@@ -73,6 +73,7 @@ text_enum! {
         Tracefs => "tracefs",
         Fanotify => "fanotify",
         ProcConnector => "proc connector",
+        Perf => "perf",
         Files => "files",
         Spool => "spool",
         Bootchart2 => "bootchart2",

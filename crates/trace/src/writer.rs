@@ -293,6 +293,41 @@ impl TraceWriter {
         )
     }
 
+    pub fn mapping(&mut self, m: &Mapping) -> Result<()> {
+        self.exec(
+            "INSERT INTO mapping VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                m.id,
+                m.pid,
+                m.t_ns,
+                m.start as i64,
+                m.end as i64,
+                m.file_offset as i64,
+                m.path,
+                m.build_id
+            ],
+        )
+    }
+
+    /// A frame; its address is stored as the bits of a signed integer (kernel addresses read negative).
+    pub fn frame(&mut self, f: &Frame) -> Result<()> {
+        self.exec(
+            "INSERT INTO frame VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![f.id, f.mapping_id, f.kernel, f.address as i64, f.symbol],
+        )
+    }
+
+    pub fn stack(&mut self, s: &Stack) -> Result<()> {
+        self.exec("INSERT INTO stack VALUES (?1, ?2, ?3)", params![s.id, s.parent_id, s.frame_id])
+    }
+
+    pub fn stack_sample(&mut self, s: &StackSample) -> Result<()> {
+        self.exec(
+            "INSERT INTO stack_sample VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![s.t_ns, s.pid, s.tid, s.cpu, s.stack_id],
+        )
+    }
+
     /// Writes every table of `trace`.
     pub fn all(&mut self, trace: &Trace) -> Result<()> {
         self.meta(&trace.meta)?;
@@ -313,7 +348,11 @@ impl TraceWriter {
         trace.marks.iter().try_for_each(|x| self.mark(x))?;
         trace.cpu_samples.iter().try_for_each(|x| self.cpu_sample(x))?;
         trace.disk_samples.iter().try_for_each(|x| self.disk_sample(x))?;
-        trace.process_samples.iter().try_for_each(|x| self.process_sample(x))
+        trace.process_samples.iter().try_for_each(|x| self.process_sample(x))?;
+        trace.mappings.iter().try_for_each(|x| self.mapping(x))?;
+        trace.frames.iter().try_for_each(|x| self.frame(x))?;
+        trace.stacks.iter().try_for_each(|x| self.stack(x))?;
+        trace.stack_samples.iter().try_for_each(|x| self.stack_sample(x))
     }
 
     /// Builds the indexes, commits, syncs and renames the file into place.

@@ -1,6 +1,6 @@
-//! `coldstart export FILE --format chrome|csv`: the trace in other tools' formats —
-//! Trace Event Format JSON for the Perfetto UI and chrome://tracing, or CSV tables
-//! of page fills, coalesced reads and block requests.
+//! `coldstart export FILE --format chrome|csv|folded`: the trace in other tools' formats —
+//! Trace Event Format JSON for the Perfetto UI and chrome://tracing, CSV tables
+//! of page fills, coalesced reads and block requests, or collapsed stacks of the CPU samples.
 
 use std::fs;
 use std::io::Write;
@@ -20,6 +20,9 @@ pub enum FormatArg {
     Chrome,
     /// CSV tables (header row, RFC 4180 quoting, CRLF line ends).
     Csv,
+    /// Collapsed stacks of the CPU samples (`process;outer;…;inner COUNT`), for
+    /// flamegraph.pl, inferno-flamegraph or speedscope.
+    Folded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -48,6 +51,7 @@ impl From<TableArg> for Table {
   coldstart export app.coldstart --format chrome -o app.json     # then open it in ui.perfetto.dev
   coldstart export app.coldstart --format csv -o app-csv/        # page_fills.csv, reads.csv, block_requests.csv
   coldstart export app.coldstart --format csv --table reads | head
+  coldstart export app.coldstart --format folded --phase 2 | inferno-flamegraph > phase2.svg
 
 In the Chrome/Perfetto view, each process and thread is a track with its scheduler states
 as slices and its page fills as instant events; each disk is a track of its block requests;
@@ -66,20 +70,45 @@ pub struct Args {
     /// folder to write every table into (created if missing).
     #[arg(long, short = 'o', value_name = "OUT")]
     pub output: Option<PathBuf>,
+    /// Folded only: the samples of this process (repeatable).
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<i32>,
+    /// Folded only: the samples of this phase (numbered as `coldstart report` lists them).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub phase: Option<u32>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.format == FormatArg::Chrome && args.table.is_some() {
-        bail!("--table applies to --format csv only; the Chrome export always holds everything");
+    if args.format != FormatArg::Csv && args.table.is_some() {
+        bail!("--table applies to --format csv only; the other exports always hold everything");
     }
     if args.format == FormatArg::Csv && args.table.is_none() && args.output.is_none() {
         bail!(
             "CSV holds one table per file: name a folder with -o DIR to get all of them, or pick one with --table"
         );
     }
+    if args.format != FormatArg::Folded && (!args.pid.is_empty() || args.phase.is_some()) {
+        bail!("--pid and --phase apply to --format folded only");
+    }
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
     match (args.format, args.table) {
+        (FormatArg::Folded, _) => {
+            let between = match args.phase {
+                Some(n) => {
+                    let Some(p) = analysis.phases.get(n as usize - 1) else {
+                        bail!("the trace has {} phases: --phase {n} names none", analysis.phases.len());
+                    };
+                    Some((p.start_ns, p.end_ns))
+                }
+                None => None,
+            };
+            let filter = export::folded::Filter { pids: args.pid, between };
+            let mut out = output(args.output.as_ref())?;
+            export::folded::write(&trace, &filter, &mut out)
+                .and_then(|()| out.flush())
+                .context("cannot write the export")?;
+        }
         (FormatArg::Chrome, _) => {
             let mut out = output(args.output.as_ref())?;
             export::chrome::write(&trace, &analysis, &mut out)

@@ -50,6 +50,12 @@ pub struct Args {
     /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000).
     #[arg(long, value_name = "HZ", default_value_t = 50.0, value_parser = sample_rate)]
     pub sample_hz: f64,
+    /// Do not sample the recorded threads' CPU stacks (perf, 1 kHz per CPU by default).
+    #[arg(long)]
+    pub no_cpu_samples: bool,
+    /// Rate of the CPU stack samples, per second and CPU (1 to 10000).
+    #[arg(long, value_name = "HZ", default_value_t = coldstart_record::capture::perf::DEFAULT_HZ, value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
+    pub cpu_sample_hz: u32,
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
@@ -77,6 +83,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cold: args.cold,
         as_root: args.launch.as_root,
         sample_hz: args.sample_hz,
+        cpu_samples: (!args.no_cpu_samples).then(|| coldstart_record::capture::perf::PerfOptions {
+            hz: args.cpu_sample_hz,
+            ..Default::default()
+        }),
         buffer_kb: args.buffer_kb,
         spool_root: args.spool_dir,
         ..RecordConfig::default()

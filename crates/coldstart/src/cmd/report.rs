@@ -18,6 +18,8 @@ pub enum FormatArg {
     Html,
     /// A bootchart-style SVG chart: CPU, disk, process bars, milestones, seek plot; use with -o.
     Svg,
+    /// A flame graph of the CPU samples (SVG, inferno); use with -o.
+    Flamegraph,
 }
 
 /// How much of the critical path the text report lists.
@@ -37,6 +39,7 @@ pub enum CriticalPathArg {
   coldstart report app.coldstart --format json -o app.json
   coldstart report app.coldstart --format html -o app.html
   coldstart report app.coldstart --format svg -o chart.svg
+  coldstart report app.coldstart --format flamegraph -o flame.svg
   coldstart report app.coldstart --top 25 | less
   coldstart report app.coldstart --critical-path full
 
@@ -69,6 +72,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         coldstart_report::svg::write(&trace, &analysis, &Default::default(), &mut svg)
             .context("cannot draw the chart")?;
         Some(svg)
+    } else if args.format == FormatArg::Flamegraph {
+        let mut svg = Vec::new();
+        let title = format!("CPU samples of {}", trace.meta.command.join(" "));
+        coldstart_report::flamegraph::write(&trace, &Default::default(), &title, &mut svg)
+            .context("cannot draw the flame graph")?;
+        Some(svg)
     } else {
         None
     };
@@ -87,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         FormatArg::Html => {
             coldstart_report::html::write(&analysis, timeline.as_ref(), Some(&diagnosis), &mut out)
         }
-        FormatArg::Svg => out.write_all(chart.as_deref().unwrap_or_default()),
+        FormatArg::Svg | FormatArg::Flamegraph => out.write_all(chart.as_deref().unwrap_or_default()),
     }
     .and_then(|()| out.flush())
     .context("cannot write the report")?;

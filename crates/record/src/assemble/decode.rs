@@ -6,6 +6,7 @@ use std::fs;
 
 use crate::capture::connector::ProcRecord;
 use crate::capture::fanotify::OpenRecord;
+use crate::capture::perf::PerfSetup;
 use crate::capture::sampler::SampleRecord;
 use crate::error::{IoContext, Result};
 use crate::ftrace::events::{Decoder, Timed};
@@ -29,6 +30,8 @@ pub struct SpoolData {
     pub torn_lines: usize,
     /// The `marks` file of the spool, if there is one.
     pub marks: Option<String>,
+    /// The perf capture's setup and the bytes of each CPU's stream, if it ran.
+    pub perf: Option<(PerfSetup, Vec<Vec<u8>>)>,
 }
 
 impl SpoolData {
@@ -46,7 +49,18 @@ impl SpoolData {
         samples.drain(..first_after_t0.saturating_sub(1));
         let marks = fs::read_to_string(spool.path("marks")).ok();
         let torn_lines = torn_procs + torn_opens + torn_samples;
-        Ok(SpoolData { start, end, formats, scope, block, procs, opens, samples, torn_lines, marks })
+        let perf = match spool.read_json::<PerfSetup>("perf.json")? {
+            Some(setup) => {
+                let streams = setup
+                    .cpus
+                    .iter()
+                    .map(|cpu| spool.read_file(&format!("perf-cpu{cpu}.raw")).unwrap_or_default())
+                    .collect();
+                Some((setup, streams))
+            }
+            None => None,
+        };
+        Ok(SpoolData { start, end, formats, scope, block, procs, opens, samples, torn_lines, marks, perf })
     }
 
     /// When the recording ended (CLOCK_BOOTTIME): as the recorder said, or, for a

@@ -13,10 +13,12 @@ pub mod fiemap;
 mod files;
 mod marks;
 mod pages;
+mod perf;
 mod procs;
 mod remarks;
 mod samples;
 mod sched;
+mod stacks;
 mod system_view;
 
 use std::collections::{HashMap, HashSet};
@@ -142,8 +144,26 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         page_size,
         system.clock_ticks_per_second(),
     );
-    let losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
+    let mut losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
     let mut notes = remarks::notes(&data, spool, &fp, requeues);
+    let stack_tables = data.perf.as_ref().map(|(setup, streams)| {
+        let mut decoded = perf::PerfData::default();
+        for (i, bytes) in streams.iter().enumerate() {
+            decoded.decode(i, bytes, setup);
+        }
+        stacks::stack_tables(
+            &decoded,
+            setup.stack_bytes as usize,
+            streams,
+            |pid| tree.system_wide || tree.in_scope.contains(&pid),
+            |pid| !setup.per_task && tree.processes.iter().any(|p| p.pid == pid && p.start_ns.is_none()),
+            |t| clock.boot(t),
+            system,
+        )
+    });
+    let stack_tables = stack_tables.unwrap_or_default();
+    losses.extend(stack_tables.losses);
+    notes.extend(stack_tables.notes.into_iter().map(|text| Note { source: NoteSource::Record, text }));
     if wakers_gone > 0 {
         notes.push(Note {
             source: NoteSource::Record,
@@ -188,6 +208,10 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         cpu_samples: rates.cpu,
         disk_samples: rates.disks,
         process_samples: rates.procs,
+        mappings: stack_tables.mappings,
+        frames: stack_tables.frames,
+        stacks: stack_tables.stacks,
+        stack_samples: stack_tables.samples,
     };
     Ok(Assembled { trace, summary })
 }

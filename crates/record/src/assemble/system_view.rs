@@ -57,6 +57,18 @@ pub trait SystemView {
     fn clock_ticks_per_second(&self) -> f64;
     /// The text of a marks file outside the spool (`--marks-file`), if it can be read.
     fn read_marks_file(&self, path: &Path) -> Option<String>;
+    /// The bytes of a mapped executable or library (symbols and unwind tables).
+    fn code_file(&self, _path: &Path) -> Option<Vec<u8>> {
+        None
+    }
+    /// The text of /proc/kallsyms.
+    fn kallsyms(&self) -> Option<String> {
+        None
+    }
+    /// The text of /proc/PID/maps of a live process.
+    fn proc_maps(&self, _pid: i32) -> Option<String> {
+        None
+    }
 }
 
 /// The machine the assembly runs on.
@@ -129,5 +141,17 @@ impl SystemView for LiveSystem {
 
     fn read_marks_file(&self, path: &Path) -> Option<String> {
         fs::read_to_string(path).ok()
+    }
+
+    fn code_file(&self, path: &Path) -> Option<Vec<u8>> {
+        fs::read(path).ok()
+    }
+
+    fn kallsyms(&self) -> Option<String> {
+        fs::read_to_string("/proc/kallsyms").ok()
+    }
+
+    fn proc_maps(&self, pid: i32) -> Option<String> {
+        fs::read_to_string(format!("/proc/{pid}/maps")).ok()
     }
 }

@@ -6,6 +6,7 @@ pub mod connector;
 pub mod fanotify;
 pub mod host_path;
 pub mod pages;
+pub mod perf;
 pub mod sampler;
 
 use std::collections::HashSet;

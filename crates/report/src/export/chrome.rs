@@ -14,7 +14,9 @@
 //!   overlap on one thread, with a `C` counter of requests in flight;
 //! - CPU and disk samples: `C` counters of a "machine" track;
 //! - the analysis's phases and critical path: `X` slices of a "coldstart analysis" track;
-//! - marks and the readiness point: global `i` instant events.
+//! - marks and the readiness point: global `i` instant events;
+//! - CPU stack samples: `i` instant events on their thread named after the innermost
+//!   frame, with the whole stack (outermost first) in `args.stack`.
 //!
 //! Times (`ts`, `dur`) are microseconds since the trace's t = 0, with nanosecond
 //! decimals, shifted by `otherData.t0_us` when the trace has events before its t = 0
@@ -197,6 +199,7 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
         );
         ev.instant((i64::from(f.pid), i64::from(f.tid)), "page_cache", name, "t", f.t_ns, a);
     }
+    stack_samples(&mut ev, trace);
     machine(&mut ev, trace);
     disks(&mut ev, trace, analysis, &path_of);
     analysis_tracks(&mut ev, analysis);
@@ -237,6 +240,22 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
     }
     writeln!(out, "\n]}}")?;
     out.flush()
+}
+
+fn stack_samples(ev: &mut Events, trace: &Trace) {
+    let index = coldstart_trace::StackIndex::new(trace);
+    let mut names: HashMap<u32, String> = HashMap::new();
+    for s in &trace.stack_samples {
+        let mut stack: Vec<String> = index
+            .frames(s.stack_id)
+            .into_iter()
+            .map(|f| names.entry(f.id).or_insert_with(|| index.name(f)).clone())
+            .collect();
+        let name = stack.first().cloned().unwrap_or_else(|| "no stack".to_owned());
+        stack.reverse();
+        let a = json!({ "cpu": s.cpu, "stack": stack });
+        ev.instant((i64::from(s.pid), i64::from(s.tid)), "cpu_sample", name, "t", s.t_ns, a);
+    }
 }
 
 fn processes(ev: &mut Events, trace: &Trace) {

@@ -235,5 +235,41 @@ pub fn full_trace() -> Trace {
             major_faults: 12,
             rss_bytes: Some(1 << 24),
         }],
+        mappings: vec![Mapping {
+            id: 1,
+            pid: 100,
+            t_ns: 1_000_000,
+            start: 0x5555_5555_4000,
+            end: 0x5555_5556_0000,
+            file_offset: 0x2000,
+            path: "/usr/bin/app".into(),
+            build_id: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        }],
+        frames: vec![
+            Frame {
+                id: 1,
+                mapping_id: Some(1),
+                kernel: false,
+                address: 0x5555_5555_5123,
+                symbol: Some("main".into()),
+            },
+            Frame { id: 2, mapping_id: Some(1), kernel: false, address: 0x5555_5555_6000, symbol: None },
+            Frame {
+                id: 3,
+                mapping_id: None,
+                kernel: true,
+                address: 0xffff_ffff_8100_1234,
+                symbol: Some("clear_page_erms".into()),
+            },
+        ],
+        stacks: vec![
+            Stack { id: 1, parent_id: None, frame_id: 1 },
+            Stack { id: 2, parent_id: Some(1), frame_id: 2 },
+            Stack { id: 3, parent_id: Some(2), frame_id: 3 },
+        ],
+        stack_samples: vec![
+            StackSample { t_ns: 5_000_000, pid: 100, tid: 100, cpu: 1, stack_id: Some(3) },
+            StackSample { t_ns: 6_000_000, pid: 100, tid: 101, cpu: 0, stack_id: None },
+        ],
     }
 }

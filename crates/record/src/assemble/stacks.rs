@@ -1,0 +1,589 @@
+//! The stack tables of a trace (`mapping`, `frame`, `stack`, `stack_sample`) from the
+//! perf capture: each process's executable mappings followed through its mmap, exec and
+//! fork records; each user stack unwound from its copy with DWARF CFI (framehop, on the
+//! files' `.eh_frame`), or taken from the frame-pointer chain the kernel followed when
+//! that fails; every frame named from the file's `.symtab` and `.dynsym` (or those of its
+//! debug file under /usr/lib/debug) and kernel frames from /proc/kallsyms.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::{Deref, Range};
+use std::path::Path;
+use std::sync::Arc;
+
+use coldstart_trace::{Frame, Loss, LossSource, Mapping, Nanos, Stack, StackSample};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use super::perf::{PerfData, RawMmap, RawSample, SpaceEvent};
+use super::system_view::SystemView;
+
+/// Frames no unwinding goes past.
+const MAX_FRAMES: usize = 512;
+
+/// What the stack tables hold, and what could not be done.
+#[derive(Debug, Default)]
+pub struct StackTables {
+    pub mappings: Vec<Mapping>,
+    pub frames: Vec<Frame>,
+    pub stacks: Vec<Stack>,
+    pub samples: Vec<StackSample>,
+    pub losses: Vec<Loss>,
+    pub notes: Vec<String>,
+}
+
+/// Bytes of a file shared by every module and symbol table that reads them.
+#[derive(Clone, Default)]
+struct Shared(Arc<Vec<u8>>, Range<usize>);
+
+impl Deref for Shared {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0.get(self.1.clone()).unwrap_or_default()
+    }
+}
+
+/// A function: `[start, end)` in the file's own addresses (svma).
+struct Symbol {
+    start: u64,
+    end: u64,
+    name: String,
+}
+
+/// What the assembly needs of one ELF file.
+struct Elf {
+    build_id: Option<Vec<u8>>,
+    /// `(file offset, file size, svma)` of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    symbols: Vec<Symbol>,
+    unwind: Option<framehop::ExplicitModuleSectionInfo<Shared>>,
+}
+
+impl Elf {
+    fn parse(data: Arc<Vec<u8>>, system: &dyn SystemView) -> Option<Elf> {
+        let file = object::File::parse(&data[..]).ok()?;
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, size, s.address())
+            })
+            .collect();
+        let mut symbols = symbols_of(&file);
+        if symbols.is_empty()
+            && let Some(debug) = debug_file(&file, build_id.as_deref(), system)
+            && let Ok(debug_file) = object::File::parse(&debug[..])
+        {
+            symbols = symbols_of(&debug_file);
+        }
+        let section = |name: &str| {
+            let s = file.section_by_name(name)?;
+            let (offset, size) = s.file_range()?;
+            let range = usize::try_from(offset).ok()?..usize::try_from(offset + size).ok()?;
+            (range.end <= data.len()).then(|| (s.address()..s.address() + size, Shared(data.clone(), range)))
+        };
+        let eh_frame = section(".eh_frame");
+        let eh_frame_hdr = section(".eh_frame_hdr");
+        let text = section(".text");
+        let unwind = eh_frame.is_some().then(|| framehop::ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: text.as_ref().map(|t| t.0.clone()),
+            text: text.map(|t| t.1),
+            eh_frame_svma: eh_frame.as_ref().map(|t| t.0.clone()),
+            eh_frame: eh_frame.map(|t| t.1),
+            eh_frame_hdr_svma: eh_frame_hdr.as_ref().map(|t| t.0.clone()),
+            eh_frame_hdr: eh_frame_hdr.map(|t| t.1),
+            ..Default::default()
+        });
+        Some(Elf { build_id, segments, symbols, unwind })
+    }
+
+    /// The difference between addresses in a process and in the file (avma − svma) for a
+    /// mapping of the file from `pgoff` at `start`.
+    fn bias(&self, start: u64, pgoff: u64) -> u64 {
+        let svma_minus_offset = self
+            .segments
+            .iter()
+            .find(|(offset, size, _)| (*offset..offset + size.max(&1)).contains(&pgoff))
+            .map_or(0, |(offset, _, svma)| svma.wrapping_sub(*offset));
+        start.wrapping_sub(pgoff).wrapping_sub(svma_minus_offset)
+    }
+
+    fn symbol(&self, svma: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.start <= svma).checked_sub(1)?;
+        let s = &self.symbols[i];
+        (svma < s.end).then_some(s.name.as_str())
+    }
+}
+
+fn symbols_of(file: &object::File<'_>) -> Vec<Symbol> {
+    let mut symbols: Vec<Symbol> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
+        .map(|(start, size, name)| Symbol { start, end: start + size, name })
+        .collect();
+    symbols.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    symbols.dedup_by_key(|s| s.start);
+    // A symbol without a size runs to the next one.
+    for i in 0..symbols.len() {
+        if symbols[i].end == symbols[i].start {
+            symbols[i].end = symbols.get(i + 1).map_or(u64::MAX, |n| n.start);
+        }
+    }
+    symbols
+}
+
+/// The separate debug file of a stripped file: by build id, then by `.gnu_debuglink`.
+fn debug_file(file: &object::File<'_>, build_id: Option<&[u8]>, system: &dyn SystemView) -> Option<Vec<u8>> {
+    if let Some(id) = build_id.filter(|id| id.len() > 1) {
+        let hex = hex(id);
+        let path = format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
+        if let Some(data) = system.code_file(Path::new(&path)) {
+            return Some(data);
+        }
+    }
+    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
+    let name = std::str::from_utf8(name).ok()?;
+    system.code_file(&Path::new("/usr/lib/debug").join(name))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The kernel's symbols, sorted by address, from /proc/kallsyms.
+fn kernel_symbols(text: &str) -> Vec<(u64, String)> {
+    let mut symbols: Vec<(u64, String)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let address = u64::from_str_radix(parts.next()?, 16).ok()?;
+            let kind = parts.next()?;
+            let name = parts.next()?;
+            (address != 0 && matches!(kind, "t" | "T" | "w" | "W")).then(|| (address, name.to_owned()))
+        })
+        .collect();
+    symbols.sort_unstable();
+    symbols
+}
+
+fn kernel_symbol(symbols: &[(u64, String)], address: u64) -> Option<String> {
+    let i = symbols.partition_point(|(a, _)| *a <= address).checked_sub(1)?;
+    Some(symbols[i].1.clone())
+}
+
+/// One process's executable mappings at a moment, by start address, and its unwinder.
+#[derive(Default, Clone)]
+struct Space {
+    maps: Vec<u32>,
+    unwinder: Option<Arc<framehop::x86_64::UnwinderX86_64<Shared>>>,
+}
+
+enum Step {
+    Mmap(usize),
+    Space(usize),
+    Sample(usize),
+}
+
+struct Builder<'a> {
+    system: &'a dyn SystemView,
+    elves: HashMap<String, Option<Arc<Elf>>>,
+    /// Each mapping and the file it maps.
+    mappings: Vec<(Mapping, Option<Arc<Elf>>)>,
+    frames: Vec<Frame>,
+    frame_ids: HashMap<(Option<u32>, bool, u64), u32>,
+    stacks: Vec<Stack>,
+    stack_ids: HashMap<(Option<u32>, u32), u32>,
+    kallsyms: Vec<(u64, String)>,
+    cache: framehop::x86_64::CacheX86_64,
+    unwound: u64,
+    fell_back: u64,
+    /// Bytes of user stack each sample copied, and the most any unwinding read.
+    stack_bytes: usize,
+    deepest_read: usize,
+    /// Stacks deeper than their copy.
+    cut_short: u64,
+}
+
+impl Builder<'_> {
+    fn elf(&mut self, path: &str) -> Option<Arc<Elf>> {
+        if !path.starts_with('/') {
+            return None;
+        }
+        if let Some(e) = self.elves.get(path) {
+            return e.clone();
+        }
+        let elf = self
+            .system
+            .code_file(Path::new(path))
+            .and_then(|data| Elf::parse(Arc::new(data), self.system))
+            .map(Arc::new);
+        self.elves.insert(path.to_owned(), elf.clone());
+        elf
+    }
+
+    fn add_mapping(&mut self, m: &RawMmap, t_ns: Nanos) -> u32 {
+        let elf = self.elf(&m.path);
+        let build_id = m.build_id.clone().or_else(|| elf.as_ref().and_then(|e| e.build_id.clone()));
+        let id = self.mappings.len() as u32 + 1;
+        let mapping = Mapping {
+            id,
+            pid: m.pid,
+            t_ns,
+            start: m.start,
+            end: m.start.saturating_add(m.len),
+            file_offset: m.pgoff,
+            path: m.path.clone(),
+            build_id: build_id.as_deref().map(hex),
+        };
+        self.mappings.push((mapping, elf));
+        id
+    }
+
+    fn unwinder(&self, space: &Space) -> framehop::x86_64::UnwinderX86_64<Shared> {
+        use framehop::Unwinder;
+        let mut unwinder = framehop::x86_64::UnwinderX86_64::new();
+        for &id in &space.maps {
+            let Some((m, Some(elf))) = self.mappings.get(id as usize - 1) else { continue };
+            let Some(info) = elf.unwind.clone() else { continue };
+            let bias = elf.bias(m.start, m.file_offset);
+            unwinder.add_module(framehop::Module::new(m.path.clone(), m.start..m.end, bias, info));
+        }
+        unwinder
+    }
+
+    fn mapping_at(&self, space: &Space, address: u64) -> Option<u32> {
+        space.maps.iter().rev().copied().find(|&id| {
+            self.mappings.get(id as usize - 1).is_some_and(|(m, _)| (m.start..m.end).contains(&address))
+        })
+    }
+
+    fn frame(&mut self, space: &Space, kernel: bool, address: u64) -> u32 {
+        let mapping_id = if kernel { None } else { self.mapping_at(space, address) };
+        let key = (mapping_id, kernel, address);
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return id;
+        }
+        let symbol = if kernel {
+            kernel_symbol(&self.kallsyms, address)
+        } else {
+            mapping_id.and_then(|id| {
+                let (m, elf) = self.mappings.get(id as usize - 1)?;
+                let elf = elf.as_ref()?;
+                let svma = address.wrapping_sub(elf.bias(m.start, m.file_offset));
+                elf.symbol(svma).map(str::to_owned)
+            })
+        };
+        let id = self.frames.len() as u32 + 1;
+        self.frames.push(Frame { id, mapping_id, kernel, address, symbol });
+        self.frame_ids.insert(key, id);
+        id
+    }
+
+    /// The user frames of a sample, innermost first, as lookup addresses (return addresses − 1).
+    fn user_frames(&mut self, space: &mut Space, s: &RawSample, stack: &[u8]) -> Vec<u64> {
+        let fp_chain: Vec<u64> =
+            s.user.iter().enumerate().map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) }).collect();
+        let [bp, sp, ip] = s.regs[..] else { return fp_chain };
+        if stack.is_empty() {
+            return fp_chain;
+        }
+        use framehop::Unwinder;
+        let unwinder = match &space.unwinder {
+            Some(u) => u.clone(),
+            None => {
+                let u = Arc::new(self.unwinder(space));
+                space.unwinder = Some(u.clone());
+                u
+            }
+        };
+        let (mut deepest, mut past_copy) = (0, false);
+        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+            let at = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let Some(word) = stack.get(at..at + 8) else {
+                past_copy = true;
+                return Err(());
+            };
+            deepest = deepest.max(at + 8);
+            Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
+        };
+        let regs = framehop::x86_64::UnwindRegsX86_64::new(ip, sp, bp);
+        let mut frames = unwinder.iter_frames(ip, regs, &mut self.cache, &mut read_stack);
+        let mut unwound = Vec::new();
+        let complete = loop {
+            match frames.next() {
+                Ok(Some(f)) => {
+                    unwound.push(f.address_for_lookup());
+                    if unwound.len() >= MAX_FRAMES {
+                        break true;
+                    }
+                }
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        drop(frames);
+        self.deepest_read = self.deepest_read.max(deepest);
+        // A copy shorter than asked for ends at the top of the stack; a full one may cut it.
+        if !complete && past_copy && stack.len() >= self.stack_bytes {
+            self.cut_short += 1;
+        }
+        if complete || unwound.len() >= fp_chain.len() {
+            self.unwound += 1;
+            unwound
+        } else {
+            self.fell_back += 1;
+            fp_chain
+        }
+    }
+
+    fn stack(&mut self, frames: impl Iterator<Item = u32>) -> Option<u32> {
+        let mut parent = None;
+        for frame_id in frames {
+            let key = (parent, frame_id);
+            let id = match self.stack_ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.stacks.len() as u32 + 1;
+                    self.stacks.push(Stack { id, parent_id: parent, frame_id });
+                    self.stack_ids.insert(key, id);
+                    id
+                }
+            };
+            parent = Some(id);
+        }
+        parent
+    }
+}
+
+/// Builds the stack tables from `perf` (the bytes of its streams in `streams`), keeping
+/// the samples of processes `in_scope`; the mappings of those that `existed_before` the
+/// recording (no mmap record names them) come from /proc; `to_trace_time` converts the
+/// boot-clock times.
+pub fn stack_tables(
+    perf: &PerfData,
+    stack_bytes: usize,
+    streams: &[Vec<u8>],
+    in_scope: impl Fn(i32) -> bool,
+    existed_before: impl Fn(i32) -> bool,
+    to_trace_time: impl Fn(u64) -> Nanos,
+    system: &dyn SystemView,
+) -> StackTables {
+    let mut out = StackTables::default();
+    let kallsyms = system.kallsyms().map(|t| kernel_symbols(&t)).unwrap_or_default();
+    let mut b = Builder {
+        system,
+        elves: HashMap::new(),
+        mappings: Vec::new(),
+        frames: Vec::new(),
+        frame_ids: HashMap::new(),
+        stacks: Vec::new(),
+        stack_ids: HashMap::new(),
+        kallsyms,
+        cache: framehop::x86_64::CacheX86_64::new(),
+        unwound: 0,
+        fell_back: 0,
+        stack_bytes,
+        deepest_read: 0,
+        cut_short: 0,
+    };
+    let time_of_space = |e: &SpaceEvent| match e {
+        SpaceEvent::Exec { time, .. } | SpaceEvent::Fork { time, .. } => *time,
+    };
+    let mut steps: Vec<(u64, u8, usize, Step)> = Vec::new();
+    steps.extend(perf.mmaps.iter().enumerate().map(|(i, m)| (m.time, 1, i, Step::Mmap(i))));
+    steps.extend(perf.spaces.iter().enumerate().map(|(i, e)| (time_of_space(e), 0, i, Step::Space(i))));
+    steps.extend(perf.samples.iter().enumerate().map(|(i, s)| (s.time, 2, i, Step::Sample(i))));
+    steps.sort_by_key(|(t, order, i, _)| (*t, *order, *i));
+
+    let mut spaces: HashMap<i32, Space> = HashMap::new();
+    let mut mapped: HashSet<i32> = perf.mmaps.iter().map(|m| m.pid).collect();
+    let mut out_of_scope = 0u64;
+    for (_, _, _, step) in steps {
+        match step {
+            Step::Mmap(i) => {
+                let m = &perf.mmaps[i];
+                let id = b.add_mapping(m, to_trace_time(m.time));
+                let space = spaces.entry(m.pid).or_default();
+                space.maps.push(id);
+                space.unwinder = None;
+            }
+            Step::Space(i) => match perf.spaces[i] {
+                SpaceEvent::Exec { pid, .. } => {
+                    spaces.insert(pid, Space::default());
+                }
+                SpaceEvent::Fork { pid, parent, .. } => {
+                    let copy = spaces.get(&parent).cloned().unwrap_or_default();
+                    spaces.insert(pid, copy);
+                    if mapped.contains(&parent) {
+                        mapped.insert(pid);
+                    }
+                }
+            },
+            Step::Sample(i) => {
+                let s = &perf.samples[i];
+                if !in_scope(s.pid) {
+                    out_of_scope += 1;
+                    continue;
+                }
+                if !mapped.contains(&s.pid) && existed_before(s.pid) {
+                    // Its mappings from /proc, while it runs (a pid of a process started during the
+                    // recording may name another process by now).
+                    mapped.insert(s.pid);
+                    let maps = system.proc_maps(s.pid).map(|t| parse_maps(&t, s.pid)).unwrap_or_default();
+                    let space = spaces.entry(s.pid).or_default();
+                    for m in &maps {
+                        let id = b.add_mapping(m, 0);
+                        space.maps.push(id);
+                    }
+                    space.unwinder = None;
+                }
+                let mut space = spaces.remove(&s.pid).unwrap_or_default();
+                let stack = streams.get(s.stream).and_then(|bytes| bytes.get(s.stack.clone())).unwrap_or(&[]);
+                let user = if s.regs.is_empty() && s.user.is_empty() {
+                    Vec::new()
+                } else {
+                    b.user_frames(&mut space, s, stack)
+                };
+                let mut kernel: Vec<u64> = s
+                    .kernel
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) })
+                    .collect();
+                if kernel.is_empty() && user.is_empty() && s.ip != 0 {
+                    kernel.push(s.ip);
+                }
+                let mut frames: Vec<u32> = user.iter().rev().map(|&a| b.frame(&space, false, a)).collect();
+                frames.extend(kernel.iter().rev().map(|&a| b.frame(&space, true, a)));
+                spaces.insert(s.pid, space);
+                let stack_id = b.stack(frames.into_iter());
+                out.samples.push(StackSample {
+                    t_ns: to_trace_time(s.time),
+                    pid: s.pid,
+                    tid: s.tid,
+                    cpu: s.cpu,
+                    stack_id,
+                });
+            }
+        }
+    }
+    out.losses.push(Loss { source: LossSource::Perf, what: "samples lost".into(), count: perf.lost_samples });
+    out.losses.push(Loss {
+        source: LossSource::Perf,
+        what: "records lost (ring buffer full)".into(),
+        count: perf.lost_records,
+    });
+    if perf.torn_streams > 0 {
+        out.losses.push(Loss {
+            source: LossSource::Perf,
+            what: "CPU streams cut short".into(),
+            count: perf.torn_streams as u64,
+        });
+    }
+    if b.kallsyms.is_empty() && b.frames.iter().any(|f| f.kernel) {
+        out.notes.push(
+            "kernel frames are not named: /proc/kallsyms showed no addresses (kernel.kptr_restrict, or not root)"
+                .into(),
+        );
+    }
+    if b.unwound + b.fell_back > 0 {
+        out.notes.push(format!(
+            "user stacks: {} unwound from the copied stack ({} KiB each), which needed at most {:.1} KiB; {} were \
+             deeper than the copy and miss their outermost callers",
+            b.unwound + b.fell_back,
+            b.stack_bytes / 1024,
+            b.deepest_read as f64 / 1024.0,
+            b.cut_short
+        ));
+    }
+    if b.fell_back > 0 {
+        out.notes.push(format!(
+            "{} of {} user stacks could not be unwound from their unwind tables and use the frame-pointer chain",
+            b.fell_back,
+            b.fell_back + b.unwound
+        ));
+    }
+    let unread: Vec<&str> =
+        b.elves.iter().filter(|(_, e)| e.is_none()).map(|(p, _)| p.as_str()).collect::<Vec<_>>();
+    if !unread.is_empty() {
+        let mut unread = unread;
+        unread.sort_unstable();
+        out.notes.push(format!(
+            "{} mapped files could not be read for symbols and unwinding (e.g. {})",
+            unread.len(),
+            unread[0]
+        ));
+    }
+    let _ = out_of_scope;
+    out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
+    out.frames = b.frames;
+    out.stacks = b.stacks;
+    out
+}
+
+/// The executable file mappings of a /proc/PID/maps text.
+fn parse_maps(text: &str, pid: i32) -> Vec<RawMmap> {
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let (range, perms, offset) = (parts.next()?, parts.next()?, parts.next()?);
+            let path = parts.nth(2).unwrap_or("").to_owned();
+            if !perms.contains('x') {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            let start = u64::from_str_radix(start, 16).ok()?;
+            let end = u64::from_str_radix(end, 16).ok()?;
+            // `[vsyscall]` lies in the kernel's half: no sample's user frame is there, and the
+            // trace's offsets stop at 63 bits.
+            if end > i64::MAX as u64 {
+                return None;
+            }
+            Some(RawMmap {
+                time: 0,
+                pid,
+                start,
+                len: end.checked_sub(start)?,
+                pgoff: u64::from_str_radix(offset, 16).ok()?,
+                path,
+                build_id: None,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_maps_give_the_executable_file_mappings_below_the_kernel() {
+        let maps = "\
+55d4a5c00000-55d4a5c04000 r--p 00000000 fe:01 1234 /usr/bin/dash
+55d4a5c04000-55d4a5c19000 r-xp 00004000 fe:01 1234 /usr/bin/dash
+7ffd1c5f4000-7ffd1c5f6000 r-xp 00000000 00:00 0 [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+";
+        let found: Vec<(u64, u64, u64, String)> =
+            parse_maps(maps, 7).into_iter().map(|m| (m.start, m.len, m.pgoff, m.path)).collect();
+        assert_eq!(
+            found,
+            [
+                (0x55d4_a5c0_4000, 0x15000, 0x4000, "/usr/bin/dash".to_owned()),
+                (0x7ffd_1c5f_4000, 0x2000, 0, "[vdso]".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn kallsyms_name_the_function_an_address_falls_in() {
+        let symbols = kernel_symbols(
+            "ffffffff81000000 T _stext\nffffffff81001000 t clear_page_erms\nffffffff81002000 D some_data\n\
+             0000000000000000 T hidden",
+        );
+        assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8100_1234).as_deref(), Some("clear_page_erms"));
+        assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8000_0000), None);
+    }
+}

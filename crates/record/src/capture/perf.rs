@@ -1,0 +1,225 @@
+//! CPU samples with stacks: a perf software-clock event per CPU, sampling the recorded
+//! tasks with their kernel and user callchains, user registers and a copy of the user
+//! stack, plus the mmap, comm and task records that say what each address belonged to.
+//! The capture thread only copies each ring buffer's bytes into the spool
+//! (`perf-cpuN.raw`); `assemble/stacks.rs` decodes, unwinds and symbolizes them later.
+//!
+//! For a command's tree the events follow the command (`pid` = the paused command,
+//! `inherit`), so only its tasks are sampled and nothing else pays for the stack copies;
+//! with `--system` or `--also`, whose tasks exist before the recording, they watch every
+//! task of each CPU (`pid = -1`) and the assembly keeps those in scope.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use serde::{Deserialize, Serialize};
+
+use crate::capture::Stop;
+use crate::error::{IoContext, Result};
+use crate::spool::Spool;
+use crate::sys::{PerfEventAttr, PerfRing, perf_event_enable, perf_event_open};
+
+pub const SAMPLE_IP: u64 = 1 << 0;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_CPU: u64 = 1 << 7;
+pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
+
+/// The user registers sampled: x86-64's BP, SP and IP (perf register numbers 6, 7, 8),
+/// which the unwinder starts from. Other architectures get the kernel's callchain only.
+#[cfg(target_arch = "x86_64")]
+pub const REGS_USER_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+#[cfg(not(target_arch = "x86_64"))]
+pub const REGS_USER_MASK: u64 = 0;
+
+/// Bytes of user stack copied with each sample: enough for the frames of a CPython
+/// start (its deepest C stacks during imports stay well within it).
+pub const DEFAULT_STACK_BYTES: u32 = 16 * 1024;
+
+/// The default sampling rate, per CPU.
+pub const DEFAULT_HZ: u32 = 1000;
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const CLOCK_BOOTTIME: i32 = 7;
+
+mod flag {
+    pub const DISABLED: u64 = 1 << 0;
+    pub const INHERIT: u64 = 1 << 1;
+    pub const EXCLUDE_IDLE: u64 = 1 << 7;
+    pub const MMAP: u64 = 1 << 8;
+    pub const COMM: u64 = 1 << 9;
+    pub const TASK: u64 = 1 << 13;
+    pub const WATERMARK: u64 = 1 << 14;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const MMAP2: u64 = 1 << 23;
+    pub const COMM_EXEC: u64 = 1 << 24;
+    pub const USE_CLOCKID: u64 = 1 << 25;
+    pub const BUILD_ID: u64 = 1 << 34;
+}
+
+/// What the assembly needs to decode the spool's perf files (`perf.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PerfSetup {
+    pub sample_type: u64,
+    pub regs_user_mask: u64,
+    pub stack_bytes: u32,
+    pub hz: u32,
+    /// Events followed the command's tree (`inherit`) rather than watching whole CPUs.
+    pub per_task: bool,
+    pub cpus: Vec<u16>,
+}
+
+/// What to sample.
+#[derive(Clone, Copy, Debug)]
+pub struct PerfOptions {
+    pub hz: u32,
+    pub stack_bytes: u32,
+}
+
+impl Default for PerfOptions {
+    fn default() -> PerfOptions {
+        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES }
+    }
+}
+
+struct Source {
+    fd: OwnedFd,
+    ring: PerfRing,
+    out: File,
+    out_path: PathBuf,
+}
+
+/// The opened events, enabled, ready for [`PerfCapture::run`].
+pub struct PerfCapture {
+    sources: Vec<Source>,
+}
+
+/// Pages of records per CPU: 2 MiB, about 120 samples with their stacks, so a reader
+/// woken at half has some 60 ms to come.
+const DATA_PAGES: usize = 512;
+
+fn attr(options: PerfOptions, per_task: bool, data_bytes: usize) -> PerfEventAttr {
+    let mut sample_type = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_CALLCHAIN;
+    if REGS_USER_MASK != 0 {
+        sample_type |= SAMPLE_REGS_USER | SAMPLE_STACK_USER;
+    }
+    let mut flags = flag::DISABLED
+        | flag::EXCLUDE_IDLE
+        | flag::MMAP
+        | flag::COMM
+        | flag::TASK
+        | flag::WATERMARK
+        | flag::SAMPLE_ID_ALL
+        | flag::MMAP2
+        | flag::COMM_EXEC
+        | flag::USE_CLOCKID
+        | flag::BUILD_ID;
+    if per_task {
+        flags |= flag::INHERIT;
+    }
+    PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_period_or_freq: 1_000_000_000 / u64::from(options.hz.max(1)),
+        sample_type,
+        flags,
+        wakeup_events_or_watermark: (data_bytes / 2) as u32,
+        sample_regs_user: REGS_USER_MASK,
+        sample_stack_user: if REGS_USER_MASK != 0 { options.stack_bytes & !7 } else { 0 },
+        clockid: CLOCK_BOOTTIME,
+        ..PerfEventAttr::default()
+    }
+}
+
+impl PerfCapture {
+    /// Opens one event per CPU on `pid` (`None`: every task), maps their rings and
+    /// creates their spool files; an error says why sampling is unavailable.
+    pub fn open(spool: &Spool, pid: Option<i32>, cpus: &[u16], options: PerfOptions) -> Result<PerfCapture> {
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .map_or(4096, |p| p as usize);
+        let per_task = pid.is_some();
+        let mut attr = attr(options, per_task, DATA_PAGES * page_size);
+        let mut sources = Vec::new();
+        for &cpu in cpus {
+            let opened = perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu)).or_else(|e| {
+                // Kernels before 5.12 refuse build ids in mmap records; the files give them.
+                if e.raw_os_error() == Some(nix::libc::EINVAL) && attr.flags & flag::BUILD_ID != 0 {
+                    attr.flags &= !flag::BUILD_ID;
+                    perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu))
+                } else {
+                    Err(e)
+                }
+            });
+            let fd = opened.at("perf_event_open")?;
+            let ring = PerfRing::map(&fd, DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
+            let name = format!("perf-cpu{cpu}.raw");
+            let out = spool.create_file(&name)?;
+            sources.push(Source { fd, ring, out, out_path: spool.path(&name) });
+        }
+        spool.write_json(
+            "perf.json",
+            &PerfSetup {
+                sample_type: attr.sample_type,
+                regs_user_mask: attr.sample_regs_user,
+                stack_bytes: attr.sample_stack_user,
+                hz: options.hz,
+                per_task,
+                cpus: cpus.to_vec(),
+            },
+        )?;
+        for s in &sources {
+            perf_event_enable(&s.fd, true).at("perf enable")?;
+        }
+        Ok(PerfCapture { sources })
+    }
+
+    /// Copies the rings into the spool until `stop` fires, then turns the events off and
+    /// copies what is left. Returns the bytes copied.
+    pub fn run(mut self, stop: Arc<Stop>) -> Result<u64> {
+        let mut bytes = 0;
+        loop {
+            let (ready, stopped) = {
+                let mut fds: Vec<PollFd> =
+                    self.sources.iter().map(|s| PollFd::new(s.fd.as_fd(), PollFlags::POLLIN)).collect();
+                fds.push(PollFd::new(stop.fd(), PollFlags::POLLIN));
+                let n = match poll(&mut fds, PollTimeout::from(1000u16)) {
+                    Ok(n) => n,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => return Err(std::io::Error::from(e)).at("poll"),
+                };
+                let is_ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+                let ready: Vec<bool> =
+                    fds[..self.sources.len()].iter().map(|f| n == 0 || is_ready(f)).collect();
+                (ready, fds.last().is_some_and(is_ready))
+            };
+            if stopped {
+                for s in &self.sources {
+                    let _ = perf_event_enable(&s.fd, false);
+                }
+            }
+            for (s, ready) in self.sources.iter_mut().zip(ready) {
+                if ready || stopped {
+                    let Source { ring, out, out_path, .. } = s;
+                    bytes += ring.drain(|chunk| out.write_all(chunk)).at(&*out_path)?;
+                }
+            }
+            if stopped {
+                break;
+            }
+        }
+        for s in &mut self.sources {
+            s.out.flush().at(&s.out_path)?;
+        }
+        Ok(bytes)
+    }
+}
