@@ -293,6 +293,17 @@ impl TraceWriter {
         )
     }
 
+    pub fn mount(&mut self, m: &Mount) -> Result<()> {
+        self.exec("INSERT INTO mount VALUES (?1, ?2, ?3)", params![m.dev.to_string(), m.point, m.fstype])
+    }
+
+    pub fn syscall(&mut self, s: &Syscall) -> Result<()> {
+        self.exec(
+            "INSERT INTO syscall VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![s.tid, s.pid, s.enter_ns, s.exit_ns, s.name, s.result, s.fd, s.file_id, s.path],
+        )
+    }
+
     /// Writes every table of `trace`.
     pub fn all(&mut self, trace: &Trace) -> Result<()> {
         self.meta(&trace.meta)?;
@@ -313,7 +324,9 @@ impl TraceWriter {
         trace.marks.iter().try_for_each(|x| self.mark(x))?;
         trace.cpu_samples.iter().try_for_each(|x| self.cpu_sample(x))?;
         trace.disk_samples.iter().try_for_each(|x| self.disk_sample(x))?;
-        trace.process_samples.iter().try_for_each(|x| self.process_sample(x))
+        trace.process_samples.iter().try_for_each(|x| self.process_sample(x))?;
+        trace.mounts.iter().try_for_each(|x| self.mount(x))?;
+        trace.syscalls.iter().try_for_each(|x| self.syscall(x))
     }
 
     /// Builds the indexes, commits, syncs and renames the file into place.

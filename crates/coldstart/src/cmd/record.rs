@@ -50,6 +50,9 @@ pub struct Args {
     /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000).
     #[arg(long, value_name = "HZ", default_value_t = 50.0, value_parser = sample_rate)]
     pub sample_hz: f64,
+    /// Do not record system calls (opens, stats, reads, long waits; see `coldstart syscalls`).
+    #[arg(long)]
+    pub no_syscalls: bool,
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
@@ -77,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cold: args.cold,
         as_root: args.launch.as_root,
         sample_hz: args.sample_hz,
+        syscalls: !args.no_syscalls,
         buffer_kb: args.buffer_kb,
         spool_root: args.spool_dir,
         ..RecordConfig::default()

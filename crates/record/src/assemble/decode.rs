@@ -29,6 +29,8 @@ pub struct SpoolData {
     pub torn_lines: usize,
     /// The `marks` file of the spool, if there is one.
     pub marks: Option<String>,
+    /// The names of path system calls the eBPF program copied.
+    pub path_names: Vec<crate::capture::bpf::PathRecord>,
 }
 
 impl SpoolData {
@@ -45,8 +47,23 @@ impl SpoolData {
         let first_after_t0 = samples.iter().position(|s| s.t >= start.t0_boot_ns).unwrap_or(samples.len());
         samples.drain(..first_after_t0.saturating_sub(1));
         let marks = fs::read_to_string(spool.path("marks")).ok();
+        let path_names = fs::read(spool.path(crate::capture::bpf::SPOOL_FILE))
+            .map(|b| crate::capture::bpf::decode_all(&b))
+            .unwrap_or_default();
         let torn_lines = torn_procs + torn_opens + torn_samples;
-        Ok(SpoolData { start, end, formats, scope, block, procs, opens, samples, torn_lines, marks })
+        Ok(SpoolData {
+            start,
+            end,
+            formats,
+            scope,
+            block,
+            procs,
+            opens,
+            samples,
+            torn_lines,
+            marks,
+            path_names,
+        })
     }
 
     /// When the recording ended (CLOCK_BOOTTIME): as the recorder said, or, for a

@@ -138,6 +138,27 @@ impl FileTable {
         id
     }
 
+    /// The id of a file already in the table.
+    pub fn id_of(&self, dev: Dev, ino: u64) -> Option<u32> {
+        self.by_key.get(&(dev, ino)).copied()
+    }
+
+    /// The path fanotify gave an inode (`st_dev` in the user encoding).
+    pub fn known_path(&self, user_dev: u64, ino: u64) -> Option<&str> {
+        self.known.get(&(Dev::from_user(user_dev), ino))?.path.as_deref()
+    }
+
+    /// Gives a file without a path the one a system call opened it by; true if it had none.
+    pub fn name_if_unnamed(&mut self, id: u32, path: &str) -> bool {
+        match self.files.get_mut(id as usize) {
+            Some(f) if f.path.is_none() && f.kind != FileKind::DeviceMetadata => {
+                f.path = Some(path.to_owned());
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn file_row(&self, id: u32, key: (Dev, u64)) -> File {
         let known = self.known.get(&key);
         File {

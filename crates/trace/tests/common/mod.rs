@@ -235,5 +235,30 @@ pub fn full_trace() -> Trace {
             major_faults: 12,
             rss_bytes: Some(1 << 24),
         }],
+        mounts: vec![Mount { dev: vda, point: "/".into(), fstype: "ext4".into() }],
+        syscalls: vec![
+            Syscall {
+                tid: 101,
+                pid: 100,
+                enter_ns: 1_000_000,
+                exit_ns: Some(3_000_000),
+                name: "openat".into(),
+                result: Some(3),
+                fd: Some(3),
+                file_id: Some(1),
+                path: None,
+            },
+            Syscall {
+                tid: 101,
+                pid: 100,
+                enter_ns: 4_000_000,
+                exit_ns: None,
+                name: "newfstatat".into(),
+                result: None,
+                fd: None,
+                file_id: None,
+                path: Some("/opt/app/plug-ins/missing".into()),
+            },
+        ],
     }
 }
