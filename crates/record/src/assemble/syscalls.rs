@@ -428,3 +428,83 @@ pub fn finish(collected: Collected, files: &FileTable) -> Vec<Syscall> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ftrace::events::Event;
+
+    fn at(ts: u64, event: Event) -> Timed {
+        Timed { ts, cpu: 0, event }
+    }
+
+    fn enter(ts: u64, tid: i32, nr: i64, args: [u64; 6]) -> Timed {
+        at(ts, Event::SysEnter { tid, nr, args })
+    }
+
+    fn exit(ts: u64, tid: i32, nr: i64, ret: i64) -> Timed {
+        at(ts, Event::SysExit { tid, nr, ret })
+    }
+
+    fn name(ts: u64, tid: i32, nr: u32, path: Option<&str>) -> PathRecord {
+        PathRecord { tid, pid: tid, nr, boot_ns: ts, path: path.map(|p| p.as_bytes().to_vec()) }
+    }
+
+    #[test]
+    fn calls_are_paired_named_filtered_and_their_fds_followed() {
+        let at_fdcwd = (-100i64) as u64;
+        let events = vec![
+            enter(100, 7, 257, [at_fdcwd, 0, 0, 0, 0, 0]),
+            exit(110, 7, 257, 3),
+            enter(120, 7, 0, [3, 0, 4096, 0, 0, 0]),
+            at(121, Event::PageCacheAdd { tid: 7, dev: 0xfe00000, ino: 42, index: 0, order: 0 }),
+            exit(130, 7, 0, 4096),
+            enter(140, 7, 262, [at_fdcwd, 0, 0, 0, 0, 0]),
+            exit(150, 7, 262, -2),
+            enter(160, 7, 202, [0; 6]),
+            exit(170, 7, 202, 0),
+            enter(200, 7, 202, [0; 6]),
+            exit(3_000_200, 7, 202, 0),
+            enter(3_000_300, 7, 3, [3, 0, 0, 0, 0, 0]),
+            exit(3_000_310, 7, 3, 0),
+            enter(3_000_400, 7, 0, [3, 0, 1, 0, 0, 0]),
+            exit(3_000_410, 7, 0, 1),
+            enter(3_000_500, 8, 262, [at_fdcwd, 0, 0, 0, 0, 0]),
+        ];
+        let names = [
+            name(100, 7, 257, Some("/mnt/slow/a.so")),
+            name(140, 7, 262, Some("missing")),
+            name(3_000_500, 8, 262, None),
+        ];
+        let tree = ProcTree::default();
+        let inputs = Inputs {
+            events: &events,
+            names: &names,
+            opens: &[],
+            tree: &tree,
+            cwd: Some("/home/u"),
+            end: 4_000_000,
+        };
+        let mut files = FileTable::new(&[]);
+        let id = files.for_open(Dev::from_kernel(0xfe00000).to_user(), 42);
+        let collected = collect(&inputs, |_, _| true, |ts| ts as i64, &mut files);
+        assert_eq!((collected.unnamed, collected.named_by_open), (1, 1));
+        let rows = finish(collected, &files);
+        let shown: Vec<(&str, Option<i64>, Option<i32>, Option<u32>, Option<&str>)> =
+            rows.iter().map(|r| (r.name.as_str(), r.result, r.fd, r.file_id, r.path.as_deref())).collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("openat", Some(3), Some(3), Some(id), None),
+                ("read", Some(4096), Some(3), Some(id), None),
+                ("newfstatat", Some(-2), None, None, Some("/home/u/missing")),
+                ("futex", Some(0), None, None, None),
+                ("newfstatat", None, None, None, None),
+            ],
+            "the short futex, the close and the read after it are left out"
+        );
+        assert_eq!(files.files[id as usize].path.as_deref(), Some("/mnt/slow/a.so"), "named by its open");
+        assert_eq!(rows[3].duration_ns(), Some(3_000_000));
+        assert_eq!(rows[4].exit_ns, None);
+    }
+}

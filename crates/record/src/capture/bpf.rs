@@ -100,6 +100,7 @@ const HELPER_PROBE_READ_USER_STR: i32 = 114;
 const HELPER_KTIME_GET_BOOT_NS: i32 = 125;
 const HELPER_RINGBUF_RESERVE: i32 = 131;
 const HELPER_RINGBUF_SUBMIT: i32 = 132;
+const HELPER_RINGBUF_DISCARD: i32 = 133;
 const BPF_RB_NO_WAKEUP: i32 = 1;
 
 /// Instructions under construction, with forward jumps to named labels.
@@ -172,6 +173,10 @@ impl Asm {
     fn jeq_imm(&mut self, dst: u8, imm: i32, label: usize) {
         self.jump(0x15, dst, imm, label);
     }
+    /// Jumps when `dst > imm`, signed.
+    fn jsgt_imm(&mut self, dst: u8, imm: i32, label: usize) {
+        self.jump(0x65, dst, imm, label);
+    }
     fn jne_imm(&mut self, dst: u8, imm: i32, label: usize) {
         self.jump(0x55, dst, imm, label);
     }
@@ -231,8 +236,22 @@ fn bpf_error(what: &str) -> RecordError {
     RecordError::Bpf(what.to_owned())
 }
 
+/// The stack slot of a retry entry (pointer, boot ns, call nr, tgid) in the programs.
+const RETRY_VALUE_AT: i16 = -32;
+const RETRY_VALUE_SIZE: u32 = 24;
+/// Calls whose name cannot be read again at their exit (a successful exec replaces the memory).
+const NO_RETRY: &[u32] = &[59, 322];
+
 /// `raw_syscalls:sys_enter`: for a path call of a thread in scope, a record with its name.
-fn sys_enter_program(scope: Option<&OwnedFd>, ring: &OwnedFd, counters: &OwnedFd) -> Result<Vec<u64>> {
+/// A name whose page is not in memory yet cannot be read here (no page faults in the
+/// program): the call is kept in `retry` and its record made at its exit, once the kernel
+/// has read the name (and so brought its page in).
+fn sys_enter_program(
+    scope: Option<&OwnedFd>,
+    ring: &OwnedFd,
+    counters: &OwnedFd,
+    retry: &OwnedFd,
+) -> Result<Vec<u64>> {
     const ID: i16 = 8;
     const ARGS: i16 = 16;
     let mut a = Asm::default();
@@ -283,9 +302,83 @@ fn sys_enter_program(scope: Option<&OwnedFd>, ring: &OwnedFd, counters: &OwnedFd
     a.mov(R3, R9);
     a.call(HELPER_PROBE_READ_USER_STR);
     a.store32(R6, 16, R0);
+    let submit = a.label();
+    a.jsgt_imm(R0, 0, submit);
+    for &nr in NO_RETRY {
+        a.jeq_imm(R8, nr as i32, submit);
+    }
+    a.store64(R10, RETRY_VALUE_AT, R9);
+    a.load64(R1, R6, 8);
+    a.store64(R10, RETRY_VALUE_AT + 8, R1);
+    a.store32(R10, RETRY_VALUE_AT + 16, R8);
+    a.store32(R10, RETRY_VALUE_AT + 20, R7);
+    a.load_map(R1, retry);
+    a.mov(R2, R10);
+    a.add_imm(R2, -4);
+    a.mov(R3, R10);
+    a.add_imm(R3, i32::from(RETRY_VALUE_AT));
+    a.mov_imm(R4, 0);
+    a.call(HELPER_MAP_UPDATE);
+    a.jne_imm(R0, 0, submit);
+    a.mov(R1, R6);
+    a.mov_imm(R2, BPF_RB_NO_WAKEUP);
+    a.call(HELPER_RINGBUF_DISCARD);
+    a.ja(out);
+    a.bind(submit);
     a.mov(R1, R6);
     a.mov_imm(R2, BPF_RB_NO_WAKEUP);
     a.call(HELPER_RINGBUF_SUBMIT);
+    a.bind(out);
+    a.ret0();
+    a.finish()
+}
+
+/// `raw_syscalls:sys_exit`: the record of a call whose name could not be read at its
+/// enter, read now (timed at the enter, as the assembly joins them).
+fn sys_exit_program(ring: &OwnedFd, counters: &OwnedFd, retry: &OwnedFd) -> Result<Vec<u64>> {
+    let mut a = Asm::default();
+    let out = a.label();
+    let forget = a.label();
+    let reserved = a.label();
+    a.call(HELPER_GET_CURRENT_PID_TGID);
+    a.store32(R10, -4, R0);
+    a.load_map(R1, retry);
+    a.mov(R2, R10);
+    a.add_imm(R2, -4);
+    a.call(HELPER_MAP_LOOKUP);
+    a.jeq_imm(R0, 0, out);
+    a.mov(R7, R0);
+    a.load_map(R1, ring);
+    a.mov_imm(R2, RECORD_SIZE as i32);
+    a.mov_imm(R3, 0);
+    a.call(HELPER_RINGBUF_RESERVE);
+    a.jne_imm(R0, 0, reserved);
+    a.count(counters, LOST_RING_FULL, -8);
+    a.ja(forget);
+    a.bind(reserved);
+    a.mov(R8, R0);
+    a.load32(R1, R10, -4);
+    a.store32(R8, 0, R1);
+    a.load32(R1, R7, 16);
+    a.store32(R8, 4, R1);
+    a.load64(R1, R7, 8);
+    a.store64(R8, 8, R1);
+    a.load32(R1, R7, 20);
+    a.store32(R8, 20, R1);
+    a.mov(R1, R8);
+    a.add_imm(R1, 24);
+    a.mov_imm(R2, PATH_BYTES as i32);
+    a.load64(R3, R7, 0);
+    a.call(HELPER_PROBE_READ_USER_STR);
+    a.store32(R8, 16, R0);
+    a.mov(R1, R8);
+    a.mov_imm(R2, BPF_RB_NO_WAKEUP);
+    a.call(HELPER_RINGBUF_SUBMIT);
+    a.bind(forget);
+    a.load_map(R1, retry);
+    a.mov(R2, R10);
+    a.add_imm(R2, -4);
+    a.call(HELPER_MAP_DELETE);
     a.bind(out);
     a.ret0();
     a.finish()
@@ -457,6 +550,7 @@ impl PathCapture {
         let counters = create_map(ARRAY, 4, 8, 2, "cs_lost")?;
         let ring_map = create_map(RINGBUF, 0, 0, RING_BYTES as u32, "cs_paths")?;
         let scope = if system { None } else { Some(create_map(HASH, 4, 4, SCOPE_ENTRIES, "cs_scope")?) };
+        let retry = create_map(HASH, 4, RETRY_VALUE_SIZE, SCOPE_ENTRIES, "cs_retry")?;
         let mut attached = Vec::new();
         let attach = |insns: Vec<u64>, name: &str, system_name: &str, event: &str| -> Result<OwnedFd> {
             let prog = load_program(&insns, name)?;
@@ -476,10 +570,16 @@ impl PathCapture {
             attached.push(attach(exit_program(scope)?, "cs_exit", "sched", "sched_process_exit")?);
         }
         attached.push(attach(
-            sys_enter_program(scope.as_ref(), &ring_map, &counters)?,
+            sys_enter_program(scope.as_ref(), &ring_map, &counters, &retry)?,
             "cs_paths",
             "raw_syscalls",
             "sys_enter",
+        )?);
+        attached.push(attach(
+            sys_exit_program(&ring_map, &counters, &retry)?,
+            "cs_paths_exit",
+            "raw_syscalls",
+            "sys_exit",
         )?);
         let ring = RingBuffer::map(&ring_map, RING_BYTES)
             .map_err(|e| RecordError::Bpf(format!("mapping the ring buffer: {e}")))?;
