@@ -228,6 +228,64 @@ fn add_wait(out: &mut Vec<SyscallWait>, w: WaitedIn, ns: Nanos) {
     }
 }
 
+/// True when `path` is `dir` or lies under it.
+pub(crate) fn under(path: &str, dir: &str) -> bool {
+    dir == "/" || path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// The directories that hold a share of the time of `(dir, ns)` entries, by the rule of
+/// [`summary`]: at least `DIR_MIN_SHARE` of it, no subdirectory with `DIR_CHILD_SHARE` of theirs.
+fn notable_dirs(entries: &[(&str, Nanos)]) -> Vec<String> {
+    let mut by_dir: HashMap<&str, Nanos> = HashMap::new();
+    let mut total = 0;
+    for &(dir, ns) in entries {
+        total += ns;
+        let mut at = Some(dir);
+        while let Some(x) = at {
+            *by_dir.entry(x).or_default() += ns;
+            at = if x == "/" { None } else { parent(x) };
+        }
+    }
+    by_dir
+        .iter()
+        .filter(|(dir, ns)| {
+            **ns > 0
+                && **ns as f64 >= DIR_MIN_SHARE * total as f64
+                && !by_dir.iter().any(|(child, child_ns)| {
+                    parent(child) == Some(**dir) && *child_ns as f64 >= DIR_CHILD_SHARE * **ns as f64
+                })
+        })
+        .map(|(dir, _)| (*dir).to_owned())
+        .collect()
+}
+
+/// Waits moved up to the deepest directory that holds a share of their time (a plug-in's
+/// own directory into the plug-ins directory), merged, most time first.
+fn rolled_up(waits: Vec<SyscallWait>) -> Vec<SyscallWait> {
+    let entries: Vec<(&str, Nanos)> =
+        waits.iter().filter_map(|w| Some((w.waited_in.dir.as_deref()?, w.ns))).collect();
+    let notable = notable_dirs(&entries);
+    let mut out: Vec<SyscallWait> = Vec::new();
+    for mut w in waits {
+        let to = w
+            .waited_in
+            .dir
+            .as_deref()
+            .and_then(|d| notable.iter().filter(|n| under(d, n)).max_by_key(|n| n.len()).cloned());
+        if to.is_some() {
+            w.waited_in.dir = to;
+        }
+        match out.iter_mut().find(|x| x.waited_in == w.waited_in) {
+            Some(x) => {
+                x.ns += w.ns;
+                x.calls += w.calls;
+            }
+            None => out.push(w),
+        }
+    }
+    sorted(out)
+}
+
 fn sorted(mut waits: Vec<SyscallWait>) -> Vec<SyscallWait> {
     waits.sort_by(|a, b| {
         b.ns.cmp(&a.ns)
@@ -262,7 +320,7 @@ pub(crate) fn syscall_waits(
             add_wait(&mut out, w, end - start);
         }
     }
-    sorted(out)
+    rolled_up(out)
 }
 
 /// Names the call each wait and sleep of the critical path was in, and sums them.
@@ -280,7 +338,7 @@ pub(crate) fn annotate(path: &mut CriticalPath, index: &CallIndex<'_>, mounts: &
             add_wait(&mut sums, w.clone(), seg.end_ns - seg.start_ns);
         }
     }
-    path.summary.in_syscalls = sorted(sums);
+    path.summary.in_syscalls = rolled_up(sums);
 }
 
 #[cfg(test)]
@@ -345,6 +403,22 @@ mod tests {
         assert_eq!(dirs[0], ("/opt/app/plug-ins", 3, 290, Some("fuse")));
         assert!(dirs.contains(&("/opt/app/plug-ins/a", 2, 200, Some("fuse"))));
         assert!(!dirs.iter().any(|d| d.0 == "/opt/app" || d.0 == "/opt" || d.0 == "/"), "{dirs:?}");
+    }
+
+    #[test]
+    fn waits_in_many_small_directories_roll_up_to_the_one_that_holds_them() {
+        let wait = |dir: String, ns| SyscallWait {
+            waited_in: WaitedIn { syscall: "statx".into(), dir: Some(dir), fstype: Some("fuse".into()) },
+            ns,
+            calls: 1,
+        };
+        let mut waits: Vec<SyscallWait> =
+            (0..30).map(|i| wait(format!("/opt/app/plug-ins/p{i}"), 10)).collect();
+        waits.push(wait("/usr/lib".into(), 100));
+        let rolled = rolled_up(waits);
+        let shown: Vec<(Option<&str>, Nanos, u64)> =
+            rolled.iter().map(|w| (w.waited_in.dir.as_deref(), w.ns, w.calls)).collect();
+        assert_eq!(shown, vec![(Some("/opt/app/plug-ins"), 300, 30), (Some("/usr/lib"), 100, 1)]);
     }
 
     #[test]

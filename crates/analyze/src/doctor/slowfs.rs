@@ -11,7 +11,7 @@ use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
-use crate::syscalls::{SyscallFilter, SyscallLine, lines, mount_of, summary};
+use crate::syscalls::{SyscallFilter, SyscallLine, lines, mount_of, summary, under};
 use crate::units::{count, duration};
 
 /// The calls that ask a filesystem about names rather than move data.
@@ -52,10 +52,6 @@ fn covered(mut intervals: Vec<(Nanos, Nanos)>) -> Nanos {
         }
     }
     total + current.map_or(0, |(s, e)| e - s)
-}
-
-fn under(path: &str, dir: &str) -> bool {
-    dir == "/" || path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }
 
 pub(crate) fn slow_filesystem(f: &Facts) -> Vec<Finding> {

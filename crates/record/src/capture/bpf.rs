@@ -1,9 +1,10 @@
 //! The file names of path system calls (`openat`, `newfstatat`, `statx`, `access`,
 //! `readlink`, `execve`, …), which the syscall tracepoints carry only as user
-//! pointers: three small eBPF tracepoint programs, assembled here instruction by
+//! pointers: small eBPF tracepoint programs, assembled here instruction by
 //! instruction and loaded with `bpf(2)` (no compiler, no ELF), copy each name with
 //! `bpf_probe_read_user_str` into a BPF ring buffer that a capture thread copies to
-//! the spool (`paths.raw`, fixed-size records decoded by the assembly).
+//! the spool (`paths.raw`, fixed-size records decoded by the assembly). A name not yet
+//! in memory at the enter is read again at the exit (`raw_syscalls:sys_exit`).
 //!
 //! Scope: `raw_syscalls:sys_enter` runs for every task on the machine, so the
 //! programs keep the tree's thread ids in a hash map: the recorder puts the root in,
