@@ -201,7 +201,27 @@ impl<'a> CallIndex<'a> {
     }
 }
 
-/// What the call a thread was in over `start..end` named.
+/// A call, by its thread and enter time.
+type CallKey = (i32, Nanos);
+
+/// What the call a thread was in over `start..end` named, and which call it was.
+fn waited_in_call(
+    index: &CallIndex<'_>,
+    mounts: &[Mount],
+    tid: i32,
+    start: Nanos,
+    end: Nanos,
+) -> Option<(WaitedIn, CallKey)> {
+    let line = index.during(tid, start, end)?;
+    let w = WaitedIn {
+        syscall: line.call.name.clone(),
+        dir: line.path.map(|p| parent(p).unwrap_or(p).to_owned()),
+        fstype: line.path.and_then(|p| mount_of(mounts, p)).map(|m| m.fstype.clone()),
+    };
+    Some((w, (line.call.tid, line.call.enter_ns)))
+}
+
+#[cfg(test)]
 fn waited_in(
     index: &CallIndex<'_>,
     mounts: &[Mount],
@@ -209,22 +229,25 @@ fn waited_in(
     start: Nanos,
     end: Nanos,
 ) -> Option<WaitedIn> {
-    let line = index.during(tid, start, end)?;
-    Some(WaitedIn {
-        syscall: line.call.name.clone(),
-        dir: line.path.map(|p| parent(p).unwrap_or(p).to_owned()),
-        fstype: line.path.and_then(|p| mount_of(mounts, p)).map(|m| m.fstype.clone()),
-    })
+    waited_in_call(index, mounts, tid, start, end).map(|(w, _)| w)
 }
 
-/// Adds `ns` of one call to per-call totals.
-fn add_wait(out: &mut Vec<SyscallWait>, w: WaitedIn, ns: Nanos) {
+/// Adds `ns` of a wait to the totals of its call's kind; a call that waited several times
+/// counts once.
+fn add_wait(
+    out: &mut Vec<SyscallWait>,
+    seen: &mut std::collections::HashSet<CallKey>,
+    w: WaitedIn,
+    call: CallKey,
+    ns: Nanos,
+) {
+    let new = u64::from(seen.insert(call));
     match out.iter_mut().find(|x| x.waited_in == w) {
         Some(x) => {
             x.ns += ns;
-            x.calls += 1;
+            x.calls += new;
         }
-        None => out.push(SyscallWait { waited_in: w, ns, calls: 1 }),
+        None => out.push(SyscallWait { waited_in: w, ns, calls: new }),
     }
 }
 
@@ -305,6 +328,7 @@ pub(crate) fn syscall_waits(
     to: Nanos,
 ) -> Vec<SyscallWait> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     if index.is_empty() {
         return out;
     }
@@ -316,8 +340,8 @@ pub(crate) fn syscall_waits(
         if start >= end || !in_scope(s.tid) {
             continue;
         }
-        if let Some(w) = waited_in(index, &trace.mounts, s.tid, start, end) {
-            add_wait(&mut out, w, end - start);
+        if let Some((w, call)) = waited_in_call(index, &trace.mounts, s.tid, start, end) {
+            add_wait(&mut out, &mut seen, w, call, end - start);
         }
     }
     rolled_up(out)
@@ -329,13 +353,14 @@ pub(crate) fn annotate(path: &mut CriticalPath, index: &CallIndex<'_>, mounts: &
         return;
     }
     let mut sums = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for seg in &mut path.segments {
         if matches!(seg.kind, SegmentKind::Cpu | SegmentKind::CpuWait | SegmentKind::Untraced) {
             continue;
         }
-        seg.waited_in = waited_in(index, mounts, seg.tid, seg.start_ns, seg.end_ns);
-        if let Some(w) = &seg.waited_in {
-            add_wait(&mut sums, w.clone(), seg.end_ns - seg.start_ns);
+        if let Some((w, call)) = waited_in_call(index, mounts, seg.tid, seg.start_ns, seg.end_ns) {
+            add_wait(&mut sums, &mut seen, w.clone(), call, seg.end_ns - seg.start_ns);
+            seg.waited_in = Some(w);
         }
     }
     path.summary.in_syscalls = rolled_up(sums);

@@ -490,7 +490,8 @@ mod tests {
         let collected = collect(&inputs, |_, _| true, |ts| ts as i64, &mut files);
         assert_eq!((collected.unnamed, collected.named_by_open), (1, 1));
         let rows = finish(collected, &files);
-        let shown: Vec<(&str, Option<i64>, Option<i32>, Option<u32>, Option<&str>)> =
+        type Shown<'a> = (&'a str, Option<i64>, Option<i32>, Option<u32>, Option<&'a str>);
+        let shown: Vec<Shown<'_>> =
             rows.iter().map(|r| (r.name.as_str(), r.result, r.fd, r.file_id, r.path.as_deref())).collect();
         assert_eq!(
             shown,
