@@ -148,15 +148,33 @@ impl FileTable {
         self.known.get(&(Dev::from_user(user_dev), ino))?.path.as_deref()
     }
 
-    /// Gives a file without a path the one a system call opened it by; true if it had none.
-    pub fn name_if_unnamed(&mut self, id: u32, path: &str) -> bool {
-        match self.files.get_mut(id as usize) {
-            Some(f) if f.path.is_none() && f.kind != FileKind::DeviceMetadata => {
-                f.path = Some(path.to_owned());
-                true
+    /// Names the files still without a path (after the walk: on FUSE or network
+    /// filesystems) by the path a system call opened them by, when that path opens the same
+    /// inode here (an open in another mount namespace names a path the host may not have);
+    /// returns how many were named, taken off the unresolved and not-walked counts.
+    pub fn name_by_opens(&mut self, proposed: &[(u32, String)], system: &dyn SystemView) -> u64 {
+        let mut named = 0;
+        for (id, path) in proposed {
+            let Some(f) = self.files.get_mut(*id as usize) else { continue };
+            if f.path.is_some()
+                || f.kind != FileKind::Regular
+                || !system.is_file_at(Path::new(path), f.dev, f.ino)
+            {
+                continue;
             }
-            _ => false,
+            f.path = Some(path.clone());
+            named += 1;
+            self.unresolved = self.unresolved.saturating_sub(1);
+            if let Some(mount) = self
+                .not_walked
+                .iter_mut()
+                .filter(|(point, _, _)| Path::new(path).starts_with(point))
+                .max_by_key(|(point, _, _)| point.as_os_str().len())
+            {
+                mount.2 = mount.2.saturating_sub(1);
+            }
         }
+        named
     }
 
     fn file_row(&self, id: u32, key: (Dev, u64)) -> File {

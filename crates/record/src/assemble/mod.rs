@@ -268,8 +268,9 @@ fn files_and_pages(
     let in_scope =
         |tid: i32, t: Nanos| clock.contains(t) && (system_wide || tree.in_scope.contains(&tree.tgid(tid)));
     let collected_calls = syscalls::collect(&syscall_inputs, in_scope, |ts| clock.boot(ts), &mut files);
-    let syscall_counts = (collected_calls.unnamed, collected_calls.named_by_open);
     files.resolve_by_walk(&system.mounts(), system);
+    let named_by_open = files.name_by_opens(&collected_calls.proposed_names, system);
+    let syscall_counts = (collected_calls.unnamed, named_by_open);
     let syscalls = syscalls::finish(collected_calls, &files);
     let raw_access_count = collected.accesses.len();
     let accesses_left_out = collected.left_out;

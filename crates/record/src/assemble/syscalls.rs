@@ -3,8 +3,9 @@
 //! file table. The file of a call on an fd comes from the call that opened it: from the
 //! pages its reads brought in or asked for (the `filemap` events of the same thread
 //! inside the read, which also name files fanotify never sees, on FUSE), or from the
-//! fanotify open of the same process just after it (same base name). A file that still
-//! has no path gets the one its open named.
+//! fanotify open of the same process just after it (same base name). The path each file
+//! was opened by is proposed for files that nothing else names (`FileTable::name_by_opens`,
+//! after the walk, checks that it opens the same inode on the host).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -70,8 +71,9 @@ pub struct Collected {
     opened: Vec<Opened>,
     /// Path calls whose name the eBPF program could not read.
     pub unnamed: u64,
-    /// Files named by the path their open gave (fanotify did not see them).
-    pub named_by_open: u64,
+    /// The path each identified file was opened by (absolute), to name the files that
+    /// nothing else names (fanotify does not see FUSE; the walk never enters it).
+    pub proposed_names: Vec<(u32, String)>,
 }
 
 /// Pairs enters and exits of the threads `keep` accepts (by thread and trace time).
@@ -220,7 +222,7 @@ pub fn collect(
     let calls = pair(inputs.events, &keep, &boot);
     let mut names = Names::new(inputs.names);
     let mut processes: HashMap<i32, Process> = HashMap::new();
-    let mut out = Collected { rows: Vec::new(), opened: Vec::new(), unnamed: 0, named_by_open: 0 };
+    let mut out = Collected { rows: Vec::new(), opened: Vec::new(), unnamed: 0, proposed_names: Vec::new() };
     let tree = inputs.tree;
     for c in calls {
         let pid = tree.tgid(c.tid);
@@ -394,9 +396,9 @@ fn identify_opened(out: &mut Collected, opens: &[OpenRecord], files: &mut FileTa
     for opened in &out.opened {
         if let (Some(id), Some(path)) = (opened.file_id, &opened.path)
             && path.starts_with('/')
-            && files.name_if_unnamed(id, path)
+            && files.files.get(id as usize).is_some_and(|f| f.path.is_none())
         {
-            out.named_by_open += 1;
+            out.proposed_names.push((id, path.clone()));
         }
     }
 }
@@ -488,7 +490,9 @@ mod tests {
         let mut files = FileTable::new(&[]);
         let id = files.for_open(Dev::from_kernel(0xfe00000).to_user(), 42);
         let collected = collect(&inputs, |_, _| true, |ts| ts as i64, &mut files);
-        assert_eq!((collected.unnamed, collected.named_by_open), (1, 1));
+        assert_eq!(collected.unnamed, 1);
+        assert_eq!(collected.proposed_names, vec![(id, "/mnt/slow/a.so".to_owned())]);
+        files.files[id as usize].path = Some("/mnt/slow/a.so".into());
         let rows = finish(collected, &files);
         type Shown<'a> = (&'a str, Option<i64>, Option<i32>, Option<u32>, Option<&'a str>);
         let shown: Vec<Shown<'_>> =
@@ -504,7 +508,6 @@ mod tests {
             ],
             "the short futex, the close and the read after it are left out"
         );
-        assert_eq!(files.files[id as usize].path.as_deref(), Some("/mnt/slow/a.so"), "named by its open");
         assert_eq!(rows[3].duration_ns(), Some(3_000_000));
         assert_eq!(rows[4].exit_ns, None);
     }

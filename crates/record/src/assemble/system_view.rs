@@ -57,6 +57,10 @@ pub trait SystemView {
     fn clock_ticks_per_second(&self) -> f64;
     /// The text of a marks file outside the spool (`--marks-file`), if it can be read.
     fn read_marks_file(&self, path: &Path) -> Option<String>;
+    /// Whether `path` (symbolic links followed) opens the file (dev, ino) here.
+    fn is_file_at(&self, _path: &Path, _dev: Dev, _ino: u64) -> bool {
+        false
+    }
 }
 
 /// The machine the assembly runs on.
@@ -65,6 +69,11 @@ pub struct LiveSystem;
 impl SystemView for LiveSystem {
     fn host(&self) -> Meta {
         system::host()
+    }
+
+    fn is_file_at(&self, path: &Path, dev: Dev, ino: u64) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).is_ok_and(|m| Dev::from_user(m.dev()) == dev && m.ino() == ino)
     }
 
     fn mounts(&self) -> Vec<Mount> {
