@@ -8,6 +8,7 @@
 # With LESS='--no-cpu-samples' (any options of `coldstart record`), a third start of each
 # round, C, is recorded with those options too (order ABC, then CBA), and the ratios B/C
 # say what the recording of what LESS turns off costs on its own.
+# RECORD_ARGS adds arguments to `record` (RECORD_ARGS=--no-syscalls: without system calls).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -28,7 +29,8 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep "${SETTLE:-1}"; }
 run_a() { drop; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
 run_b() {
     drop
-    OUT="$work/b$1" "$BIN" record -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
+    # shellcheck disable=SC2086
+    OUT="$work/b$1" "$BIN" record ${RECORD_ARGS:-} -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }
 LESS=${LESS:-}
@@ -36,7 +38,7 @@ run_c() {
     [ -n "$LESS" ] || return 0
     drop
     # shellcheck disable=SC2086 # LESS is a list of options
-    OUT="$work/c$1" "$BIN" record $LESS -o "$work/less$1.coldstart" --spool-dir "$work/spool" -- \
+    OUT="$work/c$1" "$BIN" record ${RECORD_ARGS:-} $LESS -o "$work/less$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/less$1.log"
 }
 a=(); b=(); c=(); r=(); rc=()

@@ -47,6 +47,11 @@ pub struct Analysis {
     pub page_use_by_file: Vec<FilePageUse>,
     /// One entry per disk in the trace or named by a block request, by device.
     pub disks: Vec<DiskAnalysis>,
+    /// Time the threads in scope spent off the CPU (asleep or in I/O wait) inside a
+    /// recorded system call, by call, directory and filesystem, most first (empty for a
+    /// trace without system calls).
+    #[serde(default)]
+    pub syscall_waits: Vec<SyscallWait>,
     /// Wall-clock breakdown of the time to ready (or of the whole trace).
     pub start: StartBreakdown,
     /// The timeline from the command's start to ready, in order.
@@ -540,6 +545,53 @@ pub struct PathSegment {
     pub waker_tid: Option<i32>,
     /// For waits ended by another thread that has no data: its process, as the trace names it.
     pub waker_process: Option<WakerProcess>,
+    /// For waits and sleeps: the system call the thread was in, when the trace has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_in: Option<WaitedIn>,
+}
+
+/// The system call a thread was in while it waited, and what it named.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WaitedIn {
+    pub syscall: String,
+    /// The directory of the path the call named or acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// The filesystem type of that path, from the trace's mounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fstype: Option<String>,
+}
+
+impl WaitedIn {
+    /// A FUSE or network filesystem, where each call may be a request to a daemon or server.
+    pub fn on_slow_filesystem(&self) -> bool {
+        self.fstype.as_deref().is_some_and(|t| {
+            coldstart_trace::Mount { fstype: t.to_owned(), ..Default::default() }.is_remote_or_fuse()
+        })
+    }
+}
+
+impl std::fmt::Display for WaitedIn {
+    /// `statx under /opt/app/plug-ins (fuse)`; the type only when it is worth saying.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.syscall)?;
+        if let Some(dir) = &self.dir {
+            write!(f, " under {dir}")?;
+        }
+        match self.fstype.as_deref() {
+            Some(t) if self.on_slow_filesystem() || t == "overlay" => write!(f, " ({t})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Off-CPU time spent in one kind of system call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallWait {
+    pub waited_in: WaitedIn,
+    pub ns: Nanos,
+    /// Calls that waited.
+    pub calls: u64,
 }
 
 /// The process of a thread that ended a wait on the critical path from outside the
@@ -594,6 +646,9 @@ pub struct PathSummary {
     pub outside: Vec<OutsideWait>,
     /// Other processes on the path, most time first.
     pub helpers: Vec<ProcessTime>,
+    /// The path's waits and sleeps by the system call they were in, most time first.
+    #[serde(default)]
+    pub in_syscalls: Vec<SyscallWait>,
 }
 
 /// The chain of work that led to readiness, walked back from the thread that reached it.

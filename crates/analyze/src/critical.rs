@@ -61,6 +61,7 @@ impl Walk<'_, '_> {
                 files: Vec::new(),
                 waker_tid: None,
                 waker_process: None,
+                waited_in: None,
             });
         }
     }

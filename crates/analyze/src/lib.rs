@@ -21,6 +21,7 @@ mod phases;
 mod ranking;
 mod reads;
 pub mod synthetic;
+pub mod syscalls;
 mod time;
 pub mod units;
 mod warnings;
@@ -78,7 +79,13 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let end = ready.as_ref().map_or(trace_end, |r| r.t_ns);
     let start = time::start_breakdown(&ctx, origin, end);
     let phases = phases::phases(&ctx, origin, end, &coalesced.reads, &times.wait_top_file);
-    let critical_path = ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
+    let mut critical_path =
+        ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
+    let calls = syscalls::CallIndex::new(trace);
+    if let Some(path) = &mut critical_path {
+        syscalls::annotate(path, &calls, &trace.mounts);
+    }
+    let syscall_waits = syscalls::syscall_waits(trace, &calls, ctx.in_scope_test(), origin, end);
     let cpu_profile = cpu::cpu_profile(trace, origin, end, &phases, critical_path.as_ref());
     let disks = disk::disks(&ctx);
     let (page_use, page_use_by_file) = pageuse::page_use(&ctx);
@@ -129,6 +136,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         page_use,
         page_use_by_file,
         disks,
+        syscall_waits,
         start,
         phases,
         critical_path,

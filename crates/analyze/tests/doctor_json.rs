@@ -78,6 +78,7 @@ fn every_kind_has_its_section_in_the_doctor_document() {
         FindingKind::ScatteredLayout,
         FindingKind::NotIoBound,
         FindingKind::UnexplainedWaits,
+        FindingKind::SlowFilesystem,
     ] {
         let word = kind.as_str();
         assert!(doc.contains(&format!("### `{word}`")), "docs/doctor.md has no section for {word}");

@@ -48,8 +48,8 @@ fn schema() -> &'static Vec<(String, Vec<String>)> {
 }
 
 /// Keeps the first files the start filled pages of, the rows that name them, and the
-/// first rows of the long tables; adds a mark and a few CPU stack samples (the fixtures
-/// have none).
+/// first rows of the long tables; adds a mark, a few CPU stack samples, mounts and system calls (the
+/// fixtures, recorded before format 3, have none).
 const CUT_DOWN: &str = "
 PRAGMA foreign_keys = OFF;
 DELETE FROM file WHERE id NOT IN
@@ -78,6 +78,14 @@ INSERT INTO stack VALUES (1, NULL, 1), (2, 1, 2), (3, 2, 3);
 INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 1000000, pid, pid, 0, 2 FROM process ORDER BY rowid LIMIT 3;
 INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 2000000, pid, pid, 1, 3 FROM process ORDER BY rowid LIMIT 3;
 INSERT INTO stack_sample SELECT coalesce(start_ns, 0) + 3000000, pid, pid, 1, NULL FROM process ORDER BY rowid LIMIT 1;
+CREATE TABLE IF NOT EXISTS mount (dev TEXT NOT NULL, point TEXT NOT NULL, fstype TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS syscall (tid INTEGER NOT NULL, pid INTEGER NOT NULL, enter_ns INTEGER NOT NULL,
+    exit_ns INTEGER, name TEXT NOT NULL, result INTEGER, fd INTEGER, file_id INTEGER, path TEXT);
+INSERT INTO mount VALUES ('254:0', '/', 'ext4'), ('0:61', '/opt/app/plug-ins', 'fuse.sshfs');
+INSERT INTO syscall SELECT tid, pid, t_ns, t_ns + 2000000, 'openat', 3, 3, file_id, NULL
+    FROM page_fill ORDER BY rowid LIMIT 20;
+INSERT INTO syscall SELECT tid, pid, t_ns, CASE WHEN rowid % 3 = 0 THEN NULL ELSE t_ns + 3000000 END,
+    'statx', -2, NULL, NULL, '/opt/app/plug-ins/p' || rowid FROM page_fill ORDER BY rowid LIMIT 20;
 PRAGMA page_size = 4096;
 VACUUM;
 ";
@@ -343,6 +351,11 @@ fn the_cut_down_fixtures_read_with_rows_in_every_long_table() {
         assert!(!trace.block_ios.is_empty() && !trace.sched.is_empty() && trace.marks.len() == 1);
         assert_eq!((trace.frames.len(), trace.stacks.len()), (3, 3));
         assert!(trace.stack_samples.len() >= 3, "{} stack samples", trace.stack_samples.len());
+        assert_eq!(
+            (trace.syscalls.len(), trace.mounts.len()),
+            (40, 2),
+            "the seeds exercise format 3's tables"
+        );
         check_charts(seed, &[0, 1, 2]);
     }
 }

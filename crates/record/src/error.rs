@@ -30,6 +30,9 @@ pub enum RecordError {
     Format(String),
     #[error("fanotify: {0}")]
     Fanotify(String),
+    /// The eBPF program that copies the names of path system calls could not be set up.
+    #[error("eBPF: {0}")]
+    Bpf(String),
     #[error(transparent)]
     Trace(#[from] coldstart_trace::TraceError),
     #[error("{0}")]

@@ -31,6 +31,7 @@ pub mod guardian;
 mod session;
 pub mod spool;
 pub mod sys;
+pub mod syscall_table;
 pub mod system;
 pub mod tracefs;
 

@@ -12,13 +12,16 @@ use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitO
 use coldstart_trace::{Mark, MarkSource, Ready, TraceWriter};
 
 use crate::assemble::{Summary, assemble};
+use crate::capture::bpf::{PathCapture, PathLosses, ScopeMap};
 use crate::capture::connector::ProcWatch;
 use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
 use crate::capture::perf::PerfCapture;
 use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
 use crate::error::{IoContext, RecordError, Result};
-use crate::ftrace::events::{ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS};
+use crate::ftrace::events::{
+    ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS, SYSCALL_EVENTS,
+};
 use crate::guardian::Guardian;
 use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolMilestone, SpoolRoot, SpoolStart};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
@@ -44,6 +47,8 @@ pub struct RecordConfig {
     pub sample_hz: f64,
     /// CPU samples with stacks (perf), or `None` for none (`--no-cpu-samples`).
     pub cpu_samples: Option<crate::capture::perf::PerfOptions>,
+    /// Record system calls (with the names of path calls, through eBPF).
+    pub syscalls: bool,
     /// Per-CPU ring buffer of each instance, KiB.
     pub buffer_kb: u32,
     /// Wake the page reader when a per-CPU buffer is this full (percent).
@@ -64,6 +69,7 @@ impl Default for RecordConfig {
             as_root: false,
             sample_hz: 50.0,
             cpu_samples: Some(crate::capture::perf::PerfOptions::default()),
+            syscalls: true,
             buffer_kb: 8192,
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
@@ -197,6 +203,7 @@ struct Threads {
     opens: Handle<crate::capture::fanotify::OpenStats>,
     procs: Handle<u64>,
     samples: Handle<u64>,
+    paths: Option<Handle<(u64, PathLosses)>>,
 }
 
 fn spawn<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Handle<T> {
@@ -228,11 +235,13 @@ struct EnabledEvents {
     /// Optional events this kernel lacks, as `system:event`.
     missing_access: Vec<String>,
     missing_block: Vec<String>,
+    /// The kernel has the syscall events and they were asked for.
+    syscalls: bool,
 }
 
 /// Saves the format of every event the recorder enables and returns the events of
 /// each instance.
-fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<EnabledEvents> {
+fn save_formats(tracefs: &Tracefs, spool: &Spool, syscalls: bool) -> Result<EnabledEvents> {
     let header = tracefs.root.join("events/header_page");
     spool.save_format("header_page", &crate::tracefs::read_text(&header).at(&header)?)?;
     let format_path =
@@ -257,9 +266,16 @@ fn save_formats(tracefs: &Tracefs, spool: &Spool) -> Result<EnabledEvents> {
             }
             Ok((enabled, missing))
         };
-    let (scope, missing_access) = optional(SCOPE_EVENTS, ACCESS_EVENTS)?;
+    let (mut scope, missing_access) = optional(SCOPE_EVENTS, ACCESS_EVENTS)?;
     let (block, missing_block) = optional(BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS)?;
-    Ok(EnabledEvents { scope, block, missing_access, missing_block })
+    let syscalls = syscalls && crate::syscall_table::tracefs_filter().is_some() && {
+        let (with, missing) = optional(&[], SYSCALL_EVENTS)?;
+        missing.is_empty() && {
+            scope.extend(with);
+            true
+        }
+    };
+    Ok(EnabledEvents { scope, block, missing_access, missing_block, syscalls })
 }
 
 /// Records `config.command` and writes the trace.
@@ -289,10 +305,15 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
     let spool = spool_root.new_spool(&owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
-    let enabled = save_formats(&tracefs, &spool)?;
+    let enabled = save_formats(&tracefs, &spool, config.syscalls)?;
+    let filters = match crate::syscall_table::tracefs_filter() {
+        Some(filter) if enabled.syscalls => SYSCALL_EVENTS.iter().map(|&e| (e, filter.clone())).collect(),
+        _ => Vec::new(),
+    };
 
     let scope_config = InstanceConfig {
         events: enabled.scope,
+        filters,
         pids: (!config.system).then(Vec::new),
         notrace_pids: Vec::new(),
         buffer_kb: config.buffer_kb,
@@ -300,6 +321,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     };
     let block_config = InstanceConfig {
         events: enabled.block,
+        filters: Vec::new(),
         pids: None,
         notrace_pids: Vec::new(),
         buffer_kb: (config.buffer_kb / 4).max(1024),
@@ -345,6 +367,24 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             enabled.missing_block.join(", ")
         ));
     }
+    if config.syscalls && !enabled.syscalls {
+        notes.push("this kernel (or architecture) lacks the raw_syscalls events coldstart uses: system calls are not recorded".into());
+    }
+    let paths = if enabled.syscalls {
+        match PathCapture::start(&tracefs.root, config.system) {
+            Ok(capture) => Some(capture),
+            Err(e) => {
+                notes.push(format!(
+                    "the names of path system calls (stat, access, opens fanotify does not see) are not recorded: {}",
+                    coldstart_trace::error_chain(&e)
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let scope_map = paths.as_ref().and_then(PathCapture::scope_map);
     let proc_watch = ProcWatch::new()?;
     let stop = Stop::new()?;
     let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
@@ -354,20 +394,26 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         let opens_out = LineWriter::create(&spool, "opens.jsonl")?;
         let procs_out = LineWriter::create(&spool, "procs.jsonl")?;
         let samples_out = LineWriter::create(&spool, "samples.jsonl")?;
+        let paths_out = match paths {
+            Some(_) => Some(spool.create_file(crate::capture::bpf::SPOOL_FILE)?),
+            None => None,
+        };
+        let s5 = stop.clone();
         let hz = config.sample_hz;
         Threads {
             pages: spawn(move || pages::run(sources, page_size, s1)),
             opens: spawn(move || open_watch.run(opens_out, s2)),
             procs: spawn(move || proc_watch.run(procs_out, sc1, s3)),
             samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
+            paths: paths.zip(paths_out).map(|(capture, out)| spawn(move || capture.run(out, s5))),
         }
     };
     let mut perf_thread = None;
     let result = run_command(
         config,
         &also,
-        &tracefs,
         &instances,
+        scope_map.as_ref(),
         &spool,
         &scope,
         &stop,
@@ -387,6 +433,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let procs_lost = join(threads.procs, "proc connector", &mut cpu);
     let samples = join(threads.samples, "sampler", &mut cpu);
     let perf_bytes = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
+    let paths = threads.paths.map(|h| join(h, "eBPF paths", &mut cpu));
     let (end_partial, exit_code) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -399,6 +446,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     if let Some(bytes) = perf_bytes {
         notes.push(format!("{} KiB of CPU samples with stacks copied", bytes? / 1024));
     }
+    let paths = paths.transpose()?;
     let mut end = end_partial;
     for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
         for &cpu in &cpus {
@@ -412,6 +460,12 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     end.losses.push(("fanotify".into(), "queue overflows".into(), opens.overflows));
     if procs_lost > 0 {
         end.losses.push(("proc connector".into(), "receive buffer overruns".into(), procs_lost));
+    }
+    if let Some((_, lost)) = paths {
+        end.losses.push(("bpf".into(), "path names: ring buffer full".into(), lost.ring_full));
+        if lost.scope_full > 0 {
+            end.losses.push(("bpf".into(), "threads not followed: scope map full".into(), lost.scope_full));
+        }
     }
     end.notes.extend(notes);
     end.notes
@@ -451,8 +505,8 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
 fn run_command(
     config: &RecordConfig,
     also: &[coldstart_trace::AlsoScope],
-    _tracefs: &Tracefs,
     instances: &Instances,
+    scope_map: Option<&ScopeMap>,
     spool: &Spool,
     scope: &SharedScope,
     stop: &Arc<Stop>,
@@ -484,6 +538,10 @@ fn run_command(
     if !config.system {
         instances.list[0].add_pids(&[root_pid])?;
         instances.list[0].add_pids(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
+        if let Some(map) = scope_map {
+            map.add(&[root_pid])?;
+            map.add(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
+        }
     }
     if let Ok(mut s) = scope.lock() {
         s.add(root_pid);

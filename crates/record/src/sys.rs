@@ -310,3 +310,173 @@ impl Drop for PerfRing {
         let _ = unsafe { munmap(self.base, self.len) };
     }
 }
+
+/// `bpf(2)` commands the recorder uses.
+#[derive(Clone, Copy, Debug)]
+#[repr(i32)]
+pub(crate) enum BpfCmd {
+    MapCreate = 0,
+    MapLookupElem = 1,
+    MapUpdateElem = 2,
+    ProgLoad = 5,
+}
+
+/// `bpf(2)` with an attribute block (`union bpf_attr`, laid out by the caller in
+/// 8-byte words); a returned fd is owned at once.
+pub(crate) fn bpf(cmd: BpfCmd, attr: &mut [u64; 16]) -> io::Result<i64> {
+    // SAFETY: `attr` is a zero-padded 128-byte `union bpf_attr`; the kernel reads (and for
+    // lookups writes) only through the pointers the caller put in it, which outlive the call.
+    let r = unsafe {
+        libc::syscall(libc::SYS_bpf, cmd as i32, attr.as_mut_ptr(), std::mem::size_of_val(attr) as u32)
+    };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+}
+
+/// Takes ownership of an fd returned by `bpf(2)` or `perf_event_open(2)`.
+pub(crate) fn owned_fd(raw: i64) -> io::Result<OwnedFd> {
+    let raw = RawFd::try_from(raw).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    if raw < 0 {
+        return Err(io::Error::from(io::ErrorKind::InvalidData));
+    }
+    // SAFETY: a fresh fd the kernel just returned, which nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// `_IOW('$', 8, __u32)` and `_IO('$', 0)`.
+const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
+
+/// Attaches a loaded tracepoint program to the tracepoint with tracefs id `tracepoint`:
+/// a `PERF_TYPE_TRACEPOINT` event on CPU 0 (the program runs on every CPU: it is
+/// attached to the tracepoint, not to the event). The program stays attached while
+/// the returned fd is open.
+pub(crate) fn attach_tracepoint(tracepoint: u64, prog: &OwnedFd) -> io::Result<OwnedFd> {
+    const PERF_TYPE_TRACEPOINT: u32 = 2;
+    const PERF_ATTR_SIZE_VER0: u32 = 64;
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+    let mut attr = [0u64; 16];
+    attr[0] = u64::from(PERF_TYPE_TRACEPOINT) | (u64::from(PERF_ATTR_SIZE_VER0) << 32);
+    attr[1] = tracepoint;
+    attr[2] = 1; // sample_period
+    // SAFETY: `attr` is a zeroed perf_event_attr of the size it declares; pid -1, cpu 0,
+    // no group.
+    let raw = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            -1 as libc::pid_t,
+            0 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let event = owned_fd(raw)?;
+    // SAFETY: ioctls on the event fd just opened; the argument is an int fd, passed by value.
+    unsafe {
+        if libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(event)
+}
+
+/// A BPF ring buffer mapped for reading: the consumer page (written back as records
+/// are read) and the producer page followed by the data area mapped twice, so a record
+/// that wraps around the end reads as one slice.
+pub(crate) struct RingBuffer {
+    consumer: std::ptr::NonNull<libc::c_void>,
+    producer: std::ptr::NonNull<libc::c_void>,
+    page: usize,
+    size: usize,
+}
+
+// SAFETY: the mappings belong to the ring buffer alone; one thread reads it at a time.
+unsafe impl Send for RingBuffer {}
+
+impl RingBuffer {
+    /// Maps the ring buffer map `map` of `size` data bytes (a power of two, whole pages).
+    pub(crate) fn map(map: &OwnedFd, size: usize) -> io::Result<RingBuffer> {
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)?
+            .and_then(|p| usize::try_from(p).ok())
+            .unwrap_or(4096);
+        let one = NonZeroUsize::new(page).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let whole =
+            NonZeroUsize::new(page + 2 * size).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let rw = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: fresh shared mappings of the map's pages, laid out as the kernel documents.
+        let consumer = unsafe { mmap(None, one, rw, MapFlags::MAP_SHARED, map.as_fd(), 0) }?;
+        // SAFETY: as above; read-only, at the producer page's offset.
+        let producer = match unsafe {
+            mmap(None, whole, ProtFlags::PROT_READ, MapFlags::MAP_SHARED, map.as_fd(), page as i64)
+        } {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: unmaps the consumer page mapped just above.
+                let _ = unsafe { munmap(consumer, page) };
+                return Err(e.into());
+            }
+        };
+        Ok(RingBuffer { consumer, producer, page, size })
+    }
+
+    /// Hands every committed record to `each` (discarded ones skipped) and releases them.
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(&[u8])) -> usize {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        const BUSY: u32 = 1 << 31;
+        const DISCARD: u32 = 1 << 30;
+        const HEADER: usize = 8;
+        // SAFETY: both positions are u64s at the start of their pages, which the kernel
+        // updates atomically; the data area is `2 * size` bytes after the producer page.
+        let (consumer_pos, producer_pos, data) = unsafe {
+            (
+                &*self.consumer.as_ptr().cast::<AtomicU64>(),
+                &*self.producer.as_ptr().cast::<AtomicU64>(),
+                self.producer.as_ptr().cast::<u8>().add(self.page),
+            )
+        };
+        let mut count = 0;
+        let mut cons = consumer_pos.load(Ordering::Acquire);
+        let mask = (self.size - 1) as u64;
+        loop {
+            let prod = producer_pos.load(Ordering::Acquire);
+            if cons >= prod {
+                break;
+            }
+            let at = (cons & mask) as usize;
+            // SAFETY: the header lies in the data area; the kernel publishes its length word
+            // atomically (busy until committed).
+            let len_word =
+                unsafe { &*data.add(at).cast::<std::sync::atomic::AtomicU32>() }.load(Ordering::Acquire);
+            if len_word & BUSY != 0 {
+                break;
+            }
+            let len = (len_word & !(BUSY | DISCARD)) as usize;
+            if len > self.size {
+                break;
+            }
+            if len_word & DISCARD == 0 {
+                // SAFETY: a committed record of `len` bytes, contiguous thanks to the double mapping.
+                each(unsafe { std::slice::from_raw_parts(data.add(at + HEADER), len) });
+                count += 1;
+            }
+            cons += ((len + HEADER + 7) & !7) as u64;
+            consumer_pos.store(cons, Ordering::Release);
+        }
+        count
+    }
+}
+
+impl Drop for RingBuffer {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `map` mapped; no slice handed out outlives `drain`.
+        unsafe {
+            let _ = munmap(self.consumer, self.page);
+            let _ = munmap(self.producer, self.page + 2 * self.size);
+        }
+    }
+}

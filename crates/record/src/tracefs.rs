@@ -121,6 +121,8 @@ pub fn process_starttime(pid: i32) -> Option<u64> {
 #[derive(Clone, Debug)]
 pub struct InstanceConfig {
     pub events: Vec<(&'static str, &'static str)>,
+    /// Filters of some of the events, written before they are enabled.
+    pub filters: Vec<((&'static str, &'static str), String)>,
     /// Trace only these pids and (with event-fork) their descendants; `None` traces everything.
     pub pids: Option<Vec<i32>>,
     /// Never trace these pids (the recorder itself in system mode).
@@ -180,6 +182,9 @@ impl Instance {
                     format!("{system}:{event}"),
                     format!("{} does not exist", enable.display()),
                 ));
+            }
+            if let Some((_, filter)) = config.filters.iter().find(|(e, _)| e == &(*system, *event)) {
+                write(&self.dir.join("events").join(system).join(event).join("filter"), filter)?;
             }
             write(&enable, "1")?;
         }

@@ -6,6 +6,7 @@
 //!   contract charts, the doctor and users' scripts read;
 //! - [`html`]: the interactive, self-contained HTML report.
 //! - [`svg`]: the bootchart-style chart, drawn from the trace and its analysis;
+//! - [`syscalls`]: the system-call timeline and totals of `coldstart syscalls`;
 //! - [`export`]: the trace for other tools: Chrome Trace Event JSON (Perfetto UI,
 //!   chrome://tracing) and CSV tables.
 //!
@@ -21,6 +22,7 @@ pub mod html;
 pub mod json;
 pub mod process_order;
 pub mod svg;
+pub mod syscalls;
 pub mod table;
 pub mod text;
 

@@ -337,6 +337,26 @@ fn start(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     for (what, ns) in rows {
         writeln!(out, "  {:>9}  {:>7}  {what}", secs(ns), percent(ns as f64, total))?;
     }
+    if !a.syscall_waits.is_empty() {
+        writeln!(out, "  Off the CPU inside system calls (summed over threads, most first)")?;
+        syscall_waits(&a.syscall_waits, 5, out)?;
+    }
+    Ok(())
+}
+
+/// `0.410 s in statx under /opt/app/plug-ins (fuse), 2000 calls`, one per line.
+fn syscall_waits(
+    waits: &[coldstart_analyze::SyscallWait],
+    top: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for w in waits.iter().take(top) {
+        writeln!(out, "    {:>9}  in {}, {}", secs(w.ns), w.waited_in, plural(w.calls, "call"))?;
+    }
+    if waits.len() > top {
+        let rest: Nanos = waits[top..].iter().map(|w| w.ns).sum();
+        writeln!(out, "    {:>9}  in {} other calls and paths", secs(rest), waits.len() - top)?;
+    }
     Ok(())
 }
 
@@ -428,8 +448,17 @@ fn outside_waits_of(cp: &CriticalPath, pid: Option<i32>) -> Vec<(WakerProcess, N
     by_process
 }
 
-/// What a segment of the critical path was doing, in words.
+/// What a segment of the critical path was doing, in words, with the system call it
+/// waited in when the trace has it: `in statx under /opt/app/plug-ins (fuse): waiting on …`.
 fn doing(a: &Analysis, s: &PathSegment) -> String {
+    let what = doing_kind(a, s);
+    match &s.waited_in {
+        Some(w) => format!("in {w}: {what}"),
+        None => what,
+    }
+}
+
+fn doing_kind(a: &Analysis, s: &PathSegment) -> String {
     match s.kind {
         SegmentKind::Cpu => match hottest_in(a, s) {
             Some(h) => format!(
@@ -539,6 +568,10 @@ fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
         return writeln!(out, "  none: the trace has no readiness point or no scheduler data");
     };
     writeln!(out, "  {}", path_summary(a, cp))?;
+    if !cp.summary.in_syscalls.is_empty() {
+        writeln!(out, "  Its waits and sleeps by the system call they were in, most first")?;
+        syscall_waits(&cp.summary.in_syscalls, options.top.min(5), out)?;
+    }
     for (process, ns) in outside_waits_of(cp, None) {
         let advice = if process.comm.is_empty() {
             "record with --system to see it".to_owned()

@@ -267,3 +267,41 @@ fn csv_block_requests_are_as_recorded() {
     );
     assert_eq!(rows[5][..8], ["", "60000000", "", "254:0", "vda", "", "0", "flush"]);
 }
+
+#[test]
+fn system_calls_are_slices_on_a_track_next_to_their_thread() {
+    let mut t = fixture();
+    t.syscalls = vec![
+        Syscall {
+            tid: 100,
+            pid: 100,
+            enter_ns: 2 * MS,
+            exit_ns: Some(3 * MS),
+            name: "statx".into(),
+            result: Some(-2),
+            path: Some("/opt/app/plug-ins/missing".into()),
+            ..Syscall::default()
+        },
+        Syscall {
+            tid: 100,
+            pid: 100,
+            enter_ns: 4 * MS,
+            exit_ns: None,
+            name: "futex".into(),
+            ..Syscall::default()
+        },
+    ];
+    let v = chrome_json(&t);
+    check_structure(&v);
+    let calls = find(&v, |e| e["cat"] == "syscall");
+    assert_eq!(calls.len(), 2);
+    let track = (1i64 << 32) + 100;
+    assert!(calls.iter().all(|c| c["pid"] == 100 && c["tid"] == track));
+    assert_eq!(calls[0]["name"], "statx missing");
+    assert_eq!(calls[0]["dur"], 1000.0);
+    assert_eq!(calls[0]["args"]["path"], "/opt/app/plug-ins/missing");
+    assert_eq!(calls[0]["args"]["result"], -2);
+    assert_eq!(calls[1]["dur"].as_f64(), Some((t.meta.duration_ns - 4 * MS) as f64 / 1000.0), "to the end");
+    let name = find(&v, |e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == track);
+    assert_eq!(name[0]["args"]["name"], "app syscalls");
+}

@@ -4,18 +4,22 @@
 //! from memory and answers each request when the profile's model says it completes; a
 //! loop device with direct I/O on that image carries ext4. `EmulatedDisk` makes, fills,
 //! mounts and tears down the whole stack; docs/storage.md says what it leaves out.
+//! [`SlowMount`] is the other slow storage: a directory served through FUSE with a
+//! fixed delay per request, like a network filesystem without attribute caching.
 
 pub mod clock;
 pub mod disk;
 pub mod image;
 pub mod leftovers;
 pub mod profile;
+pub mod slowfs;
 pub mod stage;
 mod sys;
 
 pub use clock::{DeviceClock, Stats};
 pub use disk::{EmulatedDisk, FillReport};
 pub use profile::resolve;
+pub use slowfs::{SlowMount, SlowStats};
 pub use stage::StagedFiles;
 pub use sys::{make_timely, scheduling_policy, terminate};
 
@@ -29,6 +33,8 @@ pub enum StorageError {
     Io { what: String, source: std::io::Error },
     #[error("{0}")]
     Setup(String),
+    #[error("{}: not a directory", .0.display())]
+    NotADirectory(std::path::PathBuf),
 }
 
 impl StorageError {

@@ -73,6 +73,12 @@ pub fn anonymize(trace: &mut Trace) -> Anonymized {
     for m in &mut trace.mappings {
         fix(&mut m.path);
     }
+    for c in &mut trace.syscalls {
+        c.path.iter_mut().for_each(&mut fix);
+    }
+    for m in &mut trace.mounts {
+        fix(&mut m.point);
+    }
     Anonymized { users: users.into_iter().collect(), host: host.is_some(), values_changed: changed }
 }
 
@@ -109,6 +115,8 @@ fn user_names(trace: &Trace) -> BTreeSet<String> {
     }
     trace.execs.iter().for_each(|e| scan(&e.path));
     trace.mappings.iter().for_each(|m| scan(&m.path));
+    trace.syscalls.iter().filter_map(|c| c.path.as_deref()).for_each(&mut scan);
+    trace.mounts.iter().for_each(|m| scan(&m.point));
     if let Some(user) = trace.meta.user.as_deref().filter(|u| !u.is_empty() && *u != "root") {
         users.insert(user.to_owned());
     }
@@ -166,7 +174,7 @@ fn replace_word(text: &str, word: &str, by: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{File, Meta, Process};
+    use crate::model::{File, Meta, Mount, Process, Syscall};
 
     fn trace() -> Trace {
         Trace {
@@ -195,6 +203,16 @@ mod tests {
                 argv: vec!["app".into(), "alice".into(), "malice".into()],
                 ..Default::default()
             }],
+            syscalls: vec![Syscall {
+                name: "statx".into(),
+                path: Some("/home/carol/.config/app".into()),
+                ..Default::default()
+            }],
+            mounts: vec![Mount {
+                point: "/home/alice/net".into(),
+                fstype: "nfs4".into(),
+                ..Default::default()
+            }],
             ..Default::default()
         }
     }
@@ -203,7 +221,9 @@ mod tests {
     fn user_and_host_names_are_replaced_everywhere_and_nothing_else() {
         let mut t = trace();
         let report = anonymize(&mut t);
-        assert_eq!(report.users, vec!["alice".to_owned(), "bob".to_owned()]);
+        assert_eq!(report.users, vec!["alice".to_owned(), "bob".to_owned(), "carol".to_owned()]);
+        assert_eq!(t.syscalls[0].path.as_deref(), Some("/home/user/.config/app"));
+        assert_eq!(t.mounts[0].point, "/home/user/net");
         assert!(report.host);
         assert_eq!(t.meta.host, "host");
         assert_eq!(t.meta.user.as_deref(), Some("user"));

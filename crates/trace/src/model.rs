@@ -43,6 +43,12 @@ pub struct Trace {
     pub stacks: Vec<Stack>,
     #[serde(default)]
     pub stack_samples: Vec<StackSample>,
+    /// The machine's mounts at the recording (format 3 on; empty before).
+    #[serde(default)]
+    pub mounts: Vec<Mount>,
+    /// System calls of the recorded threads (format 3 on; empty before).
+    #[serde(default)]
+    pub syscalls: Vec<Syscall>,
 }
 
 /// Where a trace came from.
@@ -229,6 +235,8 @@ pub enum LossSource {
     Spool,
     /// Records of a bootchart2 log that could not be imported.
     Bootchart2,
+    /// The eBPF program that copies the names of path system calls (format 3 on).
+    Bpf,
     /// Written by another version or program, under a word this version does not know.
     #[default]
     Other,
@@ -616,4 +624,57 @@ pub struct StackSample {
     pub cpu: u32,
     /// Its stack, innermost frame first when walked; `None` when no frame was found.
     pub stack_id: Option<u32>,
+}
+
+/// A mounted filesystem of the recording's machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    pub dev: Dev,
+    /// Where it is mounted, in the recorder's mount namespace.
+    pub point: String,
+    /// The filesystem type as /proc/self/mountinfo says it (`ext4`, `fuse.sshfs`, `nfs4`, …).
+    pub fstype: String,
+}
+
+impl Mount {
+    /// A FUSE or network filesystem: every metadata call may be a request to a daemon or server.
+    pub fn is_remote_or_fuse(&self) -> bool {
+        let t = self.fstype.as_str();
+        t == "fuse"
+            || t.starts_with("fuse.")
+            || t == "fuseblk"
+            || matches!(t, "nfs" | "nfs4" | "cifs" | "smb3" | "smbfs" | "9p" | "ceph" | "afs" | "glusterfs")
+    }
+}
+
+/// One system call of a recorded thread (`raw_syscalls:sys_enter`/`sys_exit`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Syscall {
+    pub tid: i32,
+    pub pid: i32,
+    pub enter_ns: Nanos,
+    /// `None` when the call had not returned when the recording ended.
+    pub exit_ns: Option<Nanos>,
+    /// The call's name (`openat`, `statx`, `read`, …).
+    pub name: String,
+    /// The return value: an fd, a byte count, 0, or `-errno`.
+    pub result: Option<i64>,
+    /// The fd the call acted on, or the one an open returned.
+    pub fd: Option<i32>,
+    /// The file it named or acted on, when the file table has it.
+    pub file_id: Option<u32>,
+    /// The path it named, when it is not a file of the file table (a failed stat).
+    pub path: Option<String>,
+}
+
+impl Syscall {
+    /// Time in the call (up to the end of the recording's data for an unfinished call).
+    pub fn duration_ns(&self) -> Option<Nanos> {
+        Some(self.exit_ns? - self.enter_ns)
+    }
+
+    /// The errno of a failed call.
+    pub fn errno(&self) -> Option<i64> {
+        self.result.filter(|r| (-4095..0).contains(r)).map(|r| -r)
+    }
 }

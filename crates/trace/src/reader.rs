@@ -478,6 +478,35 @@ impl Reader<'_> {
                     })
                 },
             )?,
+            mounts: self.rows_if_table("mount", "SELECT * FROM mount ORDER BY rowid", |r| {
+                Ok(Mount {
+                    dev: dev("mount", "dev", &r.get::<_, String>("dev")?)?,
+                    point: r.get("point")?,
+                    fstype: r.get("fstype")?,
+                })
+            })?,
+            syscalls: self.rows_if_table("syscall", "SELECT * FROM syscall ORDER BY rowid", |r| {
+                let enter_ns = time(r, "syscall", "enter_ns")?;
+                let exit_ns = time_or_null(r, "syscall", "exit_ns")?;
+                if let Some(exit) = exit_ns.filter(|&e| e < enter_ns) {
+                    return Err(TraceError::BadValue {
+                        table: "syscall",
+                        column: "exit_ns",
+                        value: format!("{exit} (before enter_ns {enter_ns})"),
+                    });
+                }
+                Ok(Syscall {
+                    tid: r.get("tid")?,
+                    pid: r.get("pid")?,
+                    enter_ns,
+                    exit_ns,
+                    name: r.get("name")?,
+                    result: r.get("result")?,
+                    fd: r.get("fd")?,
+                    file_id: r.get("file_id")?,
+                    path: r.get("path")?,
+                })
+            })?,
         })
     }
 }

@@ -6,6 +6,9 @@
 ///
 /// 2 added `mark.tid` (a new last column) and the `ready_pid`, `ready_tid` and `also`
 /// meta keys; files of format 1 read with them NULL or empty.
+///
+/// 3 added the `mapping`, `frame`, `stack` and `stack_sample` tables (CPU samples with stacks)
+/// and the `mount` and `syscall` tables; files of format 2 read with none.
 pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
@@ -214,6 +217,24 @@ CREATE TABLE stack_sample (
     cpu      INTEGER NOT NULL,
     stack_id INTEGER
 );
+
+CREATE TABLE mount (
+    dev    TEXT NOT NULL,
+    point  TEXT NOT NULL,
+    fstype TEXT NOT NULL
+);
+
+CREATE TABLE syscall (
+    tid      INTEGER NOT NULL,
+    pid      INTEGER NOT NULL,
+    enter_ns INTEGER NOT NULL,
+    exit_ns  INTEGER,
+    name     TEXT NOT NULL,
+    result   INTEGER,
+    fd       INTEGER,
+    file_id  INTEGER REFERENCES file(id),
+    path     TEXT
+);
 "#;
 
 /// Indexes and views, created after the rows are in (faster than maintaining them row by row).
@@ -224,6 +245,7 @@ CREATE INDEX page_access_by_file ON page_access(file_id, page_index);
 CREATE INDEX block_io_by_file ON block_io(file_id);
 CREATE INDEX sched_by_tid ON sched(tid, start_ns);
 CREATE INDEX extent_by_file ON extent(file_id, logical);
+CREATE INDEX syscall_by_tid ON syscall(tid, enter_ns);
 
 -- Bytes brought into the page cache per file, largest first.
 CREATE VIEW file_reads AS

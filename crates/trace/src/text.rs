@@ -77,6 +77,7 @@ text_enum! {
         Files => "files",
         Spool => "spool",
         Bootchart2 => "bootchart2",
+        Bpf => "bpf",
         Other => "other",
     }
     NoteSource { Record => "record", Recover => "recover", Files => "files", Bootchart2 => "bootchart2", Other => "other" }

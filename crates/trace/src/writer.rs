@@ -328,6 +328,17 @@ impl TraceWriter {
         )
     }
 
+    pub fn mount(&mut self, m: &Mount) -> Result<()> {
+        self.exec("INSERT INTO mount VALUES (?1, ?2, ?3)", params![m.dev.to_string(), m.point, m.fstype])
+    }
+
+    pub fn syscall(&mut self, s: &Syscall) -> Result<()> {
+        self.exec(
+            "INSERT INTO syscall VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![s.tid, s.pid, s.enter_ns, s.exit_ns, s.name, s.result, s.fd, s.file_id, s.path],
+        )
+    }
+
     /// Writes every table of `trace`.
     pub fn all(&mut self, trace: &Trace) -> Result<()> {
         self.meta(&trace.meta)?;
@@ -352,7 +363,9 @@ impl TraceWriter {
         trace.mappings.iter().try_for_each(|x| self.mapping(x))?;
         trace.frames.iter().try_for_each(|x| self.frame(x))?;
         trace.stacks.iter().try_for_each(|x| self.stack(x))?;
-        trace.stack_samples.iter().try_for_each(|x| self.stack_sample(x))
+        trace.stack_samples.iter().try_for_each(|x| self.stack_sample(x))?;
+        trace.mounts.iter().try_for_each(|x| self.mount(x))?;
+        trace.syscalls.iter().try_for_each(|x| self.syscall(x))
     }
 
     /// Builds the indexes, commits, syncs and renames the file into place.

@@ -35,6 +35,9 @@ pub enum FindingKind {
     /// Time on the critical path outside the recording (waits on unrecorded processes,
     /// sleeps without a wakeup, no scheduler data): no gain, advice to widen the scope.
     UnexplainedWaits,
+    /// Metadata system calls (stat, open, access, readlink, getdents) on a FUSE or network
+    /// filesystem, each a request to its daemon or server.
+    SlowFilesystem,
 }
 
 impl FindingKind {
@@ -52,6 +55,7 @@ impl FindingKind {
             FindingKind::ScatteredLayout => "scattered_layout",
             FindingKind::NotIoBound => "not_io_bound",
             FindingKind::UnexplainedWaits => "unexplained_waits",
+            FindingKind::SlowFilesystem => "slow_filesystem",
         }
     }
 }

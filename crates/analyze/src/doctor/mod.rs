@@ -4,8 +4,8 @@
 //! [`diagnose`] is a pure function of a trace and its analysis. Each detector looks
 //! for one pattern (many small files from one tree, a large file read in pieces, a
 //! helper process on the critical path, work that can wait, read then parse, other
-//! languages' data, durable writes, idle waits, a scattered layout, a start that is
-//! not I/O-bound) and, when its estimated gain passes the thresholds of
+//! languages' data, durable writes, idle waits, metadata calls on a slow filesystem, a
+//! scattered layout, a start that is not I/O-bound) and, when its estimated gain passes the thresholds of
 //! [`DoctorConfig`], says what it saw, how much it would save and why, what to
 //! change and how to check it. Gains use the disk model of [`disk_model`], measured
 //! from the trace's own requests where it can. docs/doctor.md documents the model,
@@ -20,6 +20,7 @@ mod layout;
 mod locale;
 mod parse;
 mod processes;
+mod slowfs;
 mod waits;
 mod whatif;
 mod writes;
@@ -73,7 +74,7 @@ pub fn diagnose(
     what_if: &[WhatIfSpec],
 ) -> Diagnosis {
     let facts = facts::Facts::new(trace, analysis, config);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 11] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 12] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -83,6 +84,7 @@ pub fn diagnose(
         writes::durable_writes,
         waits::idle_waits,
         waits::unexplained_waits,
+        slowfs::slow_filesystem,
         layout::scattered_layout,
         waits::not_io_bound,
     ];

@@ -19,6 +19,7 @@ pub mod recover;
 pub mod report;
 pub mod run;
 pub mod storage;
+pub mod syscalls;
 pub mod values;
 
 use std::fs::OpenOptions;

@@ -27,6 +27,8 @@ Examples:
   sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
   # record a start with the files it read (app.coldstart) on an emulated laptop disk:
   sudo coldstart storage run hdd --trace app.coldstart -- coldstart record --cold -o hdd.coldstart -- app
+  sudo coldstart storage slowfs /opt/app --at /mnt/app --delay 2ms          # like NFS with noac
+  sudo coldstart storage slowfs ./plug-ins --at /mnt/p --delay 2ms -- coldstart record -- ./scan /mnt/p
 
 Limits: the device has no cache of its own, does not reorder requests (no NCQ), and the
 loop device and FUSE add some CPU per request; docs/storage.md has the rest.")]
@@ -76,6 +78,21 @@ enum Action {
         #[arg(last = true, value_name = "COMMAND", required = true)]
         command: Vec<String>,
     },
+    /// Serve a directory through FUSE with a fixed delay per request, no attribute caching
+    /// (a slow network filesystem), run COMMAND (or wait for Ctrl-C), unmount. Needs root.
+    Slowfs {
+        /// The directory to serve (read-only).
+        source: PathBuf,
+        /// An existing, empty directory to mount it at.
+        #[arg(long, value_name = "DIR")]
+        at: PathBuf,
+        /// The delay of each request: 2ms, 500us, 0.01s.
+        #[arg(long, value_name = "D", default_value = "2ms", value_parser = super::values::duration)]
+        delay: std::time::Duration,
+        /// The command to run while it is mounted.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Mount { profile, size, at, command } => mount(&profile, &size, at, command),
         Action::Run { profile, trace, files, command } => run_on(&profile, trace, files, &command),
+        Action::Slowfs { source, at, delay, command } => slowfs(&source, &at, delay, command),
     }
 }
 
@@ -120,6 +138,63 @@ fn describe(p: &DiskParams) -> String {
         out.push_str(&format!("  {param:<22} {value:<32} {}\n", p.source_of(param)));
     }
     out
+}
+
+/// Runs `command` (or waits for a signal) while something stays mounted; the status to
+/// exit with and the signal that ended it, if one did.
+fn run_while_mounted(mut signals: Signals, command: Vec<String>) -> anyhow::Result<(ExitCode, Option<i32>)> {
+    let handle = signals.handle();
+    if command.is_empty() {
+        eprintln!("coldstart storage: press Ctrl-C to unmount");
+        return Ok((ExitCode::SUCCESS, signals.forever().next()));
+    }
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", command[0]))?;
+    let pid = child.id();
+    let forwarder = thread::spawn(move || {
+        let first = signals.forever().next();
+        if first.is_some() {
+            let _ = coldstart_storage::terminate(pid);
+        }
+        first
+    });
+    let exit = child.wait().context("waiting for the command")?;
+    handle.close();
+    let signal = forwarder.join().ok().flatten();
+    Ok((ExitCode::from(exit.code().map_or(1, |c| c.clamp(0, 255) as u8)), signal))
+}
+
+fn slowfs(
+    source: &std::path::Path,
+    at: &std::path::Path,
+    delay: std::time::Duration,
+    command: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    if !at.is_dir() {
+        bail!("--at {}: not a directory", at.display());
+    }
+    if !coldstart_bench::evict::is_root() {
+        bail!("coldstart storage slowfs needs root (a FUSE mount others may read)");
+    }
+    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let mount = coldstart_storage::SlowMount::mount(source, at, delay)?;
+    eprintln!(
+        "coldstart storage: {} served at {} with {:?} per request (fuse, no attribute caching)",
+        source.display(),
+        at.display(),
+        delay
+    );
+    let (status, signal) = run_while_mounted(signals, command)?;
+    let stats = mount.stats();
+    eprintln!(
+        "coldstart storage: served {} requests, {:.3} s of delay in all",
+        stats.requests,
+        stats.delay_ns as f64 / 1e9
+    );
+    drop(mount);
+    Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
 }
 
 fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow::Result<ExitCode> {

@@ -41,6 +41,19 @@ fn finite_number(text: &str) -> Result<f64, String> {
     text.trim().parse::<f64>().ok().filter(|n| n.is_finite()).ok_or_else(|| "not a finite number".to_owned())
 }
 
+/// The name of a system call the recorder traces (`--syscall`).
+pub fn syscall_name(text: &str) -> Result<String, String> {
+    if coldstart_record::syscall_table::by_name(text).is_some() {
+        return Ok(text.to_owned());
+    }
+    let known: Vec<&str> = coldstart_record::syscall_table::TRACED
+        .iter()
+        .filter(|c| c.shape != coldstart_record::syscall_table::Shape::Close)
+        .map(|c| c.name)
+        .collect();
+    Err(format!("not a system call coldstart records (it records {})", known.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,8 @@ pub struct SpoolData {
     pub marks: Option<String>,
     /// The perf capture's setup and the bytes of each CPU's stream, if it ran.
     pub perf: Option<(PerfSetup, Vec<Vec<u8>>)>,
+    /// The names of path system calls the eBPF program copied.
+    pub path_names: Vec<crate::capture::bpf::PathRecord>,
 }
 
 impl SpoolData {
@@ -48,6 +50,9 @@ impl SpoolData {
         let first_after_t0 = samples.iter().position(|s| s.t >= start.t0_boot_ns).unwrap_or(samples.len());
         samples.drain(..first_after_t0.saturating_sub(1));
         let marks = fs::read_to_string(spool.path("marks")).ok();
+        let path_names = fs::read(spool.path(crate::capture::bpf::SPOOL_FILE))
+            .map(|b| crate::capture::bpf::decode_all(&b))
+            .unwrap_or_default();
         let torn_lines = torn_procs + torn_opens + torn_samples;
         let perf = match spool.read_json::<PerfSetup>("perf.json")? {
             Some(setup) => {
@@ -60,7 +65,20 @@ impl SpoolData {
             }
             None => None,
         };
-        Ok(SpoolData { start, end, formats, scope, block, procs, opens, samples, torn_lines, marks, perf })
+        Ok(SpoolData {
+            start,
+            end,
+            formats,
+            scope,
+            block,
+            procs,
+            opens,
+            samples,
+            torn_lines,
+            marks,
+            perf,
+            path_names,
+        })
     }
 
     /// When the recording ended (CLOCK_BOOTTIME): as the recorder said, or, for a

@@ -138,6 +138,45 @@ impl FileTable {
         id
     }
 
+    /// The id of a file already in the table.
+    pub fn id_of(&self, dev: Dev, ino: u64) -> Option<u32> {
+        self.by_key.get(&(dev, ino)).copied()
+    }
+
+    /// The path fanotify gave an inode (`st_dev` in the user encoding).
+    pub fn known_path(&self, user_dev: u64, ino: u64) -> Option<&str> {
+        self.known.get(&(Dev::from_user(user_dev), ino))?.path.as_deref()
+    }
+
+    /// Names the files still without a path (after the walk: on FUSE or network
+    /// filesystems) by the path a system call opened them by, when that path opens the same
+    /// inode here (an open in another mount namespace names a path the host may not have);
+    /// returns how many were named, taken off the unresolved and not-walked counts.
+    pub fn name_by_opens(&mut self, proposed: &[(u32, String)], system: &dyn SystemView) -> u64 {
+        let mut named = 0;
+        for (id, path) in proposed {
+            let Some(f) = self.files.get_mut(*id as usize) else { continue };
+            if f.path.is_some()
+                || f.kind != FileKind::Regular
+                || !system.is_file_at(Path::new(path), f.dev, f.ino)
+            {
+                continue;
+            }
+            f.path = Some(path.clone());
+            named += 1;
+            self.unresolved = self.unresolved.saturating_sub(1);
+            if let Some(mount) = self
+                .not_walked
+                .iter_mut()
+                .filter(|(point, _, _)| Path::new(path).starts_with(point))
+                .max_by_key(|(point, _, _)| point.as_os_str().len())
+            {
+                mount.2 = mount.2.saturating_sub(1);
+            }
+        }
+        named
+    }
+
     fn file_row(&self, id: u32, key: (Dev, u64)) -> File {
         let known = self.known.get(&key);
         File {

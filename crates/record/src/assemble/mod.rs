@@ -19,6 +19,7 @@ mod remarks;
 mod samples;
 mod sched;
 mod stacks;
+mod syscalls;
 mod system_view;
 
 use std::collections::{HashMap, HashSet};
@@ -145,7 +146,24 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         system.clock_ticks_per_second(),
     );
     let mut losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
+    if !data.path_names.is_empty() || fp.syscall_counts.0 > 0 {
+        losses.push(Loss {
+            source: LossSource::Bpf,
+            what: "path names unreadable at the call (their page was not in memory)".into(),
+            count: fp.syscall_counts.0,
+        });
+    }
     let mut notes = remarks::notes(&data, spool, &fp, requeues);
+    if fp.syscall_counts.1 > 0 {
+        notes.push(Note {
+            source: NoteSource::Files,
+            text: format!(
+                "{} files fanotify did not see (FUSE, network filesystems) were named by the path of the \
+                 system call that opened them",
+                fp.syscall_counts.1
+            ),
+        });
+    }
     let stack_tables = data.perf.as_ref().map(|(setup, streams)| {
         let mut decoded = perf::PerfData::default();
         for (i, bytes) in streams.iter().enumerate() {
@@ -212,6 +230,16 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         frames: stack_tables.frames,
         stacks: stack_tables.stacks,
         stack_samples: stack_tables.samples,
+        mounts: system
+            .mounts()
+            .iter()
+            .map(|m| Mount {
+                dev: m.dev,
+                point: m.mount_point.to_string_lossy().into_owned(),
+                fstype: m.fstype.clone(),
+            })
+            .collect(),
+        syscalls: fp.syscalls,
     };
     Ok(Assembled { trace, summary })
 }
@@ -232,6 +260,9 @@ pub(crate) struct FilesAndPages {
     accesses_left_out: u64,
     fiemap_failed: u64,
     deleted: u64,
+    syscalls: Vec<Syscall>,
+    /// Path calls whose name the eBPF program could not read; files named by their open.
+    syscall_counts: (u64, u64),
 }
 
 /// File ids are given in the order files are met (fills and accesses, then opens),
@@ -250,7 +281,21 @@ fn files_and_pages(
     };
     let collected =
         pages::collect(&data.scope.events, |ts| clock.boot(ts), keep, tree, &mut files, page_size, system);
+    let syscall_inputs = syscalls::Inputs {
+        events: &data.scope.events,
+        names: &data.path_names,
+        opens: &data.opens,
+        tree,
+        cwd: data.start.cwd.as_deref(),
+        end: clock.duration,
+    };
+    let in_scope =
+        |tid: i32, t: Nanos| clock.contains(t) && (system_wide || tree.in_scope.contains(&tree.tgid(tid)));
+    let collected_calls = syscalls::collect(&syscall_inputs, in_scope, |ts| clock.boot(ts), &mut files);
     files.resolve_by_walk(&system.mounts(), system);
+    let named_by_open = files.name_by_opens(&collected_calls.proposed_names, system);
+    let syscall_counts = (collected_calls.unnamed, named_by_open);
+    let syscalls = syscalls::finish(collected_calls, &files);
     let raw_access_count = collected.accesses.len();
     let accesses_left_out = collected.left_out;
     let (page_fills, page_accesses) = pages::finish(collected, &files, page_size);
@@ -281,6 +326,8 @@ fn files_and_pages(
         accesses_left_out,
         fiemap_failed,
         deleted,
+        syscalls,
+        syscall_counts,
     }
 }
 

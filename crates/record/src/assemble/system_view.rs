@@ -69,6 +69,10 @@ pub trait SystemView {
     fn proc_maps(&self, _pid: i32) -> Option<String> {
         None
     }
+    /// Whether `path` (symbolic links followed) opens the file (dev, ino) here.
+    fn is_file_at(&self, _path: &Path, _dev: Dev, _ino: u64) -> bool {
+        false
+    }
 }
 
 /// The machine the assembly runs on.
@@ -77,6 +81,11 @@ pub struct LiveSystem;
 impl SystemView for LiveSystem {
     fn host(&self) -> Meta {
         system::host()
+    }
+
+    fn is_file_at(&self, path: &Path, dev: Dev, ino: u64) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).is_ok_and(|m| Dev::from_user(m.dev()) == dev && m.ino() == ino)
     }
 
     fn mounts(&self) -> Vec<Mount> {

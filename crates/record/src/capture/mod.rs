@@ -2,6 +2,7 @@
 //! copy raw pages, note paths, read a few /proc files — and writes to the spool;
 //! everything else waits until the command is done.
 
+pub mod bpf;
 pub mod connector;
 pub mod fanotify;
 pub mod host_path;

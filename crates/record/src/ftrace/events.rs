@@ -33,6 +33,9 @@ pub const ACCESS_EVENTS: &[(&str, &str)] = &[
     ("readahead", "page_cache_async_ra"),
     ("readahead", "page_cache_ra_unbounded"),
 ];
+/// System calls, recorded in the scope instance with a filter on the call numbers of
+/// `syscall_table::TRACED` when the kernel has them.
+pub const SYSCALL_EVENTS: &[(&str, &str)] = &[("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
 /// Events of the unfiltered block instance.
 pub const BLOCK_EVENTS: &[(&str, &str)] = &[("block", "block_rq_issue"), ("block", "block_rq_complete")];
 /// A request handed back by the driver (its queue was full) and issued again later:
@@ -181,6 +184,18 @@ pub enum Event {
         tid: i32,
         text: String,
     },
+    /// `raw_syscalls:sys_enter`: `tid` enters call `nr` with these arguments.
+    SysEnter {
+        tid: i32,
+        nr: i64,
+        args: [u64; 6],
+    },
+    /// `raw_syscalls:sys_exit`: `tid` returns `ret` from call `nr`.
+    SysExit {
+        tid: i32,
+        nr: i64,
+        ret: i64,
+    },
 }
 
 /// An event with its time on the trace clock and the CPU it was recorded on.
@@ -206,6 +221,8 @@ enum Kind {
     Wakeup { new: bool },
     Waking,
     Print,
+    SysEnter,
+    SysExit,
 }
 
 /// Decodes the enabled events by their format descriptions.
@@ -317,6 +334,8 @@ impl Decoder {
                 ("sched", "sched_wakeup_new") => (Kind::Wakeup { new: true }, &["pid"]),
                 ("sched", "sched_waking") => (Kind::Waking, &["pid"]),
                 ("ftrace", "print") => (Kind::Print, &["buf"]),
+                ("raw_syscalls", "sys_enter") => (Kind::SysEnter, &["id", "args"]),
+                ("raw_syscalls", "sys_exit") => (Kind::SysExit, &["id", "ret"]),
                 _ => continue,
             };
             let fields = names.iter().map(|n| f.require(n).cloned()).collect::<Result<Vec<_>>>()?;
@@ -404,6 +423,16 @@ impl Decoder {
                 let waker = (flags & INTERRUPT_FLAGS == 0 && tid != 0).then_some(tid);
                 Event::Waking { tid: int(data, &f[0]) as i32, waker }
             }
+            Kind::SysEnter => {
+                let mut args = [0u64; 6];
+                for (i, a) in args.iter_mut().enumerate() {
+                    let at = f[1].offset.saturating_add(8 * i);
+                    *a = bytes_at(data, at, 8)
+                        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                }
+                Event::SysEnter { tid, nr: int(data, &f[0]), args }
+            }
+            Kind::SysExit => Event::SysExit { tid, nr: int(data, &f[0]), ret: int(data, &f[1]) },
             Kind::Print => {
                 let buf = &f[0];
                 let bytes = data.get(buf.offset..).unwrap_or(&[]);

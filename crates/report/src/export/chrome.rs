@@ -200,6 +200,7 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
         ev.instant((i64::from(f.pid), i64::from(f.tid)), "page_cache", name, "t", f.t_ns, a);
     }
     stack_samples(&mut ev, trace);
+    syscalls(&mut ev, trace, &path_of);
     machine(&mut ev, trace);
     disks(&mut ev, trace, analysis, &path_of);
     analysis_tracks(&mut ev, analysis);
@@ -255,6 +256,24 @@ fn stack_samples(ev: &mut Events, trace: &Trace) {
         stack.reverse();
         let a = json!({ "cpu": s.cpu, "stack": stack });
         ev.instant((i64::from(s.pid), i64::from(s.tid)), "cpu_sample", name, "t", s.t_ns, a);
+    }
+}
+
+/// Each thread's system calls go on a track of their own next to it (a call spans several
+/// scheduler slices, which would not nest on the thread's own track): this offset on the
+/// thread id, named `<thread> syscalls`.
+const SYSCALL_TRACK: i64 = 1 << 32;
+
+fn syscalls(ev: &mut Events, trace: &Trace, path_of: &HashMap<u32, &str>) {
+    for c in &trace.syscalls {
+        let path = c.path.as_deref().or_else(|| c.file_id.and_then(|id| path_of.get(&id).copied()));
+        let end = c.exit_ns.unwrap_or(trace.meta.duration_ns);
+        let name = match path {
+            Some(p) => format!("{} {}", c.name, base_name(p)),
+            None => c.name.clone(),
+        };
+        let a = json!({ "path": path, "fd": c.fd, "result": c.result, "returned": c.exit_ns.is_some() });
+        ev.slice((i64::from(c.pid), SYSCALL_TRACK + i64::from(c.tid)), "syscall", name, (c.enter_ns, end), a);
     }
 }
 
@@ -456,6 +475,13 @@ fn name_everything(ev: &mut Events, trace: &Trace, a: &Analysis) {
     for (pid, tid) in used {
         let name = match thread_names.get(&(pid, tid)) {
             Some(name) if !name.is_empty() => name.clone(),
+            _ if tid >= SYSCALL_TRACK => {
+                let thread = thread_names.get(&(pid, tid - SYSCALL_TRACK)).filter(|n| !n.is_empty());
+                format!(
+                    "{} syscalls",
+                    thread.cloned().unwrap_or_else(|| format!("tid {}", tid - SYSCALL_TRACK))
+                )
+            }
             _ if pid >= DISK_PID && tid == 0 => "counters".to_owned(),
             _ if pid >= DISK_PID => format!("queue slot {tid}"),
             _ if tid == 0 => "counters".to_owned(),

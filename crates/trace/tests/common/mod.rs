@@ -271,5 +271,30 @@ pub fn full_trace() -> Trace {
             StackSample { t_ns: 5_000_000, pid: 100, tid: 100, cpu: 1, stack_id: Some(3) },
             StackSample { t_ns: 6_000_000, pid: 100, tid: 101, cpu: 0, stack_id: None },
         ],
+        mounts: vec![Mount { dev: vda, point: "/".into(), fstype: "ext4".into() }],
+        syscalls: vec![
+            Syscall {
+                tid: 101,
+                pid: 100,
+                enter_ns: 1_000_000,
+                exit_ns: Some(3_000_000),
+                name: "openat".into(),
+                result: Some(3),
+                fd: Some(3),
+                file_id: Some(1),
+                path: None,
+            },
+            Syscall {
+                tid: 101,
+                pid: 100,
+                enter_ns: 4_000_000,
+                exit_ns: None,
+                name: "newfstatat".into(),
+                result: None,
+                fd: None,
+                file_id: None,
+                path: Some("/opt/app/plug-ins/missing".into()),
+            },
+        ],
     }
 }

@@ -1,0 +1,148 @@
+//! A start on a slow filesystem (the FUSE rig of `coldstart storage slowfs`, 2 ms per
+//! request, no attribute caching, as NFS with `noac`): its time is put on the stat calls
+//! under the mount, the doctor's `slow_filesystem` finding gains about the rig's delay
+//! total, and the files a program reads there are named by path (fanotify does not see
+//! FUSE and the walk never enters it). No mount or daemon outlives a test.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use coldstart_analyze::doctor::{DoctorConfig, FindingKind, diagnose};
+use coldstart_storage::SlowMount;
+use coldstart_trace::Trace;
+use support::{can_record, coldstart, private_dir, unavailable};
+
+const DELAY: Duration = Duration::from_millis(2);
+
+/// A source directory with `files` small files, served slowly at `mnt`.
+fn slow_mount(test: &str, dir: &Path, files: usize) -> Option<SlowMount> {
+    if !can_record(test) {
+        return None;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        unavailable(test, "/dev/fuse is missing");
+        return None;
+    }
+    let (src, mnt) = (dir.join("src"), dir.join("mnt"));
+    std::fs::create_dir_all(src.join("plug-ins")).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    for i in 0..files {
+        std::fs::write(src.join(format!("plug-ins/p{i}")), format!("plug-in {i}\n").repeat(100)).unwrap();
+    }
+    Some(SlowMount::mount(&src, &mnt, DELAY).unwrap())
+}
+
+fn record(dir: &Path, out: &Path, script: &str) {
+    coldstart()
+        .arg("record")
+        .arg("-o")
+        .arg(out)
+        .arg("--spool-dir")
+        .arg(dir.join("spool"))
+        .args(["--", "python3", "-c", script])
+        .assert()
+        .success();
+}
+
+fn mounted(mnt: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&format!(" {} ", mnt.display()))
+}
+
+#[test]
+fn stats_on_a_slow_filesystem_are_put_on_the_stat_call_under_it_and_the_doctor_names_them() {
+    let test = "stats_on_a_slow_filesystem";
+    let dir = private_dir();
+    let Some(mount) = slow_mount(test, dir.path(), 50) else { return };
+    let plugins = mount.at().join("plug-ins");
+    let out = dir.path().join("stats.coldstart");
+    let script =
+        format!("import os\nfor i in range(2000):\n    os.stat('{}/p%d' % (i % 50))\n", plugins.display());
+    record(dir.path(), &out, &script);
+    let served = mount.stats();
+    drop(mount);
+    assert!(!mounted(&dir.path().join("mnt")), "the slow filesystem is unmounted");
+
+    let trace = Trace::read(&out).unwrap();
+    let a = coldstart_analyze::analyze(&trace);
+    let ready = a.overview.ready.as_ref().expect("ready at exit").t_ns - a.overview.origin_ns;
+    let dir_text = plugins.to_string_lossy().into_owned();
+    let top = a.syscall_waits.first().expect("waits inside system calls");
+    assert!(
+        matches!(top.waited_in.syscall.as_str(), "newfstatat" | "statx" | "stat"),
+        "{:?}",
+        a.syscall_waits
+    );
+    assert_eq!(top.waited_in.dir.as_deref(), Some(dir_text.as_str()));
+    assert!(top.waited_in.fstype.as_deref().is_some_and(|t| t.starts_with("fuse")), "{:?}", top.waited_in);
+    assert!(
+        top.ns as f64 >= 0.9 * ready as f64,
+        "{} of {} ns to ready put on {}",
+        top.ns,
+        ready,
+        top.waited_in
+    );
+    let cp = a.critical_path.as_ref().expect("a critical path");
+    let on_path: i64 = cp
+        .summary
+        .in_syscalls
+        .iter()
+        .filter(|w| w.waited_in.dir.as_deref() == Some(dir_text.as_str()))
+        .map(|w| w.ns)
+        .sum();
+    assert!(on_path as f64 >= 0.9 * ready as f64, "{on_path} of {ready} ns of the critical path");
+
+    let d = diagnose(&trace, &a, &DoctorConfig::default(), &[]);
+    let f = d.findings.iter().find(|f| f.kind == FindingKind::SlowFilesystem).expect("the finding");
+    assert!(f.title.contains(&dir_text), "{}", f.title);
+    assert!(
+        f.title.starts_with("2,000 metadata syscalls") || f.title.starts_with("2000 metadata"),
+        "{}",
+        f.title
+    );
+    let delay = served.delay_ns as f64;
+    assert!(
+        (f.gain.ns as f64 - delay).abs() <= 0.3 * delay,
+        "gain {} ns against {} requests of {:?} ({} ns)",
+        f.gain.ns,
+        served.requests,
+        DELAY,
+        served.delay_ns
+    );
+
+    let summary =
+        coldstart().args(["syscalls", "--summary", "--path"]).arg(&plugins).arg(&out).assert().success();
+    let text = String::from_utf8_lossy(&summary.get_output().stdout).into_owned();
+    assert!(text.contains(&format!("{dir_text} (fuse")), "{text}");
+}
+
+#[test]
+fn files_read_on_a_slow_filesystem_are_named_by_path() {
+    let test = "files_read_on_a_slow_filesystem";
+    let dir = private_dir();
+    let Some(mount) = slow_mount(test, dir.path(), 5) else { return };
+    let plugins = mount.at().join("plug-ins");
+    let out = dir.path().join("reads.coldstart");
+    let script = format!("for i in range(5):\n    open('{}/p%d' % i).read()\n", plugins.display());
+    record(dir.path(), &out, &script);
+    drop(mount);
+    assert!(!mounted(&dir.path().join("mnt")));
+
+    let trace = Trace::read(&out).unwrap();
+    for i in 0..5 {
+        let path = format!("{}/p{i}", plugins.display());
+        let file = trace.files.iter().find(|f| f.path.as_deref() == Some(path.as_str()));
+        let file = file.unwrap_or_else(|| {
+            panic!(
+                "no file named {path}: {:?}",
+                trace.files.iter().filter(|f| f.path.is_none()).collect::<Vec<_>>()
+            )
+        });
+        assert!(trace.page_fills.iter().any(|p| p.file_id == file.id), "{path} was read into the page cache");
+        assert!(
+            trace.syscalls.iter().any(|s| s.name == "read" && s.file_id == Some(file.id)),
+            "the read of {path} names its file"
+        );
+    }
+}
