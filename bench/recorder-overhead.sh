@@ -5,6 +5,8 @@
 # wrapper (itself the traced command in B) takes EPOCHREALTIME just before
 # running the start and just after it exits.
 # Prints every pair and the medians; run as root from the repository root.
+# RECORD_ARGS adds arguments to `coldstart record`: RECORD_ARGS=--no-cpu-samples measures
+# the recorder without its CPU stack samples (on by default).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -25,7 +27,8 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep "${SETTLE:-1}"; }
 run_a() { drop; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
 run_b() {
     drop
-    OUT="$work/b$1" "$BIN" record -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
+    # shellcheck disable=SC2086 # RECORD_ARGS is a list of words
+    OUT="$work/b$1" "$BIN" record ${RECORD_ARGS:-} -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }
 a=(); b=(); r=()
