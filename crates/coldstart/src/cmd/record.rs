@@ -160,6 +160,20 @@ pub fn summary_text(a: &Analysis) -> String {
             format!("{} read by recorded requests (every process's), {stats}", bytes(d.traced_read_bytes)),
         );
     }
+    if let Some(p) = &a.cpu_profile {
+        let hottest: Vec<String> = p
+            .functions
+            .iter()
+            .take(3)
+            .map(|f| format!("{} {}", f.name, percent(f.self_samples as f64, p.samples as f64)))
+            .collect();
+        let text = if hottest.is_empty() {
+            format!("{} stack samples before ready", count(p.samples))
+        } else {
+            format!("{} stack samples before ready, most in {}", count(p.samples), hottest.join(", "))
+        };
+        line("CPU", text);
+    }
     let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {
         line("lost", "nothing (0 overruns, 0 dropped events, 0 unresolved inodes)".to_owned());
