@@ -323,7 +323,6 @@ impl Builder<'_> {
                 Err(_) => break false,
             }
         };
-        drop(frames);
         self.deepest_read = self.deepest_read.max(deepest);
         // A copy shorter than asked for ends at the top of the stack; a full one may cut it.
         if !complete && past_copy && stack.len() >= self.stack_bytes {
