@@ -148,6 +148,21 @@ fn debug_file(file: &object::File<'_>, build_id: Option<&[u8]>, system: &dyn Sys
     system.code_file(&Path::new("/usr/lib/debug").join(name))
 }
 
+/// A symbol as people read it: Rust's and C++'s mangled names decoded (Rust's without
+/// their hash), others as they are.
+fn demangle(name: &str) -> String {
+    if let Ok(rust) = rustc_demangle::try_demangle(name) {
+        return format!("{rust:#}");
+    }
+    if name.starts_with("_Z")
+        && let Ok(symbol) = cpp_demangle::Symbol::new(name)
+        && let Ok(text) = symbol.demangle(&cpp_demangle::DemangleOptions::default())
+    {
+        return text;
+    }
+    name.to_owned()
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -272,7 +287,7 @@ impl Builder<'_> {
                 let (m, elf) = self.mappings.get(id as usize - 1)?;
                 let elf = elf.as_ref()?;
                 let svma = address.wrapping_sub(elf.bias(m.start, m.file_offset));
-                elf.symbol(svma).map(str::to_owned)
+                elf.symbol(svma).map(demangle)
             })
         };
         let id = self.frames.len() as u32 + 1;
@@ -574,6 +589,16 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
                 (0x7ffd_1c5f_4000, 0x2000, 0, "[vdso]".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn rust_and_cpp_symbols_are_demangled() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
+        assert_eq!(demangle("hot_spin"), "hot_spin");
     }
 
     #[test]
