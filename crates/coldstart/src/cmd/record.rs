@@ -14,7 +14,7 @@ use coldstart_report::text::other_work;
 use crate::cmd::launch_args::{LaunchArgs, reached_by};
 use crate::cmd::values;
 
-/// Record every page, block request, process and milestone of a command's start (as root).
+/// Record every page, block request, process, milestone and CPU stack of a command's start (as root).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   sudo coldstart record -- python3 -c 'import pandas'
@@ -23,6 +23,7 @@ use crate::cmd::values;
   sudo coldstart record --until idle:800 --system -- systemctl start myservice
   sudo coldstart record --cold --until wm --until window:mate-panel -- dbus-run-session mate-session
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
+  sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
