@@ -530,7 +530,12 @@ pub fn stack_tables(
             unread[0]
         ));
     }
-    let _ = out_of_scope;
+    if out_of_scope > 0 {
+        out.notes.push(format!(
+            "{out_of_scope} CPU samples of processes outside the recorded scope were left out (the sampling \
+             watched whole CPUs)"
+        ));
+    }
     out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
     out.frames = b.frames;
     out.stacks = b.stacks;
