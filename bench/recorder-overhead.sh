@@ -8,7 +8,8 @@
 # With LESS='--no-cpu-samples' (any options of `coldstart record`), a third start of each
 # round, C, is recorded with those options too (order ABC, then CBA), and the ratios B/C
 # say what the recording of what LESS turns off costs on its own.
-# RECORD_ARGS adds arguments to `record` (RECORD_ARGS=--no-syscalls: without system calls).
+# RECORD_ARGS adds arguments to every `coldstart record` (RECORD_ARGS=--no-syscalls: without
+# system calls; --no-cpu-samples: without CPU stack samples, on by default).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep "${SETTLE:-1}"; }
 run_a() { drop; OUT="$work/a$1" bash -c "$TIMED" timed "${CMD[@]}"; }
 run_b() {
     drop
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # RECORD_ARGS is a list of words
     OUT="$work/b$1" "$BIN" record ${RECORD_ARGS:-} -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }

@@ -15,10 +15,12 @@ const TOP_PER_PHASE: usize = 3;
 const TOP_LIBRARIES: usize = 10;
 
 /// The stack samples of the start, summed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuProfile {
     /// Samples between the command's start and ready (each about 1 ms of one CPU at 1 kHz).
     pub samples: u64,
+    /// The sampling rate, per second and CPU, when the trace says (each sample stands for 1/rate s of CPU).
+    pub sample_hz: Option<f64>,
     /// Most samples first: `self_samples` where it was the innermost frame, `samples` anywhere on the stack.
     pub functions: Vec<CpuFunction>,
     /// Files (executables, libraries, `[kernel]`) by samples whose innermost frame lies in them.
@@ -171,6 +173,7 @@ pub fn cpu_profile(
         .unwrap_or_default();
     Some(CpuProfile {
         samples: all.len() as u64,
+        sample_hz: trace.meta.stack_sample_hz.filter(|hz| hz.is_finite() && *hz > 0.0),
         functions: top_functions(&all, TOP_FUNCTIONS),
         libraries,
         phases,

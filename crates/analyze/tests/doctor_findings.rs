@@ -209,3 +209,60 @@ fn a_start_that_mostly_runs_is_called_not_io_bound_with_no_gain() {
     assert!(f.suggestion.contains("perf record -g -- app --start"), "{}", f.suggestion);
     assert_eq!(figure(f, "io_share"), 0.02);
 }
+
+/// 400 CPU samples of the cpu-bound start's thread, 1 ms apart: 320 in `parse_catalog`
+/// called from `main`, 80 in `main` itself.
+fn with_stack_samples(mut trace: coldstart_trace::Trace) -> coldstart_trace::Trace {
+    use coldstart_trace::{Frame, Mapping, Stack, StackSample};
+    trace.mappings = vec![Mapping {
+        id: 1,
+        pid: 100,
+        start: 0x40_0000,
+        end: 0x50_0000,
+        path: "/usr/bin/app".into(),
+        ..Default::default()
+    }];
+    let frame = |id, address, symbol: &str| Frame {
+        id,
+        mapping_id: Some(1),
+        kernel: false,
+        address,
+        symbol: Some(symbol.into()),
+    };
+    trace.frames = vec![frame(1, 0x40_1000, "main"), frame(2, 0x40_2000, "parse_catalog")];
+    trace.stacks =
+        vec![Stack { id: 1, parent_id: None, frame_id: 1 }, Stack { id: 2, parent_id: Some(1), frame_id: 2 }];
+    trace.stack_samples = (0..400)
+        .map(|i| StackSample {
+            t_ns: i * MS,
+            pid: 100,
+            tid: 100,
+            cpu: 0,
+            stack_id: Some(if i % 5 == 0 { 1 } else { 2 }),
+        })
+        .collect();
+    trace
+}
+
+#[test]
+fn not_io_bound_names_the_functions_the_cpu_samples_were_in() {
+    let trace = with_stack_samples(scenarios::cpu_bound());
+    let d = diagnose(&trace);
+    let f = one(&d, FindingKind::NotIoBound);
+    assert!(
+        f.suggestion.contains("parse_catalog (app) 80.0 %, main (app) 20.0 % of 400 samples"),
+        "{}",
+        f.suggestion
+    );
+    assert!(f.suggestion.contains("--format flamegraph"), "{}", f.suggestion);
+
+    let profile = coldstart_analyze::analyze(&trace).cpu_profile.expect("a profile of the samples");
+    let top: Vec<(&str, &str, u64, u64)> = profile
+        .functions
+        .iter()
+        .map(|f| (f.name.as_str(), f.library.as_str(), f.self_samples, f.samples))
+        .collect();
+    assert_eq!(top, [("parse_catalog", "app", 320, 320), ("main", "app", 80, 400)]);
+    let hottest: Vec<&str> = profile.critical_path.iter().map(|s| s.hottest.name.as_str()).collect();
+    assert!(!hottest.is_empty() && hottest.iter().all(|&h| h == "parse_catalog"), "{hottest:?}");
+}

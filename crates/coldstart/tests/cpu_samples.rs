@@ -1,5 +1,5 @@
 //! CPU samples with stacks, recorded for real: a C program built here with a hot
-//! function (spinning for 0.4 s, called from `main` through a named caller) and a cold
+//! function (spinning for 0.4 s of its CPU time, called from `main` through a named caller) and a cold
 //! one, compiled with and without frame pointers. Most of its samples land on the hot
 //! function, and its callers are found, by DWARF unwinding where there are no frame
 //! pointers. `--no-cpu-samples` records none.
@@ -21,10 +21,10 @@ __attribute__((noinline)) void cold_setup(void) {
 
 __attribute__((noinline)) void hot_spin(double seconds) {
     struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     do {
         for (unsigned long i = 0; i < 200000; i++) sink += i * i;
-        clock_gettime(CLOCK_MONOTONIC, &t);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 }
 
@@ -91,9 +91,15 @@ fn check_build(name: &str, flags: &[&str]) {
     let dir = private_dir();
     let Some(program) = build(dir.path(), name, flags) else { return };
     let trace = record(dir.path(), &program, &[]);
+    if let Some(note) =
+        trace.notes.iter().find(|n| n.text.starts_with("CPU samples with stacks are not recorded"))
+    {
+        unavailable(name, &note.text);
+        return;
+    }
     let stacks = user_stacks(&trace, name);
-    // 0.4 s at 1 kHz: some 400 samples; a loaded machine gives fewer, never this few.
-    assert!(stacks.len() >= 100, "{name}: {} samples", stacks.len());
+    // 0.4 s of the thread's CPU time at 1 kHz: some 400 samples, however busy the machine.
+    assert!(stacks.len() >= 300, "{name}: {} samples", stacks.len());
     let hot: Vec<&Vec<String>> =
         stacks.iter().filter(|s| s.first().is_some_and(|f| f == "hot_spin")).collect();
     assert!(
@@ -104,6 +110,11 @@ fn check_build(name: &str, flags: &[&str]) {
         stacks.iter().filter(|s| s.first().is_none_or(|f| f != "hot_spin")).take(5).collect::<Vec<_>>()
     );
     let with_callers = hot.iter().filter(|s| s.len() >= 3 && s[1] == "hot_caller" && s[2] == "main").count();
+    eprintln!(
+        "{name}: {} samples, {} on hot_spin, {with_callers} of those unwound to hot_caller ← main",
+        stacks.len(),
+        hot.len()
+    );
     assert!(
         with_callers * 100 >= hot.len() * 95,
         "{name}: {with_callers} of {} hot samples unwound to hot_caller ← main; e.g. {:?}",

@@ -80,3 +80,70 @@ fn report_draws_the_svg_chart() {
     assert!(svg.contains(&format!("coldstart {}", env!("CARGO_PKG_VERSION"))));
     assert!(svg.trim_end().ends_with("</svg>"));
 }
+
+/// The synthetic trace with 10 CPU stack samples of its first process in `parse` under `main`.
+fn sampled_trace_file(dir: &std::path::Path) -> (std::path::PathBuf, i32) {
+    use coldstart_trace::{Frame, Stack, StackSample};
+    let path = dir.join("sampled.coldstart");
+    let mut trace: Trace = coldstart_analyze::synthetic::start_trace(2_000, 7);
+    let pid = trace.processes[0].pid;
+    let frame = |id, symbol: &str| Frame {
+        id,
+        address: 0x1000 * u64::from(id),
+        symbol: Some(symbol.into()),
+        ..Default::default()
+    };
+    trace.frames = vec![frame(1, "main"), frame(2, "parse")];
+    trace.stacks =
+        vec![Stack { id: 1, parent_id: None, frame_id: 1 }, Stack { id: 2, parent_id: Some(1), frame_id: 2 }];
+    trace.stack_samples = (0..10)
+        .map(|i| StackSample { t_ns: 1_000_000 * i, pid, tid: pid, cpu: 0, stack_id: Some(2) })
+        .collect();
+    trace.write(&path).unwrap();
+    (path, pid)
+}
+
+#[test]
+fn folded_export_and_flame_graph_of_the_cpu_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, pid) = sampled_trace_file(dir.path());
+    let comm = Trace::read(&trace).unwrap().processes[0].comm.clone();
+    coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "folded", "--pid", &pid.to_string()])
+        .assert()
+        .success()
+        .stdout(format!("{comm};main;parse 10\n"));
+    coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "folded", "--pid", "1"])
+        .assert()
+        .success()
+        .stdout("");
+    coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "folded", "--phase", "999"])
+        .assert()
+        .code(2)
+        .stderr(contains("--phase 999 names none"));
+    coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "chrome", "--pid", "1"])
+        .assert()
+        .code(2)
+        .stderr(contains("apply to --format folded only"));
+    let svg = dir.path().join("flame.svg");
+    coldstart().arg("report").arg(&trace).args(["--format", "flamegraph", "-o"]).arg(&svg).assert().success();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<title>parse (10 samples, 100.00%)</title>"));
+    coldstart()
+        .arg("report")
+        .arg(trace_file(dir.path()))
+        .args(["--format", "flamegraph"])
+        .assert()
+        .code(2)
+        .stderr(contains("no CPU samples with stacks"));
+}

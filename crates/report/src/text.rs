@@ -669,9 +669,13 @@ fn cpu(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
         return writeln!(out, "  no samples in that time");
     }
     let total = p.samples as f64;
+    let cpu_time = p
+        .sample_hz
+        .map(|hz| format!(" (about {} of CPU)", duration((p.samples as f64 / hz * 1e9) as Nanos)))
+        .unwrap_or_default();
     writeln!(
         out,
-        "  {} samples; functions by samples in them (self) and under them (total)",
+        "  {} samples{cpu_time}; functions by samples in them (self) and under them (total)",
         count(p.samples)
     )?;
     let mut table = Table::new(&[

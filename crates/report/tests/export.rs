@@ -1,7 +1,8 @@
 //! The exports: Trace Event Format JSON checked against the format's rules (every
 //! event has ph/ts/pid/tid, durations are not negative, every pid and tid used is
 //! named by metadata, slices of one thread nest) and against the trace's contents;
-//! CSV tables checked field by field, quoting included.
+//! CSV tables checked field by field, quoting included; CPU stack samples as instant
+//! events, collapsed stacks, the flame graph and the text report's CPU section.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -304,4 +305,73 @@ fn system_calls_are_slices_on_a_track_next_to_their_thread() {
     assert_eq!(calls[1]["dur"].as_f64(), Some((t.meta.duration_ns - 4 * MS) as f64 / 1000.0), "to the end");
     let name = find(&v, |e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == track);
     assert_eq!(name[0]["args"]["name"], "app syscalls");
+}
+
+/// A process with 30 stack samples: 20 in `parse` (called from `main`), 10 in the kernel's
+/// `clear_page_erms` under `parse`.
+fn sampled() -> Trace {
+    let frame = |id, kernel, symbol: &str| Frame {
+        id,
+        mapping_id: None,
+        kernel,
+        address: u64::from(id) * 16,
+        symbol: Some(symbol.into()),
+    };
+    Trace {
+        processes: vec![Process { pid: 7, comm: "app".into(), start_ns: Some(0), ..Default::default() }],
+        frames: vec![frame(1, false, "main"), frame(2, false, "parse"), frame(3, true, "clear_page_erms")],
+        stacks: vec![
+            Stack { id: 1, parent_id: None, frame_id: 1 },
+            Stack { id: 2, parent_id: Some(1), frame_id: 2 },
+            Stack { id: 3, parent_id: Some(2), frame_id: 3 },
+        ],
+        stack_samples: (0..30)
+            .map(|i| StackSample {
+                t_ns: i * MS,
+                pid: 7,
+                tid: 8,
+                cpu: 1,
+                stack_id: Some(if i % 3 == 0 { 3 } else { 2 }),
+            })
+            .collect(),
+        meta: Meta { duration_ns: 40 * MS, ..Default::default() },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn stack_samples_become_instant_events_with_their_stack_and_folded_lines() {
+    let v = chrome_json(&sampled());
+    check_structure(&v);
+    let samples = find(&v, |e| e["cat"] == "cpu_sample");
+    assert_eq!(samples.len(), 30);
+    assert_eq!(samples[0]["name"], "clear_page_erms");
+    assert_eq!(samples[0]["args"]["stack"], serde_json::json!(["main", "parse", "clear_page_erms"]));
+    assert_eq!((samples[0]["pid"].as_i64(), samples[0]["tid"].as_i64()), (Some(7), Some(8)));
+
+    let folded = coldstart_report::export::folded::lines(&sampled(), &Default::default());
+    assert_eq!(folded, ["app;main;parse 20", "app;main;parse;clear_page_erms_[k] 10"]);
+    let mut svg = Vec::new();
+    coldstart_report::flamegraph::write(&sampled(), &Default::default(), "app", &mut svg).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    // inferno colours `_[k]` frames as the kernel's and shows them without the suffix.
+    assert!(svg.contains("<title>parse (30 samples, 100.00%)</title>"), "{svg}");
+    assert!(svg.contains("<title>clear_page_erms (10 samples, 33.33%)</title>"), "{svg}");
+    let empty =
+        coldstart_report::flamegraph::write(&Trace::default(), &Default::default(), "x", &mut Vec::new());
+    assert!(empty.unwrap_err().to_string().contains("no CPU samples"));
+}
+
+#[test]
+fn the_text_report_says_where_the_cpu_went() {
+    let analysis = analyze(&sampled());
+    let mut out = Vec::new();
+    coldstart_report::text::report(&analysis, &Default::default(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let section = text.split("Where the CPU went").nth(1).expect("the section");
+    let lines: Vec<&str> = section.lines().take(6).map(str::trim).collect();
+    assert_eq!(lines[1], "30 samples; functions by samples in them (self) and under them (total)");
+    assert!(lines[3].starts_with("66.7 %  100.0 %  parse"), "{lines:?}");
+    assert!(lines[4].starts_with("33.3 %   33.3 %  clear_page_erms  [kernel]"), "{lines:?}");
+    assert_eq!(lines[5], "By file: [unknown] 66.7 %, [kernel] 33.3 %");
 }

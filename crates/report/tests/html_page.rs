@@ -1,7 +1,8 @@
 //! The timeline of the HTML report in headless Chromium (Debian `chromium`, driven over
 //! the DevTools protocol), on the synthetic login of about 300 processes: its rows in
 //! the embedded chart order, a folded row of short helpers that opens and folds again
-//! on a click, every milestone labelled with no two labels overlapping, and no error.
+//! on a click, every milestone labelled with no two labels overlapping, and no error; and
+//! the CPU tab of a trace with stack samples.
 //! A screenshot is written under the target directory's tmp/ to look at.
 //!
 //! Without Chromium the test skips, saying why; with CI=true it fails instead.
@@ -140,5 +141,55 @@ fn the_timeline_of_a_login_folds_helpers_that_a_click_opens_and_labels_every_mil
             assert!(apart, "{a} and {b} overlap");
         }
     }
+    assert!(page.errors.lock().unwrap().is_empty(), "{:?}", page.errors);
+}
+
+#[test]
+fn the_cpu_tab_lists_the_functions_the_stack_samples_were_in() {
+    use coldstart_trace::{Frame, Meta, Process, Stack, StackSample, Trace};
+    let test = "the_cpu_tab_lists_the_functions_the_stack_samples_were_in";
+    let Some(chromium) = coldstart_testkit::chromium(test) else { return };
+    let frame = |id, symbol: &str| Frame {
+        id,
+        address: u64::from(id),
+        symbol: Some(symbol.into()),
+        ..Default::default()
+    };
+    let trace = Trace {
+        meta: Meta { duration_ns: 40_000_000, ..Default::default() },
+        processes: vec![Process { pid: 7, comm: "app".into(), start_ns: Some(0), ..Default::default() }],
+        frames: vec![frame(1, "main"), frame(2, "parse")],
+        stacks: vec![
+            Stack { id: 1, parent_id: None, frame_id: 1 },
+            Stack { id: 2, parent_id: Some(1), frame_id: 2 },
+        ],
+        stack_samples: (0..20)
+            .map(|i| StackSample {
+                t_ns: i * 1_000_000,
+                pid: 7,
+                tid: 7,
+                cpu: 0,
+                stack_id: Some(if i < 15 { 2 } else { 1 }),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cpu.html");
+    let mut out = Vec::new();
+    html::write(&analyze(&trace), Some(&Timeline::new(&trace)), None, &mut out).unwrap();
+    std::fs::write(&path, out).unwrap();
+    let page = Page::open(&chromium, &path);
+    page.click("#tab-cpu");
+    let rows = page.eval(
+        "return [...document.querySelectorAll('#panel-cpu tbody tr')].map(r => [...r.cells].map(c => c.textContent));",
+    );
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            ["parse", "[unknown]", "75.0 %", "75.0 %"],
+            ["main", "[unknown]", "25.0 %", "100.0 %"]
+        ])
+    );
     assert!(page.errors.lock().unwrap().is_empty(), "{:?}", page.errors);
 }

@@ -175,6 +175,9 @@ pub struct Meta {
     pub partial: bool,
     /// Rate of the periodic samples, per second.
     pub sample_hz: Option<f64>,
+    /// Rate of the CPU stack samples, per second and CPU (format 3 on; `None` without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_sample_hz: Option<f64>,
     /// Processes outside the command's tree put into the recording (`record --also`),
     /// one entry per `--also` as typed, in order. Empty for traces of format 1.
     pub also: Vec<AlsoScope>,

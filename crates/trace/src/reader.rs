@@ -228,6 +228,7 @@ impl Reader<'_> {
             exit_code: meta_number("exit_code", int("exit_code"))?,
             partial: int("partial").unwrap_or(0) != 0,
             sample_hz: real("sample_hz"),
+            stack_sample_hz: real("stack_sample_hz"),
             also: match text("also") {
                 Some(json) => serde_json::from_str(&json).map_err(|_| TraceError::BadValue {
                     table: "meta",

@@ -106,6 +106,7 @@ impl TraceWriter {
             ("exit_code", meta.exit_code.map_or(Value::Null, |c| int(c.into()))),
             ("partial", int(meta.partial.into())),
             ("sample_hz", meta.sample_hz.map_or(Value::Null, Value::Real)),
+            ("stack_sample_hz", meta.stack_sample_hz.map_or(Value::Null, Value::Real)),
             ("also", text(&serde_json::to_string(&meta.also).unwrap_or_else(|_| "[]".to_owned()))),
         ];
         for (key, value) in rows {

@@ -14,7 +14,7 @@ use coldstart_report::text::other_work;
 use crate::cmd::launch_args::{LaunchArgs, reached_by};
 use crate::cmd::values;
 
-/// Record every page, block request, process and milestone of a command's start (as root).
+/// Record every page, block request, process, milestone and CPU stack of a command's start (as root).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   sudo coldstart record -- python3 -c 'import pandas'
@@ -23,6 +23,7 @@ use crate::cmd::values;
   sudo coldstart record --until idle:800 --system -- systemctl start myservice
   sudo coldstart record --cold --until wm --until window:mate-panel -- dbus-run-session mate-session
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
+  sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
@@ -163,6 +164,20 @@ pub fn summary_text(a: &Analysis) -> String {
             &format!("disk {}", d.name),
             format!("{} read by recorded requests (every process's), {stats}", bytes(d.traced_read_bytes)),
         );
+    }
+    if let Some(p) = &a.cpu_profile {
+        let hottest: Vec<String> = p
+            .functions
+            .iter()
+            .take(3)
+            .map(|f| format!("{} {}", f.name, percent(f.self_samples as f64, p.samples as f64)))
+            .collect();
+        let text = if hottest.is_empty() {
+            format!("{} stack samples before ready", count(p.samples))
+        } else {
+            format!("{} stack samples before ready, most in {}", count(p.samples), hottest.join(", "))
+        };
+        line("CPU", text);
     }
     let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {

@@ -425,6 +425,7 @@ fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
         exit_code: end.and_then(|e| e.exit_code).or(root_exit),
         partial: end.is_none(),
         sample_hz: Some(start.sample_hz),
+        stack_sample_hz: data.perf.as_ref().map(|(setup, _)| f64::from(setup.hz)),
         also: start.also.clone(),
         ..host
     }

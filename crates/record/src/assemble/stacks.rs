@@ -148,6 +148,21 @@ fn debug_file(file: &object::File<'_>, build_id: Option<&[u8]>, system: &dyn Sys
     system.code_file(&Path::new("/usr/lib/debug").join(name))
 }
 
+/// A symbol as people read it: Rust's and C++'s mangled names decoded (Rust's without
+/// their hash), others as they are.
+fn demangle(name: &str) -> String {
+    if let Ok(rust) = rustc_demangle::try_demangle(name) {
+        return format!("{rust:#}");
+    }
+    if name.starts_with("_Z")
+        && let Ok(symbol) = cpp_demangle::Symbol::new(name)
+        && let Ok(text) = symbol.demangle(&cpp_demangle::DemangleOptions::default())
+    {
+        return text;
+    }
+    name.to_owned()
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -204,9 +219,31 @@ struct Builder<'a> {
     deepest_read: usize,
     /// Stacks deeper than their copy.
     cut_short: u64,
+    /// Mappings whose file's build id is no longer the one the kernel saw mapped.
+    replaced_files: u64,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(system: &'a dyn SystemView, stack_bytes: usize, kallsyms: Vec<(u64, String)>) -> Builder<'a> {
+        Builder {
+            system,
+            elves: HashMap::new(),
+            mappings: Vec::new(),
+            frames: Vec::new(),
+            frame_ids: HashMap::new(),
+            stacks: Vec::new(),
+            stack_ids: HashMap::new(),
+            kallsyms,
+            cache: framehop::x86_64::CacheX86_64::new(),
+            unwound: 0,
+            fell_back: 0,
+            stack_bytes,
+            deepest_read: 0,
+            cut_short: 0,
+            replaced_files: 0,
+        }
+    }
+
     fn elf(&mut self, path: &str) -> Option<Arc<Elf>> {
         if !path.starts_with('/') {
             return None;
@@ -224,7 +261,15 @@ impl Builder<'_> {
     }
 
     fn add_mapping(&mut self, m: &RawMmap, t_ns: Nanos) -> u32 {
-        let elf = self.elf(&m.path);
+        let mut elf = self.elf(&m.path);
+        // The file at that path now is not the one mapped (replaced, or upgraded, since): its
+        // symbols and unwind tables would be another program's.
+        if let (Some(mapped), Some(now)) = (&m.build_id, elf.as_ref().and_then(|e| e.build_id.as_ref()))
+            && mapped != now
+        {
+            elf = None;
+            self.replaced_files += 1;
+        }
         let build_id = m.build_id.clone().or_else(|| elf.as_ref().and_then(|e| e.build_id.clone()));
         let id = self.mappings.len() as u32 + 1;
         let mapping = Mapping {
@@ -272,7 +317,7 @@ impl Builder<'_> {
                 let (m, elf) = self.mappings.get(id as usize - 1)?;
                 let elf = elf.as_ref()?;
                 let svma = address.wrapping_sub(elf.bias(m.start, m.file_offset));
-                elf.symbol(svma).map(str::to_owned)
+                elf.symbol(svma).map(demangle)
             })
         };
         let id = self.frames.len() as u32 + 1;
@@ -323,7 +368,6 @@ impl Builder<'_> {
                 Err(_) => break false,
             }
         };
-        drop(frames);
         self.deepest_read = self.deepest_read.max(deepest);
         // A copy shorter than asked for ends at the top of the stack; a full one may cut it.
         if !complete && past_copy && stack.len() >= self.stack_bytes {
@@ -372,22 +416,7 @@ pub fn stack_tables(
 ) -> StackTables {
     let mut out = StackTables::default();
     let kallsyms = system.kallsyms().map(|t| kernel_symbols(&t)).unwrap_or_default();
-    let mut b = Builder {
-        system,
-        elves: HashMap::new(),
-        mappings: Vec::new(),
-        frames: Vec::new(),
-        frame_ids: HashMap::new(),
-        stacks: Vec::new(),
-        stack_ids: HashMap::new(),
-        kallsyms,
-        cache: framehop::x86_64::CacheX86_64::new(),
-        unwound: 0,
-        fell_back: 0,
-        stack_bytes,
-        deepest_read: 0,
-        cut_short: 0,
-    };
+    let mut b = Builder::new(system, stack_bytes, kallsyms);
     let time_of_space = |e: &SpaceEvent| match e {
         SpaceEvent::Exec { time, .. } | SpaceEvent::Fork { time, .. } => *time,
     };
@@ -516,7 +545,18 @@ pub fn stack_tables(
             unread[0]
         ));
     }
-    let _ = out_of_scope;
+    if b.replaced_files > 0 {
+        out.notes.push(format!(
+            "{} mappings name a file replaced since it was mapped (another build id): their frames have no names",
+            b.replaced_files
+        ));
+    }
+    if out_of_scope > 0 {
+        out.notes.push(format!(
+            "{out_of_scope} CPU samples of processes outside the recorded scope were left out (the sampling \
+             watched whole CPUs)"
+        ));
+    }
     out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
     out.frames = b.frames;
     out.stacks = b.stacks;
@@ -575,6 +615,47 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
                 (0x7ffd_1c5f_4000, 0x2000, 0, "[vdso]".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn a_file_replaced_since_it_was_mapped_names_no_frame() {
+        let elf = Elf {
+            build_id: Some(vec![1, 2]),
+            segments: vec![(0, 0x10000, 0)],
+            symbols: vec![Symbol { start: 0, end: 0x10000, name: "parse".into() }],
+            unwind: None,
+        };
+        let mut b = Builder::new(&crate::assemble::LiveSystem, 16384, Vec::new());
+        b.elves.insert("/usr/bin/app".into(), Some(Arc::new(elf)));
+        let mapped = |start, build_id: &[u8]| RawMmap {
+            pid: 1,
+            start,
+            len: 0x1000,
+            path: "/usr/bin/app".into(),
+            build_id: Some(build_id.to_vec()),
+            ..Default::default()
+        };
+        let same = b.add_mapping(&mapped(0x1000, &[1, 2]), 0);
+        let replaced = b.add_mapping(&mapped(0x8000, &[3, 4]), 0);
+        let space = Space { maps: vec![same, replaced], unwinder: None };
+        let named = |b: &mut Builder, address| {
+            let id = b.frame(&space, false, address);
+            b.frames[id as usize - 1].symbol.clone()
+        };
+        assert_eq!(named(&mut b, 0x1100).as_deref(), Some("parse"));
+        assert_eq!(named(&mut b, 0x8100), None);
+        assert_eq!(b.replaced_files, 1);
+        assert_eq!(b.mappings[1].0.build_id.as_deref(), Some("0304"));
+    }
+
+    #[test]
+    fn rust_and_cpp_symbols_are_demangled() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
+        assert_eq!(demangle("hot_spin"), "hot_spin");
     }
 
     #[test]

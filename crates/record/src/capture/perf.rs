@@ -7,7 +7,9 @@
 //! For a command's tree the events follow the command (`pid` = the paused command,
 //! `inherit`), so only its tasks are sampled and nothing else pays for the stack copies;
 //! with `--system` or `--also`, whose tasks exist before the recording, they watch every
-//! task of each CPU (`pid = -1`) and the assembly keeps those in scope.
+//! task of each CPU (`pid = -1`) and the assembly keeps those in scope. (A 0.4 s start on a
+//! busy 2-CPU machine: 3.6 MiB copied per task, 13.1 MiB per CPU, most of it other
+//! processes' stacks.)
 
 use std::fs::File;
 use std::io::Write;
@@ -91,6 +93,7 @@ impl Default for PerfOptions {
 
 struct Source {
     fd: OwnedFd,
+    hung_up: bool,
     ring: PerfRing,
     out: File,
     out_path: PathBuf,
@@ -164,7 +167,7 @@ impl PerfCapture {
             let ring = PerfRing::map(&fd, DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
             let name = format!("perf-cpu{cpu}.raw");
             let out = spool.create_file(&name)?;
-            sources.push(Source { fd, ring, out, out_path: spool.path(&name) });
+            sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
         }
         spool.write_json(
             "perf.json",
@@ -184,13 +187,20 @@ impl PerfCapture {
     }
 
     /// Copies the rings into the spool until `stop` fires, then turns the events off and
-    /// copies what is left. Returns the bytes copied.
+    /// copies what is left. Returns the bytes copied. Sleeps in poll(2) until a ring is half
+    /// full, and copies every ring at least once a second.
     pub fn run(mut self, stop: Arc<Stop>) -> Result<u64> {
         let mut bytes = 0;
         loop {
-            let (ready, stopped) = {
-                let mut fds: Vec<PollFd> =
-                    self.sources.iter().map(|s| PollFd::new(s.fd.as_fd(), PollFlags::POLLIN)).collect();
+            let (ready, stopped, hung_up) = {
+                // A ring whose tasks have all exited polls as hung up from then on: it is drained
+                // once more and left out of the poll, which would otherwise never sleep again.
+                let watched: Vec<usize> =
+                    (0..self.sources.len()).filter(|&i| !self.sources[i].hung_up).collect();
+                let mut fds: Vec<PollFd> = watched
+                    .iter()
+                    .map(|&i| PollFd::new(self.sources[i].fd.as_fd(), PollFlags::POLLIN))
+                    .collect();
                 fds.push(PollFd::new(stop.fd(), PollFlags::POLLIN));
                 let n = match poll(&mut fds, PollTimeout::from(1000u16)) {
                     Ok(n) => n,
@@ -198,10 +208,20 @@ impl PerfCapture {
                     Err(e) => return Err(std::io::Error::from(e)).at("poll"),
                 };
                 let is_ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-                let ready: Vec<bool> =
-                    fds[..self.sources.len()].iter().map(|f| n == 0 || is_ready(f)).collect();
-                (ready, fds.last().is_some_and(is_ready))
+                let mut ready = vec![false; self.sources.len()];
+                let mut hung_up = Vec::new();
+                for (f, &i) in fds.iter().zip(&watched) {
+                    ready[i] = n == 0 || is_ready(f);
+                    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+                    if f.revents().is_some_and(|r| r.intersects(gone)) {
+                        hung_up.push(i);
+                    }
+                }
+                (ready, fds.last().is_some_and(is_ready), hung_up)
             };
+            for i in hung_up {
+                self.sources[i].hung_up = true;
+            }
             if stopped {
                 for s in &self.sources {
                     let _ = perf_event_enable(&s.fd, false);

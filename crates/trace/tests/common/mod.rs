@@ -35,6 +35,7 @@ pub fn full_trace() -> Trace {
             exit_code: Some(0),
             partial: false,
             sample_hz: Some(50.0),
+            stack_sample_hz: Some(1000.0),
             also: vec![AlsoScope { spec: "Xvfb".into(), pids: vec![812, 813] }],
         },
         disks: vec![Disk {

@@ -291,6 +291,20 @@ function buildTables() {
     return () => { title(); t.update(pathRows()); };
   });
 
+  if (A.cpu_profile) {
+    addTab('cpu', 'CPU', panel => {
+      const p = A.cpu_profile;
+      const share = v => (p.samples ? (100 * v / p.samples).toFixed(1) + ' %' : '–');
+      const title = titled(panel, () => 'Where the CPU went: ' + fmtCount(p.samples) + ' stack samples from the command\'s start to ready, by function');
+      const t = sortableTable({ id: 'cpu-table', sort: { key: 'self_samples', desc: true }, limit: 100, empty: 'No samples before ready.',
+        columns: [C.text('name', 'function', null, 'wide'), C.text('library', 'in', 'The executable or library (or the kernel)'),
+          C.num('self_samples', 'self', share, 'Samples where it was the innermost frame'),
+          C.num('samples', 'total', share, 'Samples with it anywhere on the stack')] });
+      panel.append(t.node);
+      return () => { title(); t.update(p.functions); };
+    });
+  }
+
   addTab('disks', 'Disks', panel => {
     const summary = sortableTable({ id: 'disks-table', sort: { key: 'name', desc: false },
       columns: [C.text('name', 'disk'), { key: 'rotational', label: 'kind', get: d => (d.rotational === true ? 'rotational' : d.rotational === false ? 'solid state' : 'unknown') },
