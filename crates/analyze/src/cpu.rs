@@ -180,3 +180,27 @@ pub fn cpu_profile(
         critical_path,
     })
 }
+
+/// The function most of thread `tid`'s stack samples from `start` to `end` were in, and how
+/// many samples that interval has; `None` when it has none.
+pub fn hottest_function(
+    index: &StackIndex,
+    trace: &Trace,
+    tid: i32,
+    start: Nanos,
+    end: Nanos,
+) -> Option<(CpuFunction, u64)> {
+    let named: Vec<Named> = trace
+        .stack_samples
+        .iter()
+        .filter(|s| s.tid == tid && (start..=end).contains(&s.t_ns))
+        .map(|s| Named {
+            t_ns: s.t_ns,
+            tid: s.tid,
+            frames: index.frames(s.stack_id).into_iter().map(|f| (index.name(f), index.library(f))).collect(),
+        })
+        .collect();
+    let all: Vec<&Named> = named.iter().collect();
+    let hottest = top_functions(&all, 1).into_iter().next()?;
+    Some((hottest, all.len() as u64))
+}

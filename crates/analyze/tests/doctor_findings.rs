@@ -266,3 +266,55 @@ fn not_io_bound_names_the_functions_the_cpu_samples_were_in() {
     let hottest: Vec<&str> = profile.critical_path.iter().map(|s| s.hottest.name.as_str()).collect();
     assert!(!hottest.is_empty() && hottest.iter().all(|&h| h == "parse_catalog"), "{hottest:?}");
 }
+
+#[test]
+fn read_then_parse_names_the_parser_the_cpu_samples_were_in() {
+    use coldstart_trace::{Frame, Stack, StackSample};
+    let mut trace = scenarios::read_then_parse();
+    let frame = |id, symbol: &str| Frame {
+        id,
+        mapping_id: None,
+        kernel: false,
+        address: u64::from(id) * 16,
+        symbol: Some(symbol.into()),
+    };
+    trace.frames = vec![frame(1, "main"), frame(2, "xml_parse_document"), frame(3, "malloc")];
+    trace.stacks = vec![
+        Stack { id: 1, parent_id: None, frame_id: 1 },
+        Stack { id: 2, parent_id: Some(1), frame_id: 2 },
+        Stack { id: 3, parent_id: Some(2), frame_id: 3 },
+    ];
+    // During the read's wait (1–21 ms) nothing runs; after it (21–81 ms), 60 samples: 45 in
+    // the parser, 15 in malloc under it; samples of another thread do not count.
+    trace.stack_samples = (21..81)
+        .map(|ms| StackSample {
+            t_ns: ms * MS,
+            pid: 100,
+            tid: 100,
+            cpu: 0,
+            stack_id: Some(if ms % 4 == 0 { 3 } else { 2 }),
+        })
+        .chain((21..81).map(|ms| StackSample {
+            t_ns: ms * MS,
+            pid: 100,
+            tid: 101,
+            cpu: 1,
+            stack_id: Some(1),
+        }))
+        .collect();
+    let d = diagnose(&trace);
+    let f = one(&d, FindingKind::ReadThenParse);
+    assert!(
+        f.suggestion.contains("75.0 % of the work after the first read in xml_parse_document"),
+        "{}",
+        f.suggestion
+    );
+    assert!(
+        f.evidence.intervals[0].what.ends_with(", 75.0 % of its samples in xml_parse_document ([unknown])"),
+        "{}",
+        f.evidence.intervals[0].what
+    );
+    let without =
+        one(&diagnose(&scenarios::read_then_parse()), FindingKind::ReadThenParse).suggestion.clone();
+    assert!(!without.contains("samples"), "{without}");
+}

@@ -1,18 +1,20 @@
 //! Read then parse: a thread on the critical path reads a file entirely (read(), not
 //! a mapping), then runs on the CPU before it reads anything else. Parsing while
 //! reading (streaming, or reading in a thread) overlaps the two: the gain is at
-//! most the shorter of the read's wait and the CPU work.
+//! most the shorter of the read's wait and the CPU work. Where the trace has CPU stack
+//! samples, the function most of that CPU work was in (the parser) is named.
 
-use coldstart_trace::{AccessKind, Nanos, PageOrigin};
+use coldstart_trace::{AccessKind, Nanos, PageOrigin, StackIndex};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::SegmentKind;
+use crate::cpu::hottest_function;
 use crate::doctor::facts::Facts;
 use crate::doctor::files::is_shared_object;
 use crate::doctor::finding::{
     Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
-use crate::units::{base_name, bytes, count, duration};
+use crate::units::{base_name, bytes, count, duration, percent};
 
 struct Case {
     file: u32,
@@ -22,6 +24,8 @@ struct Case {
     window_end: Nanos,
     wait: Nanos,
     cpu: Nanos,
+    /// The function most of the thread's samples after the read were in, and their share.
+    parser: Option<(String, f64)>,
 }
 
 pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
@@ -84,13 +88,25 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
                 .flat_map(|s| s.files.iter().filter(|ft| ft.file == file).map(|ft| ft.ns))
                 .fold(0, Nanos::saturating_add);
             if cpu >= config.parse_min_cpu_ns && wait > 0 {
-                cases.push(Case { file, pid, tid, read_end, window_end, wait, cpu });
+                cases.push(Case { file, pid, tid, read_end, window_end, wait, cpu, parser: None });
             }
         }
     }
     let gain: Nanos = cases.iter().map(|c| c.wait.min(c.cpu)).fold(0, Nanos::saturating_add);
     if gain < f.min_gain || cases.is_empty() {
         return Vec::new();
+    }
+    if !f.trace.stack_samples.is_empty() {
+        let index = StackIndex::new(f.trace);
+        for c in &mut cases {
+            c.parser =
+                hottest_function(&index, f.trace, c.tid, c.read_end, c.window_end).map(|(hot, samples)| {
+                    (
+                        format!("{} ({})", hot.name, hot.library),
+                        hot.self_samples as f64 / samples.max(1) as f64,
+                    )
+                });
+        }
     }
     cases.sort_by(|a, b| b.wait.min(b.cpu).cmp(&a.wait.min(a.cpu)).then(a.read_end.cmp(&b.read_end)));
     let wait: Nanos = cases.iter().map(|c| c.wait).fold(0, Nanos::saturating_add);
@@ -147,10 +163,14 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
                     end_ns: c.window_end,
                     tid: Some(c.tid),
                     what: format!(
-                        "{} read ({} waited), then {} of CPU",
+                        "{} read ({} waited), then {} of CPU{}",
                         base_name(f.name(c.file)),
                         duration(c.wait),
-                        duration(c.cpu)
+                        duration(c.cpu),
+                        c.parser.as_ref().map_or(String::new(), |(name, share)| format!(
+                            ", {} of its samples in {name}",
+                            percent(*share, 1.0)
+                        ))
                     ),
                 })
                 .collect(),
@@ -168,10 +188,17 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ns("read_wait_ns", wait), Figure::ns("cpu_after_ns", cpu), Figure::ns("overlap_ns", gain)],
             ahead_ns: Some(wait),
         },
-        suggestion: "Parse while reading: read the file in chunks and parse each as it arrives (a streaming parser), or \
-                     read it in another thread while this one works; also check whether all of it must be parsed at \
-                     the start."
-            .to_owned(),
+        suggestion: format!(
+            "Parse while reading: read the file in chunks and parse each as it arrives (a streaming parser{}), or \
+             read it in another thread while this one works; also check whether all of it must be parsed at the \
+             start.",
+            match &first.parser {
+                Some((name, share)) => {
+                    format!("; the CPU samples put {} of the work after the first read in {name}", percent(*share, 1.0))
+                }
+                None => String::new(),
+            }
+        ),
         verify: format!("{}  # before and after the change", f.bench_command()),
         confidence: Confidence::Low,
         caveat: Some(
