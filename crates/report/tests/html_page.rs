@@ -191,5 +191,19 @@ fn the_cpu_tab_lists_the_functions_the_stack_samples_were_in() {
             ["main", "[unknown]", "25.0 %", "100.0 %"]
         ])
     );
+    let flame = page.eval(
+        "const i = document.querySelector('#panel-cpu img.flamegraph'); \
+         return i ? [i.complete, i.naturalWidth > 0, i.getAttribute('src').startsWith('data:image/svg+xml;base64,')] : null;",
+    );
+    assert_eq!(flame, serde_json::json!([true, true, true]), "the flame graph is drawn in the CPU tab");
     assert!(page.errors.lock().unwrap().is_empty(), "{:?}", page.errors);
+    let timeline = Timeline::new(&trace);
+    let url = timeline.flamegraph.as_deref().expect("a flame graph of the samples");
+    use base64::Engine;
+    let svg =
+        base64::engine::general_purpose::STANDARD.decode(&url["data:image/svg+xml;base64,".len()..]).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("<title>parse (15 samples, 75.00%)</title>"), "{svg}");
+    assert!(!svg.contains("addEventListener"), "without the flame graph's script (an image runs none)");
+    assert_eq!(Timeline::new(&Trace::default()).flamegraph, None);
 }

@@ -107,6 +107,8 @@ pub struct Timeline {
     pub rows: Vec<Row>,
     pub cpu: Option<CpuSeries>,
     pub disks: Vec<DiskSeries>,
+    /// The flame graph of the CPU stack samples, a `data:` URL of a script-free SVG.
+    pub flamegraph: Option<String>,
 }
 
 /// A state from `start` to `end`, in nanoseconds.
@@ -134,7 +136,14 @@ impl Timeline {
             resolution_ns *= 2;
             rows = decimate_all(&full, resolution_ns);
         }
-        Timeline { states_from, resolution_ns, rows, cpu: cpu_series(trace), disks: disk_series(trace) }
+        Timeline {
+            states_from,
+            resolution_ns,
+            rows,
+            cpu: cpu_series(trace),
+            disks: disk_series(trace),
+            flamegraph: crate::flamegraph::static_data_url(trace, "CPU stack samples of the recording"),
+        }
     }
 }
 

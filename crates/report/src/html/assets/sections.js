@@ -300,6 +300,11 @@ function buildTables() {
         columns: [C.text('name', 'function', null, 'wide'), C.text('library', 'in', 'The executable or library (or the kernel)'),
           C.num('self_samples', 'self', share, 'Samples where it was the innermost frame'),
           C.num('samples', 'total', share, 'Samples with it anywhere on the stack')] });
+      const flame = DATA.timeline && DATA.timeline.flamegraph;
+      if (flame) {
+        panel.append(el('div', { class: 'section-title', text: 'Flame graph of every sample of the recording (coldstart report --format flamegraph draws it with search and zoom)' }),
+          el('img', { class: 'flamegraph', attrs: { src: flame, alt: 'Flame graph of the CPU stack samples' } }));
+      }
       panel.append(t.node);
       return () => { title(); t.update(p.functions); };
     });
