@@ -122,6 +122,26 @@ fn check_build(name: &str, flags: &[&str]) {
         hot.iter().find(|s| s.len() < 3 || s[1] != "hot_caller" || s[2] != "main")
     );
     assert!(trace.mappings.iter().any(|m| m.path == program.to_string_lossy() && m.build_id.is_some()));
+    // The program is its own critical path: its CPU segments hold the hot loop's samples.
+    let trace_file = dir.path().join(format!("{name}.coldstart"));
+    let on_path = coldstart()
+        .arg("export")
+        .arg(&trace_file)
+        .args(["--format", "folded", "--critical-path"])
+        .output()
+        .unwrap();
+    assert!(on_path.status.success(), "{}", String::from_utf8_lossy(&on_path.stderr));
+    let on_path = String::from_utf8(on_path.stdout).unwrap();
+    let hot_on_path: u64 = on_path
+        .lines()
+        .filter(|l| l.contains(";hot_caller;hot_spin"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        hot_on_path as usize * 100 >= hot.len() * 80,
+        "{name}: {hot_on_path} of {} hot samples on the critical path:\n{on_path}",
+        hot.len()
+    );
 }
 
 #[test]

@@ -136,6 +136,24 @@ fn folded_export_and_flame_graph_of_the_cpu_samples() {
         .assert()
         .code(2)
         .stderr(contains("apply to --format folded only"));
+    let on_path = coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "folded", "--critical-path"])
+        .output()
+        .unwrap();
+    assert!(on_path.status.success(), "{}", String::from_utf8_lossy(&on_path.stderr));
+    let counted = |text: &[u8]| -> u64 {
+        String::from_utf8_lossy(text).lines().filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok()).sum()
+    };
+    assert!(counted(&on_path.stdout) <= 10, "a subset of the 10 samples");
+    coldstart()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "chrome", "--critical-path"])
+        .assert()
+        .code(2)
+        .stderr(contains("apply to --format folded only"));
     let svg = dir.path().join("flame.svg");
     coldstart().arg("report").arg(&trace).args(["--format", "flamegraph", "-o"]).arg(&svg).assert().success();
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<title>parse (10 samples, 100.00%)</title>"));

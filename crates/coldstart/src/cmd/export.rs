@@ -52,6 +52,7 @@ impl From<TableArg> for Table {
   coldstart export app.coldstart --format csv -o app-csv/        # page_fills.csv, reads.csv, block_requests.csv
   coldstart export app.coldstart --format csv --table reads | head
   coldstart export app.coldstart --format folded --phase 2 | inferno-flamegraph > phase2.svg
+  coldstart export app.coldstart --format folded --critical-path > on-the-path.folded
 
 In the Chrome/Perfetto view, each process and thread is a track with its scheduler states
 as slices and its page fills as instant events; each disk is a track of its block requests;
@@ -76,6 +77,9 @@ pub struct Args {
     /// Folded only: the samples of this phase (numbered as `coldstart report` lists them).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub phase: Option<u32>,
+    /// Folded only: the samples of the critical path's CPU segments (its thread, its time).
+    #[arg(long)]
+    pub critical_path: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,8 +91,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "CSV holds one table per file: name a folder with -o DIR to get all of them, or pick one with --table"
         );
     }
-    if args.format != FormatArg::Folded && (!args.pid.is_empty() || args.phase.is_some()) {
-        bail!("--pid and --phase apply to --format folded only");
+    if args.format != FormatArg::Folded
+        && (!args.pid.is_empty() || args.phase.is_some() || args.critical_path)
+    {
+        bail!("--pid, --phase and --critical-path apply to --format folded only");
     }
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
@@ -103,7 +109,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
-            let filter = export::folded::Filter { pids: args.pid, between };
+            let spans = if args.critical_path {
+                let Some(path) = &analysis.critical_path else {
+                    bail!(
+                        "--critical-path: the trace has no critical path (no thread reached ready with scheduler data)"
+                    );
+                };
+                Some(
+                    path.segments
+                        .iter()
+                        .filter(|s| s.kind == coldstart_analyze::SegmentKind::Cpu)
+                        .map(|s| (s.tid, s.start_ns, s.end_ns))
+                        .collect(),
+                )
+            } else {
+                None
+            };
+            let filter = export::folded::Filter { pids: args.pid, between, spans };
             let mut out = output(args.output.as_ref())?;
             export::folded::write(&trace, &filter, &mut out)
                 .and_then(|()| out.flush())

@@ -14,6 +14,9 @@ pub struct Filter {
     pub pids: Vec<i32>,
     /// Only samples in `[from, to)` (trace time).
     pub between: Option<(Nanos, Nanos)>,
+    /// Only samples of these threads in these intervals, `(tid, from, to)` with both ends
+    /// included (the critical path's CPU segments).
+    pub spans: Option<Vec<(i32, Nanos, Nanos)>>,
 }
 
 /// A name as the format allows it: no `;` (the separator) and no line break.
@@ -33,6 +36,11 @@ pub fn lines(trace: &Trace, filter: &Filter) -> Vec<String> {
             continue;
         }
         if filter.between.is_some_and(|(from, to)| s.t_ns < from || s.t_ns >= to) {
+            continue;
+        }
+        if filter.spans.as_ref().is_some_and(|spans| {
+            !spans.iter().any(|&(tid, from, to)| tid == s.tid && (from..=to).contains(&s.t_ns))
+        }) {
             continue;
         }
         let mut line = clean(comm.get(&s.pid).copied().unwrap_or("?"));
@@ -95,5 +103,7 @@ mod tests {
         let early = Filter { between: Some((0, 25)), ..Default::default() };
         assert_eq!(lines(&trace, &early), ["app;main;parse_json 1", "app;main;parse_json;clear_page_[k] 1"]);
         assert!(lines(&trace, &Filter { pids: vec![8], ..Default::default() }).is_empty());
+        let path = Filter { spans: Some(vec![(7, 15, 30), (8, 0, 100)]), ..Default::default() };
+        assert_eq!(lines(&trace, &path), ["app;main;parse_json 1", "app;main;parse_json;clear_page_[k] 1"]);
     }
 }
