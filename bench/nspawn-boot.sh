@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Boots the Debian container ROOTFS with systemd-nspawn, the way the benchmarks start it:
+#   bash bench/nspawn-boot.sh ROOTFS            # bash bench/nspawn-boot.sh --clean ROOTFS: only the first step
+# First removes what an earlier boot left on this host: `systemd-nspawn --keep-unit` on a host
+# whose PID 1 is not systemd leaves its `payload` and `supervisor` cgroups (in the name=systemd
+# and unified hierarchies) and its propagation directory, and the next boot may trip on them.
+set -euo pipefail
+clean_only=false
+if [ "${1:-}" = --clean ]; then clean_only=true; shift; fi
+rootfs=$1
+remove_tree() { # a cgroup directory, depth first
+    [ -d "$1" ] || return 0
+    local sub
+    for sub in "$1"/*/; do [ -d "$sub" ] && remove_tree "${sub%/}"; done
+    rmdir "$1" 2>/dev/null || true
+}
+for hierarchy in systemd unified; do
+    for dir in payload supervisor; do remove_tree "/sys/fs/cgroup/$hierarchy/$dir"; done
+done
+rmdir "/run/systemd/nspawn/propagate/$(basename "$rootfs")" 2>/dev/null || true
+$clean_only && exit 0
+exec systemd-nspawn -b -D "$rootfs" --register=no --keep-unit --console=passive
