@@ -269,7 +269,16 @@ fn a_read_by_an_outside_thread_that_exits_is_counted_for_its_process() {
         })
         .unwrap();
     let out = dir.path().join("outside.coldstart");
-    let mut recorder = start_recorder(dir.path(), &out, &["sleep", "2"]);
+    // The command runs only once the tracing is on: the thread reads after it has started.
+    let started = dir.path().join("started");
+    let script = format!("touch {}; sleep 2", started.display());
+    let mut recorder = start_recorder(dir.path(), &out, &["sh", "-c", &script]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        assert!(recorder.try_wait().unwrap().is_none(), "the recorder ended before the command started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     go.send(()).unwrap();
     let tid = reader.join().unwrap();
     assert!(recorder.wait().unwrap().success());
