@@ -5,11 +5,12 @@
 # wrapper (itself the traced command in B) takes EPOCHREALTIME just before
 # running the start and just after it exits.
 # Prints every pair and the medians; run as root from the repository root.
-# With LESS='--no-cpu-samples' (any options of `coldstart record`), a third start of each
-# round, C, is recorded with those options too (order ABC, then CBA), and the ratios B/C
-# say what the recording of what LESS turns off costs on its own.
-# RECORD_ARGS adds arguments to every `coldstart record` (RECORD_ARGS=--no-syscalls: without
-# system calls; --no-cpu-samples: without CPU stack samples, on by default).
+# With OTHER='--no-cpu-samples' (any options of `coldstart record`), a third start of each
+# round, C, is recorded with those options too (order ABC, then CBA), and the ratios B/C say
+# what B costs against C: above 1 when OTHER turns something off (--no-cpu-samples), below 1
+# when it turns something on (--syscalls).
+# RECORD_ARGS adds arguments to every `coldstart record` (RECORD_ARGS=--syscalls: with system
+# calls, off by default; --no-cpu-samples: without CPU stack samples, on by default).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -34,22 +35,22 @@ run_b() {
     OUT="$work/b$1" "$BIN" record ${RECORD_ARGS:-} -o "$work/run$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/record$1.log"
 }
-LESS=${LESS:-}
+OTHER=${OTHER:-}
 run_c() {
-    [ -n "$LESS" ] || return 0
+    [ -n "$OTHER" ] || return 0
     drop
-    # shellcheck disable=SC2086 # LESS is a list of options
-    OUT="$work/c$1" "$BIN" record ${RECORD_ARGS:-} $LESS -o "$work/less$1.coldstart" --spool-dir "$work/spool" -- \
+    # shellcheck disable=SC2086 # OTHER is a list of options
+    OUT="$work/c$1" "$BIN" record ${RECORD_ARGS:-} $OTHER -o "$work/less$1.coldstart" --spool-dir "$work/spool" -- \
         bash -c "$TIMED" timed "${CMD[@]}" 2>"$work/less$1.log"
 }
 a=(); b=(); c=(); r=(); rc=()
 for i in $(seq 1 "$N"); do
     if [ $((i % 2)) -eq 1 ]; then run_a "$i"; run_b "$i"; run_c "$i"; else run_c "$i"; run_b "$i"; run_a "$i"; fi
     a+=("$(cat "$work/a$i")"); b+=("$(cat "$work/b$i")")
-    if [ -n "$LESS" ]; then
+    if [ -n "$OTHER" ]; then
         c+=("$(cat "$work/c$i")")
         rc+=("$(echo "${b[-1]} / ${c[-1]}" | bc -l)")
-        printf 'pair %2d  recorded with %s %8.1f ms  ratio recorded / that %.3f\n' "$i" "$LESS" "${c[-1]}" "${rc[-1]}"
+        printf 'pair %2d  recorded with %s %8.1f ms  ratio recorded / that %.3f\n' "$i" "$OTHER" "${c[-1]}" "${rc[-1]}"
     fi
     lost=$(sqlite3 "$work/run$i.coldstart" "select coalesce(sum(count), 0) from loss where source = 'tracefs'")
     fills=$(sqlite3 "$work/run$i.coldstart" "select count(*) from page_fill")
@@ -62,7 +63,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(
 ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
 echo "median untraced ${ma} ms, recorded ${mb} ms, overhead of the medians $(echo "($mb / $ma - 1) * 100" | bc -l | xargs printf '%.1f')%"
 echo "median of the per-pair ratios recorded/untraced: $(median "${r[@]}" | xargs printf '%.3f')"
-if [ -n "$LESS" ]; then
+if [ -n "$OTHER" ]; then
     mc=$(median "${c[@]}")
-    echo "median recorded with $LESS ${mc} ms; what it turns off costs $(echo "($mb / $mc - 1) * 100" | bc -l | xargs printf '%.1f')% of the medians, per-pair ratio median $(median "${rc[@]}" | xargs printf '%.3f')"
+    echo "median recorded with $OTHER ${mc} ms; recorded against that: $(echo "($mb / $mc - 1) * 100" | bc -l | xargs printf '%+.1f')% of the medians, per-pair ratio median $(median "${rc[@]}" | xargs printf '%.3f')"
 fi

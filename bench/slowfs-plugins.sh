@@ -49,7 +49,7 @@ PY
 # Page cache and dentries cold for the tree's source too (the daemon reads it).
 evict
 "$COLDSTART" storage slowfs "$src" --at "$work/mnt" --delay "$DELAY" -- \
-    "$COLDSTART" record -o "$OUT/scan.coldstart" --spool-dir "$work/spool" -- python3 "$work/scan.py" "$work/mnt"
+    "$COLDSTART" record --syscalls -o "$OUT/scan.coldstart" --spool-dir "$work/spool" -- python3 "$work/scan.py" "$work/mnt"
 "$COLDSTART" report "$OUT/scan.coldstart" > "$OUT/report.txt"
 "$COLDSTART" syscalls --summary "$OUT/scan.coldstart" > "$OUT/syscalls.txt"
 "$COLDSTART" doctor "$OUT/scan.coldstart" > "$OUT/doctor.txt"

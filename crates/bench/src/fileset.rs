@@ -105,7 +105,8 @@ pub fn read_only_from_trace(path: &Path) -> Result<FileSet> {
     let notes = match written {
         0 => Vec::new(),
         n => vec![format!(
-            "{n} files of the trace were written by the start or replaced since (saved by renaming): left out"
+            "{n} files of the trace were written by the start or replaced since (saved by renaming): left out, \
+             they stay on the real disk"
         )],
     };
     Ok(finish(kept, format!("files table of trace {}", path.display()), notes))

@@ -37,6 +37,7 @@ fn slow_mount(test: &str, dir: &Path, files: usize) -> Option<SlowMount> {
 fn record(dir: &Path, out: &Path, script: &str) {
     coldstart()
         .arg("record")
+        .arg("--syscalls")
         .arg("-o")
         .arg(out)
         .arg("--spool-dir")

@@ -69,7 +69,7 @@ impl Default for RecordConfig {
             as_root: false,
             sample_hz: 50.0,
             cpu_samples: Some(crate::capture::perf::PerfOptions::default()),
-            syscalls: true,
+            syscalls: false,
             buffer_kb: 8192,
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),

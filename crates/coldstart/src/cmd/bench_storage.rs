@@ -40,7 +40,7 @@ fn files_of(config: &BenchConfig) -> anyhow::Result<Vec<PathBuf>> {
         FileSource::Trace(trace) => {
             let set = fileset::read_only_from_trace(trace)?;
             for note in &set.notes {
-                eprintln!("coldstart bench: --storage: {note} (they stay on the real disk)");
+                eprintln!("coldstart bench: --storage: {note}");
             }
             paths.extend(set.paths);
         }

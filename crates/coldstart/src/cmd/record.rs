@@ -57,9 +57,11 @@ pub struct Args {
     /// Rate of the CPU stack samples, per second and CPU (1 to 10000).
     #[arg(long, value_name = "HZ", default_value_t = coldstart_record::capture::perf::DEFAULT_HZ, value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
     pub cpu_sample_hz: u32,
-    /// Do not record system calls (opens, stats, reads, long waits; see `coldstart syscalls`).
+    /// Also record system calls (opens, stats, reads, long waits; see `coldstart syscalls`): what a
+    /// blocked thread waited in, and paths on FUSE and network filesystems. Off by default: it
+    /// slows a syscall-heavy start by some 7-11 % (BENCHMARKS.md).
     #[arg(long)]
-    pub no_syscalls: bool,
+    pub syscalls: bool,
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
@@ -91,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             hz: args.cpu_sample_hz,
             ..Default::default()
         }),
-        syscalls: !args.no_syscalls,
+        syscalls: args.syscalls,
         buffer_kb: args.buffer_kb,
         spool_root: args.spool_dir,
         ..RecordConfig::default()

@@ -253,7 +253,7 @@ fn run_on(
         (None, None) => bail!("storage run: give --trace or --files"),
     };
     for note in &set.notes {
-        eprintln!("coldstart storage: {note} (they stay on the real disk)");
+        eprintln!("coldstart storage: {note}");
     }
     let paths: Vec<PathBuf> = set.paths.into_iter().filter(|p| p.is_absolute() && p.is_file()).collect();
     if paths.is_empty() {

@@ -53,8 +53,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     if trace.syscalls.is_empty() {
         eprintln!(
-            "coldstart: {} holds no system calls (recorded before coldstart recorded them, \
-             with --no-syscalls, or imported)",
+            "coldstart: {} holds no system calls (recorded without `coldstart record --syscalls`, by an \
+             older coldstart, or imported)",
             args.trace.display()
         );
     }
