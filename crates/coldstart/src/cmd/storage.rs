@@ -142,28 +142,17 @@ fn describe(p: &DiskParams) -> String {
 
 /// Runs `command` (or waits for a signal) while something stays mounted; the status to
 /// exit with and the signal that ended it, if one did.
-fn run_while_mounted(mut signals: Signals, command: Vec<String>) -> anyhow::Result<(ExitCode, Option<i32>)> {
-    let handle = signals.handle();
+/// Runs `command` (see [`run_command`]), or without one waits for Ctrl-C, saying it will `then`.
+fn run_while_mounted(
+    mut signals: Signals,
+    command: &[String],
+    then: &str,
+) -> anyhow::Result<(ExitCode, Option<i32>)> {
     if command.is_empty() {
-        eprintln!("coldstart storage: press Ctrl-C to unmount");
+        eprintln!("coldstart storage: press Ctrl-C to {then}");
         return Ok((ExitCode::SUCCESS, signals.forever().next()));
     }
-    let mut child = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .spawn()
-        .with_context(|| format!("cannot run {:?}", command[0]))?;
-    let pid = child.id();
-    let forwarder = thread::spawn(move || {
-        let first = signals.forever().next();
-        if first.is_some() {
-            let _ = coldstart_storage::terminate(pid);
-        }
-        first
-    });
-    let exit = child.wait().context("waiting for the command")?;
-    handle.close();
-    let signal = forwarder.join().ok().flatten();
-    Ok((ExitCode::from(exit.code().map_or(1, |c| c.clamp(0, 255) as u8)), signal))
+    run_command(command, signals)
 }
 
 fn slowfs(
@@ -186,7 +175,7 @@ fn slowfs(
         at.display(),
         delay
     );
-    let (status, signal) = run_while_mounted(signals, command)?;
+    let (status, signal) = run_while_mounted(signals, &command, "unmount")?;
     let stats = mount.stats();
     eprintln!(
         "coldstart storage: served {} requests, {:.3} s of delay in all",
@@ -223,12 +212,7 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
         size_bytes,
         at.display()
     );
-    let (status, signal) = if command.is_empty() {
-        eprintln!("coldstart storage: press Ctrl-C to unmount and remove the device");
-        (ExitCode::SUCCESS, signals.forever().next())
-    } else {
-        run_command(&command, signals)?
-    };
+    let (status, signal) = run_while_mounted(signals, &command, "unmount and remove the device")?;
     let stats = disk.stats();
     eprintln!(
         "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
