@@ -6,7 +6,10 @@
 ///
 /// 2 added `mark.tid` (a new last column) and the `ready_pid`, `ready_tid` and `also`
 /// meta keys; files of format 1 read with them NULL or empty.
-pub const FORMAT_VERSION: i32 = 2;
+///
+/// 3 added the `unit` table (systemd units started during the recording); files of
+/// format 2 and older read it empty.
+pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
 pub const APPLICATION_ID: i32 = 0x436f_6c64;
@@ -147,6 +150,16 @@ CREATE TABLE mark (
     name   TEXT NOT NULL,
     source TEXT NOT NULL,
     tid    INTEGER
+);
+
+CREATE TABLE unit (
+    name            TEXT NOT NULL,
+    manager         TEXT NOT NULL,
+    activating_ns   INTEGER,
+    active_ns       INTEGER,
+    deactivating_ns INTEGER,
+    pid             INTEGER,
+    after           TEXT NOT NULL
 );
 
 CREATE TABLE cpu_sample (
