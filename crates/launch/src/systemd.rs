@@ -247,6 +247,8 @@ pub enum BusError {
     Remote { name: String, text: String },
     #[error("a D-Bus message of {0} bytes, more than the protocol allows")]
     TooLong(usize),
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
 }
 
 /// A message received: its type, the header fields we use, and its body.
@@ -359,7 +361,14 @@ impl PeerBus {
 
     fn read_message(&mut self) -> Result<Incoming, BusError> {
         let mut fixed = [0u8; 16];
-        self.stream.read_exact(&mut fixed)?;
+        if let Err(e) = self.stream.read_exact(&mut fixed) {
+            return Err(match (e.kind(), self.stream.read_timeout()) {
+                (std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut, Ok(Some(limit))) => {
+                    BusError::NoAnswer(limit)
+                }
+                _ => e.into(),
+            });
+        }
         if fixed[0] != b'l' {
             // systemd speaks little-endian on the machines we run on; anything else is not its.
             return Err(BusError::Auth("a big-endian D-Bus peer".to_owned()));
@@ -736,6 +745,10 @@ fn watch_units(manager: &Manager, units: &[(usize, String)], shared: &Shared) ->
     }
     if shared.stop.load(Ordering::Relaxed) {
         return Ok(());
+    }
+    for (index, _) in units {
+        let state = "connected, no answer yet".to_owned();
+        let _ = shared.tx.send(UnitEvent::State { index: *index, manager: manager.clone(), state });
     }
     bus.call(MANAGER_PATH, MANAGER_IFACE, "Subscribe", "", &())?;
     let mut pending: Vec<(usize, String, String)> = Vec::new();
