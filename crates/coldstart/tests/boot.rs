@@ -100,7 +100,7 @@ fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole(
     let dir = private_dir();
     let out = dir.path().join("boot.coldstart");
     let output = coldstart()
-        .args(["record", "--cold", "--until", "idle:1500", "--timeout", "60", "-o"])
+        .args(["record", "--cold", "--until", "unit:multi-user.target", "--timeout", "60", "-o"])
         .arg(&out)
         .args(["--", "systemd-nspawn", "-b", "-D"])
         .arg(&root)
@@ -118,6 +118,23 @@ fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole(
     assert!(nspawn_left.stdout.is_empty(), "systemd-nspawn still runs");
 
     let trace = Trace::read(&out).unwrap();
+    let ready = trace.meta.ready.as_ref().expect("a ready time");
+    assert_eq!(ready.reason.to_string(), "unit:multi-user.target", "{stderr}");
+    let unit = |name: &str| trace.units.iter().find(|u| u.name == name);
+    let target =
+        unit("multi-user.target").unwrap_or_else(|| panic!("no multi-user.target in {:?}", trace.units));
+    let ready = ready.t_ns;
+    // Both are systemd's one timestamp, moved to the boot clock by two readings of the clocks.
+    let off = target.active_ns.map(|t| (t - ready).abs());
+    assert!(off.is_some_and(|d| d < 1_000_000), "the unit's active time is the ready time: {off:?}");
+    let journald = unit("systemd-journald.service").expect("journald's unit");
+    assert!(
+        journald.active_ns.is_some_and(|t| t > 0 && t < ready),
+        "journald became active before the target"
+    );
+    let journald_pid = journald.pid.expect("journald's main process");
+    let journald_comm = trace.processes.iter().find(|p| p.pid == journald_pid).map(|p| p.comm.as_str());
+    assert_eq!(journald_comm, Some("systemd-journal"), "the unit's pid is the host pid of journald");
     let comms: Vec<&str> = trace.processes.iter().filter(|p| p.in_scope).map(|p| p.comm.as_str()).collect();
     for service in ["systemd", "systemd-journal", "dbus-daemon"] {
         assert!(comms.contains(&service), "{service} not in the trace: {comms:?}");

@@ -289,16 +289,42 @@ fn pad8(bytes: &mut Vec<u8>) {
     }
 }
 
+/// Appends the SIGNATURE header field to an encoded header and counts it in the field
+/// array's length. Written by hand because zvariant encodes a signature of several
+/// types as a structure, `(ss)`, where a message body's signature is `ss`: a manager
+/// then reads a struct where it expects two strings and answers `InvalidArgs`.
+fn push_signature_field(message: &mut Vec<u8>, signature: &str) -> Result<(), BusError> {
+    Signature::try_from(signature).map_err(zvariant::Error::from)?;
+    let length = u8::try_from(signature.len()).map_err(|_| BusError::TooLong(signature.len()))?;
+    pad8(message);
+    message.extend_from_slice(&[8, 1, b'g', 0, length]);
+    message.extend_from_slice(signature.as_bytes());
+    message.push(0);
+    let fields_len = u32::try_from(message.len() - 16).map_err(|_| BusError::TooLong(message.len()))?;
+    message[12..16].copy_from_slice(&fields_len.to_le_bytes());
+    Ok(())
+}
+
 impl PeerBus {
-    /// The EXTERNAL handshake: our uid, as systemctl does over the private socket.
+    /// The EXTERNAL handshake as `systemctl` makes it: no identity in the AUTH line
+    /// (the manager takes SO_PEERCRED's), an empty DATA answer to its challenge, then
+    /// NEGOTIATE_UNIX_FD and BEGIN in one write, and the answer to NEGOTIATE_UNIX_FD
+    /// awaited before any message. systemd 252 never reads a message that reaches it in
+    /// the same read as BEGIN (it waits for more input that a caller waiting for its
+    /// reply never sends), so the first call must not follow BEGIN closely. Descriptors
+    /// it might pass are dropped by the plain reads used here; none of our calls gets one.
     fn authenticate(mut stream: UnixStream) -> Result<PeerBus, BusError> {
-        let uid: String = sys::effective_uid().to_string().bytes().map(|b| format!("{b:02x}")).collect();
-        stream.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())?;
-        let reply = read_line(&mut stream)?;
+        stream.write_all(b"\0AUTH EXTERNAL\r\n")?;
+        let mut reply = read_line(&mut stream)?;
+        if reply == "DATA" {
+            stream.write_all(b"DATA\r\n")?;
+            reply = read_line(&mut stream)?;
+        }
         if !reply.starts_with("OK ") {
             return Err(BusError::Auth(reply));
         }
-        stream.write_all(b"BEGIN\r\n")?;
+        stream.write_all(b"NEGOTIATE_UNIX_FD\r\nBEGIN\r\n")?;
+        read_line(&mut stream)?;
         Ok(PeerBus { stream, serial: 0, signals: VecDeque::new() })
     }
 
@@ -318,17 +344,17 @@ impl PeerBus {
         } else {
             zvariant::to_bytes(Context::new_dbus(LE, 0), body)?.to_vec()
         };
-        let mut fields: Vec<(u8, Value<'_>)> = vec![
+        let fields: Vec<(u8, Value<'_>)> = vec![
             (1, Value::from(ObjectPath::try_from(path)?)),
             (2, Value::from(iface)),
             (3, Value::from(member)),
             (6, Value::from(DESTINATION)),
         ];
-        if !signature.is_empty() {
-            fields.push((8, Value::from(Signature::try_from(signature).map_err(zvariant::Error::from)?)));
-        }
         let header = (b'l', 1u8, 0u8, 1u8, body.len() as u32, serial, fields);
         let mut message = zvariant::to_bytes(Context::new_dbus(LE, 0), &header)?.to_vec();
+        if !signature.is_empty() {
+            push_signature_field(&mut message, signature)?;
+        }
         pad8(&mut message);
         message.extend_from_slice(&body);
         self.stream.write_all(&message)?;
@@ -887,6 +913,54 @@ mod tests {
         assert_eq!(path, unit_path);
         assert_eq!(member.as_deref(), Some("PropertiesChanged"));
         assert_eq!(signal_path.as_deref(), Some(unit_path));
+    }
+
+    #[test]
+    fn a_call_of_two_arguments_says_ss_not_a_structure() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let caller = std::thread::spawn(move || {
+            let mut bus = PeerBus { stream: ours, serial: 0, signals: VecDeque::new() };
+            let _ = bus.property("/org/freedesktop/systemd1/unit/ssh_2eservice", UNIT_IFACE, "ActiveState");
+        });
+        let mut fixed = [0u8; 16];
+        theirs.read_exact(&mut fixed).unwrap();
+        let word = |at: usize| u32::from_le_bytes(fixed[at..at + 4].try_into().unwrap()) as usize;
+        let fields_end = 16 + word(12);
+        let mut rest = vec![0u8; fields_end.next_multiple_of(8) - 16 + word(4)];
+        theirs.read_exact(&mut rest).unwrap();
+        drop(theirs);
+        caller.join().unwrap();
+        let fields = &rest[..fields_end - 16];
+        assert!(fields.ends_with(b"\x08\x01g\x00\x02ss\x00"), "the signature field: {fields:?}");
+        let body = &rest[fields_end.next_multiple_of(8) - 16..];
+        let first_len = u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+        assert_eq!(&body[4..4 + first_len], UNIT_IFACE.as_bytes(), "the body starts with the interface");
+    }
+
+    #[test]
+    fn the_handshake_is_systemctls_and_waits_for_begin_to_be_read() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut byte = [0u8; 1];
+            let mut lines = 0;
+            while lines < 4 {
+                theirs.read_exact(&mut byte).unwrap();
+                seen.push(byte[0]);
+                if byte[0] == b'\n' {
+                    lines += 1;
+                    match lines {
+                        1 => theirs.write_all(b"DATA\r\n").unwrap(),
+                        2 => theirs.write_all(b"OK 0123456789abcdef0123456789abcdef\r\n").unwrap(),
+                        3 => theirs.write_all(b"AGREE_UNIX_FD\r\n").unwrap(),
+                        _ => {}
+                    }
+                }
+            }
+            seen
+        });
+        assert!(PeerBus::authenticate(ours).is_ok());
+        assert_eq!(server.join().unwrap(), b"\0AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n");
     }
 
     #[test]
