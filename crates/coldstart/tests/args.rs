@@ -52,10 +52,24 @@ fn a_malformed_readiness_condition_exits_2_naming_every_form() {
     let line = refused(&["bench", "--warm", "--until", "bogus", "--", "true"]);
     assert!(
         line.contains(
-            "exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME or wm"
+            "exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME, wm or unit:NAME"
         ),
         "{line}"
     );
+}
+
+#[test]
+fn a_malformed_unit_condition_exits_2_in_one_line() {
+    for (args, says) in [
+        (&["record", "--until", "unit:", "--", "true"][..], "the unit name is empty"),
+        (&["record", "--until", "unit", "--", "true"][..], "unit:NAME"),
+        (&["run", "--until", "unit:user/", "--", "true"][..], "the unit name is empty"),
+        (&["bench", "--warm", "--until", "unit:multi-user", "--", "true"][..], "with its type"),
+        (&["run", "--until", "unit:host/ssh.service", "--", "true"][..], "unknown manager"),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
 }
 
 #[test]

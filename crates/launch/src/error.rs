@@ -42,6 +42,12 @@ pub enum LaunchError {
     XConnect { display: String, source: x11rb::errors::ConnectError },
     #[error("readiness `window`")]
     X11(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("readiness `unit:{unit}`: {which}")]
+    NoManager { unit: String, which: String },
+    #[error("readiness `unit:{unit}`: no unit {unit} on {managers} (LoadState not-found)")]
+    NoSuchUnit { unit: String, managers: String },
+    #[error("cannot ask {manager} about its units")]
+    Systemd { manager: String, source: crate::systemd::BusError },
 }
 
 impl LaunchError {

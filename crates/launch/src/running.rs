@@ -1,6 +1,7 @@
 //! A resumed command: waiting for readiness ([`Running::wait`]), then ending its
 //! whole tree and collecting its resource use ([`Running::finish`]).
 
+use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use crate::marks::{Marks, MarksFile, MarksWatcher};
 use crate::output::OutputPipe;
 use crate::spawn::Report;
 use crate::sys;
+use crate::systemd::{Manager, UnitSpec, UnitWatcher};
 use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
 use crate::until::{Reason, Until};
 use crate::window::{Mapped, WindowFacts, WindowWatcher};
@@ -61,6 +63,11 @@ pub struct Outcome {
     pub tid: Option<i32>,
     /// Every condition met, by time; when all were met, the last is the ready point.
     pub milestones: Vec<Milestone>,
+    /// The systemd manager a `unit:` condition was met on (the last one met).
+    pub unit_manager: Option<Manager>,
+    /// The conditions not met, each with what it was still waiting for
+    /// (`unit:foo.service: activating on the host's system manager`).
+    pub unmet: Vec<String>,
 }
 
 /// A readiness condition met while waiting: when, and who reached it.
@@ -180,6 +187,8 @@ pub(crate) struct Launch {
     pub(crate) display: Option<String>,
     /// The command's environment names a Wayland display (`WAYLAND_DISPLAY`).
     pub(crate) wayland: bool,
+    /// The user the command runs as, whose systemd manager `unit:` conditions may watch.
+    pub(crate) uid: u32,
 }
 
 /// What one round of polling found.
@@ -214,6 +223,7 @@ impl Launch {
             reaped: false,
             display: None,
             wayland: false,
+            uid: 0,
         }
     }
 
@@ -237,6 +247,8 @@ impl Launch {
             pid: ready.pid,
             tid: ready.tid,
             milestones,
+            unit_manager: None,
+            unmet: Vec::new(),
         }
     }
 
@@ -448,6 +460,22 @@ impl Running {
             true => Some(WindowWatcher::connect(l.display.as_deref(), l.wayland)?),
             false => None,
         };
+        let unit_specs: HashMap<usize, UnitSpec> = conditions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Until::Unit(spec) => Some((i, spec.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut units = match unit_specs.is_empty() {
+            true => None,
+            false => {
+                let specs: Vec<(usize, UnitSpec)> = unit_specs.iter().map(|(i, s)| (*i, s.clone())).collect();
+                Some(UnitWatcher::start(&specs, l.shepherd, l.uid, l.started_ns)?)
+            }
+        };
+        let mut unit_manager: Option<Manager> = None;
         let mut met: Vec<Option<Milestone>> = vec![None; conditions.len()];
         let deadline = options.timeout.map(|t| l.started_ns + t.as_nanos() as i64);
         let tick = Duration::from_millis(50);
@@ -485,6 +513,10 @@ impl Running {
                 Some(watcher) => watcher.check()?,
                 None => Vec::new(),
             };
+            let units_met = match units.as_mut() {
+                Some(watcher) => watcher.check(&unit_specs)?,
+                None => Vec::new(),
+            };
             for (i, condition) in conditions.iter().enumerate() {
                 if met[i].is_some() {
                     continue;
@@ -511,36 +543,60 @@ impl Running {
                             Some(at(m.time_ns, facts.pid, facts.pid, Some(facts.describe())))
                         })
                     }
+                    Until::Unit(_) => {
+                        units_met.iter().find(|(index, ..)| *index == i).map(|(_, manager, t, pid)| {
+                            unit_manager = Some(manager.clone());
+                            at(*t, *pid, *pid, Some(format!("active on {manager}")))
+                        })
+                    }
                 };
             }
+            let finish = |mut outcome: Outcome| {
+                outcome.unit_manager = unit_manager.clone();
+                outcome.unmet = conditions
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| met[*i].is_none())
+                    .map(|(i, c)| match (c, units.as_ref()) {
+                        (Until::Unit(_), Some(watcher)) => format!("{c}: {}", watcher.pending(i)),
+                        _ => format!("{c}: not met"),
+                    })
+                    .collect();
+                outcome
+            };
             let mut milestones: Vec<Milestone> = met.iter().flatten().cloned().collect();
             milestones.sort_by_key(|m| m.t_ns);
             if milestones.len() == conditions.len()
                 && let Some(ready) = milestones.last().cloned()
             {
-                return Ok(l.outcome(ready, true, signal, milestones));
+                return Ok(finish(l.outcome(ready, true, signal, milestones)));
             }
             if let Some((_, exit_ns)) = l.root_exit {
                 let idle_pending =
                     conditions.iter().zip(&met).any(|(c, m)| matches!(c, Until::Idle(_)) && m.is_none());
                 if interrupted_at.is_some() || (l.tree_gone && !idle_pending) {
                     let exit = Milestone::stop(Reason::Exit, exit_ns, Some(l.root_pid));
-                    return Ok(l.outcome(exit, false, signal, milestones));
+                    return Ok(finish(l.outcome(exit, false, signal, milestones)));
                 }
             }
             let now = boottime_ns();
             if let Some(at) = interrupted_at
                 && now - at >= options.interrupt_grace.as_nanos() as i64
             {
-                return Ok(l.outcome(
+                return Ok(finish(l.outcome(
                     Milestone::stop(Reason::Interrupted, now, None),
                     false,
                     signal,
                     milestones,
-                ));
+                )));
             }
             if deadline.is_some_and(|d| now >= d) {
-                return Ok(l.outcome(Milestone::stop(Reason::Timeout, now, None), false, signal, milestones));
+                return Ok(finish(l.outcome(
+                    Milestone::stop(Reason::Timeout, now, None),
+                    false,
+                    signal,
+                    milestones,
+                )));
             }
         }
     }

@@ -187,6 +187,7 @@ impl PausedChild {
         );
         launch.display = display;
         launch.wayland = wayland;
+        launch.uid = creds.as_ref().map_or_else(sys::effective_uid, |c| c.uid);
         let first = launch.read_first_report();
         match first {
             Some(r) if r.kind == Report::STARTED => launch.root_pid = r.pid,

@@ -2,7 +2,8 @@
 //! children may make only async-signal-safe raw calls, which libc alone offers whole
 //! (rustix has no fork, nix allocates in its exec), so the rest uses it too. Pipes,
 //! reads and writes, poll, the boot clock, inotify, pidfds, wait4, the user and group
-//! databases, and the two forked children of a launch.
+//! databases, the two forked children of a launch, and the child that connects to a
+//! container's systemd from inside its PID namespace.
 
 use std::ffi::{CStr, CString, OsStr, c_char};
 use std::io;
@@ -80,6 +81,131 @@ pub(crate) fn boottime_ns() -> i64 {
     // SAFETY: a live timespec; CLOCK_BOOTTIME exists on every kernel we run on, so it cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: systemd's timestamps are on it.
+pub(crate) fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a live timespec; CLOCK_MONOTONIC always exists, so it cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// A Unix stream socket to `path`, through a relay child forked into the PID
+/// namespace `pid_ns`. A container's systemd refuses a peer it cannot see: the pid of
+/// the connecting process (SO_PEERCRED) and of every sender (SCM_CREDENTIALS) reads 0
+/// in its namespace for a process of an outer one. So a child born inside connects and
+/// copies bytes both ways between that connection and one end of a socket pair, whose
+/// other end is returned. It ends when either side closes, and with the thread that
+/// forked it (PR_SET_PDEATHSIG), which stays to reap it. The thread is one of its own,
+/// since setns(CLONE_NEWPID) changes where the calling thread's children go.
+pub(crate) fn relay_in_pid_namespace(path: &Path, pid_ns: OwnedFd, mount_ns: OwnedFd) -> io::Result<OwnedFd> {
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, &src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = src as c_char;
+    }
+    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    let mut pair = [0 as RawFd; 2];
+    // SAFETY: socketpair() writes two descriptors into a live array; its result is checked.
+    check(unsafe {
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, pair.as_mut_ptr())
+    })?;
+    // SAFETY: both descriptors were just returned by socketpair() and are owned by nobody else.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
+    let (tx, rx) = std::sync::mpsc::channel::<io::Result<()>>();
+    std::thread::spawn(move || {
+        let relay = theirs.as_raw_fd();
+        // SAFETY: setns() on a namespace descriptor we own; it changes only where this
+        // thread's children are born.
+        if let Err(e) = check(unsafe { libc::setns(pid_ns.as_raw_fd(), libc::CLONE_NEWPID) }) {
+            let _ = tx.send(Err(e));
+            return;
+        }
+        // SAFETY: the child makes only async-signal-safe raw calls (prctl, socket,
+        // connect, poll, read, write, _exit) on memory prepared before the fork.
+        let child = match check(unsafe { libc::fork() }) {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        if child == 0 {
+            unsafe { relay_child(relay, mount_ns.as_raw_fd(), &addr, len) };
+        }
+        drop(theirs);
+        let _ = tx.send(Ok(()));
+        let mut wait_status = 0;
+        // SAFETY: waits for the child we just forked, into a live integer.
+        while unsafe { libc::waitpid(child, &mut wait_status, 0) } == -1
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    });
+    rx.recv().map_err(|_| io::Error::other("the relay thread ended"))??;
+    // The child's first byte says whether it connected: 0, or the errno of connect().
+    let mut status = [0u8; 1];
+    // SAFETY: reads into a live one-byte buffer from a descriptor we own.
+    let n = unsafe { libc::read(ours.as_raw_fd(), status.as_mut_ptr().cast(), 1) };
+    match (n, status[0]) {
+        (1, 0) => Ok(ours),
+        (1, errno) => Err(io::Error::from_raw_os_error(i32::from(errno))),
+        _ => Err(io::Error::other("the relay into the container ended before connecting")),
+    }
+}
+
+/// The relay child: connect, report, copy both ways until one side closes.
+///
+/// # Safety
+/// Only to be called in a freshly forked child; it never returns.
+unsafe fn relay_child(relay: RawFd, mount_ns: RawFd, addr: &libc::sockaddr_un, len: libc::socklen_t) -> ! {
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::setns(mount_ns, libc::CLONE_NEWNS);
+        let manager = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let connected =
+            manager >= 0 && libc::connect(manager, (addr as *const libc::sockaddr_un).cast(), len) == 0;
+        let status: u8 = if connected { 0 } else { (*libc::__errno_location()).clamp(1, 255) as u8 };
+        libc::write(relay, (&raw const status).cast(), 1);
+        if !connected {
+            libc::_exit(1);
+        }
+        let mut fds = [
+            libc::pollfd { fd: relay, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: manager, events: libc::POLLIN, revents: 0 },
+        ];
+        let mut buf = [0u8; 8192];
+        loop {
+            if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                libc::_exit(1);
+            }
+            for (from, to) in [(0usize, manager), (1usize, relay)] {
+                if fds[from].revents == 0 {
+                    continue;
+                }
+                let n = libc::read(fds[from].fd, buf.as_mut_ptr().cast(), buf.len());
+                if n <= 0 {
+                    libc::_exit(0);
+                }
+                let mut done = 0;
+                while done < n as usize {
+                    let w = libc::write(to, buf.as_ptr().add(done).cast(), n as usize - done);
+                    if w <= 0 {
+                        libc::_exit(0);
+                    }
+                    done += w as usize;
+                }
+            }
+        }
+    }
 }
 
 /// A non-blocking, close-on-exec inotify descriptor.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 
 use crate::error::LaunchError;
+use crate::systemd::UnitSpec;
 use crate::window::WindowPattern;
 
 /// Default quiet period of `idle`.
@@ -38,12 +39,15 @@ pub enum Until {
     /// A window manager takes the X screen: it sets EWMH's `_NET_SUPPORTING_WM_CHECK`
     /// on the root window, naming a window of its own, whose process is credited.
     WindowManager,
+    /// A systemd unit becomes active (enters `active` after the command started), on
+    /// the manager [`UnitSpec`] names: see [`crate::systemd`] for which one `unit:NAME` picks.
+    Unit(UnitSpec),
 }
 
 impl Until {
     /// Every text form with what it waits for: the one list that help texts and parse
     /// errors show, so that a new kind is added here and in the parser only.
-    pub const FORMS: [(&str, &str); 8] = [
+    pub const FORMS: [(&str, &str); 9] = [
         ("exit", "the command itself exits (not its descendants)"),
         ("mark:NAME", "the program runs `coldstart mark NAME`"),
         ("output:REGEX", "a line of its stdout or stderr matches"),
@@ -55,6 +59,11 @@ impl Until {
         ),
         ("window-name:NAME", "a window titled NAME becomes visible, mapped by any process (X11)"),
         ("wm", "a window manager takes the screen (sets _NET_SUPPORTING_WM_CHECK; X11)"),
+        (
+            "unit:NAME",
+            "a systemd unit becomes active: in a container the command boots, else on the host's \
+             system manager or the user's (unit:system/NAME, unit:user/NAME name one)",
+        ),
     ];
 
     /// How the window forms take a regular expression, and where they do not work:
@@ -115,6 +124,7 @@ impl fmt::Display for Until {
             Until::WindowClass(pattern) => write!(f, "window:{pattern}"),
             Until::WindowName(pattern) => write!(f, "window-name:{pattern}"),
             Until::WindowManager => f.write_str("wm"),
+            Until::Unit(spec) => write!(f, "unit:{spec}"),
         }
     }
 }
@@ -152,8 +162,10 @@ impl FromStr for Until {
             ("window-name", Some(name)) => {
                 WindowPattern::parse(name).map(Until::WindowName).map_err(|e| bad(&e))
             }
+            ("unit", Some(spec)) => spec.parse::<UnitSpec>().map(Until::Unit).map_err(|e| bad(&e)),
             ("exit" | "wm", Some(_)) => Err(bad("takes no argument")),
             ("mark" | "output", _) => Err(bad(&format!("write it as {kind}:{}", kind.to_uppercase()))),
+            ("unit", None) => Err(bad("write it as unit:NAME, e.g. unit:multi-user.target")),
             ("window-name", None) => Err(bad("write it as window-name:NAME")),
             _ => Err(bad(&format!("expected {}", Until::forms_list()))),
         }
@@ -176,6 +188,7 @@ impl Until {
             (Reason::Idle(a), Until::Idle(b)) => u128::from(*a) == b.as_millis(),
             (Reason::WindowClass(a), Until::WindowClass(b))
             | (Reason::WindowName(a), Until::WindowName(b)) => *a == b.to_string(),
+            (Reason::Unit(a), Until::Unit(b)) => *a == b.to_string(),
             _ => false,
         }
     }
@@ -191,6 +204,7 @@ impl Until {
             Until::WindowClass(pattern) => Reason::WindowClass(pattern.to_string()),
             Until::WindowName(pattern) => Reason::WindowName(pattern.to_string()),
             Until::WindowManager => Reason::WindowManager,
+            Until::Unit(spec) => Reason::Unit(spec.to_string()),
         }
     }
 }
@@ -214,6 +228,9 @@ mod tests {
             "window-name:Home: a folder",
             "window-name:/^Home/",
             "wm",
+            "unit:multi-user.target",
+            "unit:user/graphical-session.target",
+            "unit:system/getty@tty1.service",
         ] {
             let until: Until = text.parse().unwrap();
             assert_eq!(until.to_string(), text);
@@ -242,6 +259,12 @@ mod tests {
             "window-name",
             "window-name:",
             "window-name:/(/",
+            "unit",
+            "unit:",
+            "unit:user/",
+            "unit:multi-user",
+            "unit:host/multi-user.target",
+            "unit:a b.service",
             "ready",
         ] {
             assert!(text.parse::<Until>().is_err(), "{text:?} should not parse");
@@ -253,7 +276,7 @@ mod tests {
         let err = "ready".parse::<Until>().unwrap_err().to_string();
         assert!(
             err.ends_with(
-                "expected exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME or wm"
+                "expected exit, mark:NAME, output:REGEX, idle[:MS], window, window:CLASS, window-name:NAME, wm or unit:NAME"
             ),
             "{err}"
         );

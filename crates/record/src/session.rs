@@ -23,7 +23,7 @@ use crate::ftrace::events::{
     ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS, SYSCALL_EVENTS,
 };
 use crate::guardian::Guardian;
-use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolMilestone, SpoolRoot, SpoolStart};
+use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolMilestone, SpoolRoot, SpoolStart, SpoolUnit};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
 
 /// Environment variable naming the scope instance's `trace_marker` (root only).
@@ -93,6 +93,8 @@ pub struct Recorded {
     /// other than root could have written them (they stay for `coldstart recover`).
     pub recover_errors: Vec<String>,
     pub removed_stale_instances: Vec<String>,
+    /// The `--until` conditions not met, each with what it was waiting for (also a note of the trace).
+    pub unmet: Vec<String>,
 }
 
 /// Checks root and tracefs, with the one-paragraph messages users see.
@@ -434,7 +436,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let samples = join(threads.samples, "sampler", &mut cpu);
     let perf_bytes = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
     let paths = threads.paths.map(|h| join(h, "eBPF paths", &mut cpu));
-    let (end_partial, exit_code) = match result {
+    let (end_partial, exit_code, unmet) = match result {
         Ok(r) => r,
         Err(e) => {
             drop(instances);
@@ -496,11 +498,13 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         recovered,
         recover_errors,
         removed_stale_instances,
+        unmet,
     })
 }
 
 /// Starts the command, waits for readiness and ends it; returns the end of the
-/// spool (without the instance statistics) and the status to exit with.
+/// spool (without the instance statistics), the status to exit with and the
+/// conditions not met.
 #[allow(clippy::too_many_arguments)]
 fn run_command(
     config: &RecordConfig,
@@ -515,7 +519,7 @@ fn run_command(
     page_size: usize,
     notes: &mut Vec<String>,
     perf_thread: &mut Option<Handle<u64>>,
-) -> Result<(SpoolEnd, i32)> {
+) -> Result<(SpoolEnd, i32, Vec<String>)> {
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
     command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
@@ -617,6 +621,7 @@ fn run_command(
     }
     stop.fire();
     let _ = spool.copy_in("marks", running.marks_path());
+    let units = systemd_units(&outcome, running.tree_root(), t0_boot_ns, notes);
     let finished = running.finish(&Ending::default())?;
     if finished.marks.bad_lines > 0 {
         notes.push(format!("{} lines of the marks file were not marks", finished.marks.bad_lines));
@@ -641,9 +646,49 @@ fn run_command(
             .then(|| outcome.detail.clone())
             .flatten(),
         exit_code: outcome.exit_status.or(finished.exit_status),
+        units,
         diskstats_end,
         losses: Vec::new(),
         notes: Vec::new(),
     };
-    Ok((end, exit_code))
+    notes.extend(outcome.unmet.iter().map(|u| format!("readiness not met: {u}")));
+    Ok((end, exit_code, outcome.unmet))
+}
+
+/// The units of the systemd manager the command's tree booted (a container's), or else
+/// of the one a `unit:` condition was met on, that started during the recording: read
+/// before the tree is ended, while the manager still answers.
+fn systemd_units(
+    outcome: &coldstart_launch::Outcome,
+    tree_root: i32,
+    t0_boot_ns: i64,
+    notes: &mut Vec<String>,
+) -> Vec<SpoolUnit> {
+    use coldstart_launch::systemd::{Manager, ManagerKind, read_units};
+    let Some(manager) = Manager::container_in_tree(tree_root).or_else(|| outcome.unit_manager.clone()) else {
+        return Vec::new();
+    };
+    let kind = match manager.kind {
+        ManagerKind::System => "system",
+        ManagerKind::User { .. } => "user",
+        ManagerKind::Container { .. } => "container",
+    };
+    match read_units(&manager, t0_boot_ns) {
+        Ok(units) => units
+            .into_iter()
+            .map(|u| SpoolUnit {
+                name: u.name,
+                manager: kind.to_owned(),
+                activating_boot_ns: u.activating_ns,
+                active_boot_ns: u.active_ns,
+                deactivating_boot_ns: u.deactivating_ns,
+                pid: u.main_pid,
+                after: u.after,
+            })
+            .collect(),
+        Err(e) => {
+            notes.push(format!("systemd units not read: {}", coldstart_trace::error_chain(&e)));
+            Vec::new()
+        }
+    }
 }

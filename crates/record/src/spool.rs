@@ -373,6 +373,11 @@ pub struct SpoolEnd {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub milestones: Vec<SpoolMilestone>,
     pub exit_code: Option<i32>,
+    /// The systemd units started during the recording, read from the manager the
+    /// command's tree booted (or the one a `unit:` condition was met on) before the
+    /// tree was ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<SpoolUnit>,
     pub diskstats_end: Vec<DiskCounters>,
     /// (source, what, count) rows for the `loss` table.
     pub losses: Vec<(String, String, u64)>,
@@ -387,6 +392,19 @@ pub struct SpoolMilestone {
     pub name: String,
     pub pid: Option<i32>,
     pub tid: Option<i32>,
+}
+
+/// A systemd unit as its manager told, times on CLOCK_BOOTTIME.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpoolUnit {
+    pub name: String,
+    /// `system`, `user` or `container`.
+    pub manager: String,
+    pub activating_boot_ns: Option<i64>,
+    pub active_boot_ns: Option<i64>,
+    pub deactivating_boot_ns: Option<i64>,
+    pub pid: Option<i32>,
+    pub after: Vec<String>,
 }
 
 /// One spool directory, held open.

@@ -11,7 +11,7 @@ use coldstart_record::Spool;
 use coldstart_record::assemble::{DirEntry, EntryStat, RawExtent, SystemView, assemble_with};
 use coldstart_record::capture::connector::ProcRecord;
 use coldstart_record::capture::fanotify::OpenRecord;
-use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolMilestone, SpoolStart};
+use coldstart_record::spool::{DiskCounters, SpoolEnd, SpoolMilestone, SpoolStart, SpoolUnit};
 use coldstart_record::system::{DiskInfo, Mount};
 use coldstart_trace::{Dev, FileKind, LossSource, MarkSource, Meta, NoteSource, Trace};
 
@@ -258,6 +258,26 @@ fn write_spool(dir: &Path, finished: bool) -> Spool {
                 },
             ],
             exit_code: Some(3),
+            units: vec![
+                SpoolUnit {
+                    name: "systemd-journald.service".into(),
+                    manager: "container".into(),
+                    activating_boot_ns: Some(T0 - 5 * MS),
+                    active_boot_ns: Some(T0 + 25 * MS),
+                    deactivating_boot_ns: None,
+                    pid: Some(4300),
+                    after: vec!["systemd-journald.socket".into()],
+                },
+                SpoolUnit {
+                    name: "basic.target".into(),
+                    manager: "container".into(),
+                    activating_boot_ns: Some(T0 + 30 * MS),
+                    active_boot_ns: Some(T0 + 30 * MS),
+                    deactivating_boot_ns: None,
+                    pid: None,
+                    after: vec!["systemd-journald.service".into(), "sockets.target".into()],
+                },
+            ],
             diskstats_end: counters(11, 1016),
             losses: vec![
                 ("fanotify".into(), "queue overflows".into(), 2),
@@ -318,6 +338,20 @@ fn a_spool_is_assembled_through_the_system_view() {
             (40 * MS, Some(4242), Some(4242), "window:mate-panel", MarkSource::Until),
         ],
         "each readiness condition met is a milestone with its owner, among the program's marks by time"
+    );
+
+    let units: Vec<_> = trace
+        .units
+        .iter()
+        .map(|u| (u.name.as_str(), u.manager.as_str(), u.activating_ns, u.active_ns, u.pid, u.after.len()))
+        .collect();
+    assert_eq!(
+        units,
+        [
+            ("systemd-journald.service", "container", Some(-5 * MS), Some(25 * MS), Some(4300), 1),
+            ("basic.target", "container", Some(30 * MS), Some(30 * MS), None, 2),
+        ],
+        "systemd's unit times on the trace's clock, in the order their starts began"
     );
 
     let losses: Vec<_> = trace.losses.iter().map(|l| (l.source, l.what.as_str(), l.count)).collect();

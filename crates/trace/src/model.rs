@@ -49,6 +49,9 @@ pub struct Trace {
     /// System calls of the recorded threads (format 3 on; empty before).
     #[serde(default)]
     pub syscalls: Vec<Syscall>,
+    /// systemd units started during the recording (format 3 on; empty before).
+    #[serde(default)]
+    pub units: Vec<Unit>,
 }
 
 /// Where a trace came from.
@@ -126,6 +129,9 @@ pub enum ReadyReason {
     /// `wm`: a window manager took the X screen (EWMH `_NET_SUPPORTING_WM_CHECK` set on
     /// the root window).
     WindowManager,
+    /// `unit:NAME`: a systemd unit became active; `unit:user/NAME` or `unit:system/NAME`
+    /// when the manager was named.
+    Unit(String),
     /// `timeout`: the condition was not met in time.
     Timeout,
     /// `interrupted`: SIGINT or SIGTERM ended the wait.
@@ -529,6 +535,27 @@ pub struct Mark {
     /// The thread that reached it, when known (format 2 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tid: Option<i32>,
+}
+
+/// A systemd unit that started during the recording, with its manager's own times
+/// (`InactiveExitTimestamp`, `ActiveEnterTimestamp`, `ActiveExitTimestamp`), read
+/// from the manager when the recording ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unit {
+    /// The unit's name, e.g. `systemd-journald.service`.
+    pub name: String,
+    /// Its manager: `system` (the host's), `user` or `container` (one the command booted).
+    pub manager: String,
+    /// When it left `inactive`: its start began (may lie before t = 0).
+    pub activating_ns: Option<Nanos>,
+    /// When it entered `active`: started (a service's readiness, a target reached).
+    pub active_ns: Option<Nanos>,
+    /// When it left `active` again, if it stopped during the recording.
+    pub deactivating_ns: Option<Nanos>,
+    /// Its main process, when it had one alive at the end (host pid).
+    pub pid: Option<i32>,
+    /// The units it is ordered after (`After=`).
+    pub after: Vec<String>,
 }
 
 /// System CPU use over the interval `(t_ns - dt_ns, t_ns]`, as fractions of all CPUs.

@@ -420,6 +420,17 @@ impl Reader<'_> {
                     busy: fraction(r, "disk_sample", "busy")?,
                 })
             })?,
+            units: self.rows_if_table("unit", "SELECT * FROM unit ORDER BY rowid", |r| {
+                Ok(Unit {
+                    name: r.get("name")?,
+                    manager: r.get("manager")?,
+                    activating_ns: time_or_null(r, "unit", "activating_ns")?,
+                    active_ns: time_or_null(r, "unit", "active_ns")?,
+                    deactivating_ns: time_or_null(r, "unit", "deactivating_ns")?,
+                    pid: r.get("pid")?,
+                    after: list("unit", "after", &r.get::<_, String>("after")?)?,
+                })
+            })?,
             process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", |r| {
                 Ok(ProcessSample {
                     t_ns: time(r, "process_sample", "t_ns")?,

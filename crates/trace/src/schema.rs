@@ -8,7 +8,7 @@
 /// meta keys; files of format 1 read with them NULL or empty.
 ///
 /// 3 added the `mapping`, `frame`, `stack` and `stack_sample` tables (CPU samples with stacks)
-/// and the `mount` and `syscall` tables; files of format 2 read with none.
+/// and the `mount`, `syscall` and `unit` tables; files of format 2 read with none.
 pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
@@ -150,6 +150,16 @@ CREATE TABLE mark (
     name   TEXT NOT NULL,
     source TEXT NOT NULL,
     tid    INTEGER
+);
+
+CREATE TABLE unit (
+    name            TEXT NOT NULL,
+    manager         TEXT NOT NULL,
+    activating_ns   INTEGER,
+    active_ns       INTEGER,
+    deactivating_ns INTEGER,
+    pid             INTEGER,
+    after           TEXT NOT NULL
 );
 
 CREATE TABLE cpu_sample (

@@ -123,6 +123,7 @@ impl fmt::Display for ReadyReason {
             ReadyReason::WindowClass(pattern) => write!(f, "window:{pattern}"),
             ReadyReason::WindowName(pattern) => write!(f, "window-name:{pattern}"),
             ReadyReason::WindowManager => f.write_str("wm"),
+            ReadyReason::Unit(unit) => write!(f, "unit:{unit}"),
             ReadyReason::Timeout => f.write_str("timeout"),
             ReadyReason::Interrupted => f.write_str("interrupted"),
             ReadyReason::Bootchart2End => f.write_str("bootchart2:end"),
@@ -134,7 +135,7 @@ impl fmt::Display for ReadyReason {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "not a ready reason: {0:?} (expected exit, mark:NAME, output:REGEX, idle:MS, window, window:CLASS, \
-     window-name:NAME, wm, timeout, interrupted or bootchart2:end)"
+     window-name:NAME, wm, unit:NAME, timeout, interrupted or bootchart2:end)"
 )]
 pub struct ParseReadyReasonError(String);
 
@@ -158,6 +159,7 @@ impl FromStr for ReadyReason {
             ("output", Some(regex)) => ReadyReason::Output(regex.to_owned()),
             ("window", Some(pattern)) => ReadyReason::WindowClass(pattern.to_owned()),
             ("window-name", Some(pattern)) => ReadyReason::WindowName(pattern.to_owned()),
+            ("unit", Some(unit)) => ReadyReason::Unit(unit.to_owned()),
             ("idle", Some(ms)) => match ms.parse() {
                 Ok(ms) => ReadyReason::Idle(ms),
                 Err(_) => return Err(ParseReadyReasonError(text.to_owned())),
@@ -266,6 +268,8 @@ mod tests {
             (ReadyReason::WindowClass("/^mate-.*$/".into()), "window:/^mate-.*$/"),
             (ReadyReason::WindowName("Home: a folder".into()), "window-name:Home: a folder"),
             (ReadyReason::WindowManager, "wm"),
+            (ReadyReason::Unit("multi-user.target".into()), "unit:multi-user.target"),
+            (ReadyReason::Unit("user/graphical-session.target".into()), "unit:user/graphical-session.target"),
             (ReadyReason::Timeout, "timeout"),
             (ReadyReason::Interrupted, "interrupted"),
             (ReadyReason::Bootchart2End, "bootchart2:end"),
@@ -284,10 +288,11 @@ mod tests {
             ReadyReason::Interrupted => 8,
             ReadyReason::Bootchart2End => 9,
             ReadyReason::WindowManager => 10,
+            ReadyReason::Unit(_) => 11,
         };
         let covered: std::collections::BTreeSet<usize> =
             every_kind.iter().map(|(r, _)| kind_index(r)).collect();
-        assert_eq!(covered, (0..=10).collect());
+        assert_eq!(covered, (0..=11).collect());
         for (reason, words) in every_kind {
             assert_eq!(reason.to_string(), words);
             assert_eq!(words.parse::<ReadyReason>(), Ok(reason.clone()));

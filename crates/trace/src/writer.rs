@@ -255,6 +255,21 @@ impl TraceWriter {
         )
     }
 
+    pub fn unit(&mut self, u: &Unit) -> Result<()> {
+        self.exec(
+            "INSERT INTO unit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                u.name,
+                u.manager,
+                u.activating_ns,
+                u.active_ns,
+                u.deactivating_ns,
+                u.pid,
+                json_list(&u.after)
+            ],
+        )
+    }
+
     pub fn cpu_sample(&mut self, s: &CpuSample) -> Result<()> {
         self.exec(
             "INSERT INTO cpu_sample VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -358,6 +373,7 @@ impl TraceWriter {
         trace.sched.iter().try_for_each(|x| self.sched(x))?;
         trace.wakeups.iter().try_for_each(|x| self.wakeup(x))?;
         trace.marks.iter().try_for_each(|x| self.mark(x))?;
+        trace.units.iter().try_for_each(|x| self.unit(x))?;
         trace.cpu_samples.iter().try_for_each(|x| self.cpu_sample(x))?;
         trace.disk_samples.iter().try_for_each(|x| self.disk_sample(x))?;
         trace.process_samples.iter().try_for_each(|x| self.process_sample(x))?;

@@ -255,6 +255,9 @@ pub fn print_recorded(r: &Recorded) {
             reached_by(ready.pid, ready.tid)
         );
     }
+    for unmet in &r.unmet {
+        eprintln!("  not met     {unmet}");
+    }
     print_summary(&r.summary, &r.path);
     eprintln!("  exit status {}", r.exit_code);
 }

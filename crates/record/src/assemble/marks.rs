@@ -3,7 +3,7 @@
 //! `trace_marker` writes, the output line that made the command ready, and the
 //! readiness conditions met (`until` marks named by the condition, with their owner).
 
-use coldstart_trace::{Mark, MarkSource};
+use coldstart_trace::{Mark, MarkSource, Unit};
 
 use crate::assemble::Clock;
 use crate::assemble::decode::SpoolData;
@@ -58,4 +58,24 @@ pub fn marks(data: &SpoolData, clock: &Clock, tree: &ProcTree, system: &dyn Syst
     }
     marks.sort_by_key(|m| m.t_ns);
     marks
+}
+
+/// The systemd units the recorder read from their manager, on the trace's clock.
+pub fn units(data: &SpoolData, clock: &Clock) -> Vec<Unit> {
+    let mut units: Vec<Unit> = data
+        .end
+        .iter()
+        .flat_map(|e| &e.units)
+        .map(|u| Unit {
+            name: u.name.clone(),
+            manager: u.manager.clone(),
+            activating_ns: u.activating_boot_ns.map(|t| clock.since_t0(t)),
+            active_ns: u.active_boot_ns.map(|t| clock.since_t0(t)),
+            deactivating_ns: u.deactivating_boot_ns.map(|t| clock.since_t0(t)),
+            pid: u.pid,
+            after: u.after.clone(),
+        })
+        .collect();
+    units.sort_by_key(|u| (u.activating_ns.or(u.active_ns), u.name.clone()));
+    units
 }

@@ -133,6 +133,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         block_requests(&data, &clock, &tree, &fp.extents, system);
     let (sched, wakeups, wakers_gone) = scheduling(&data, &clock, &mut tree, system);
     let marks = marks::marks(&data, &clock, &tree, system);
+    let units = marks::units(&data, &clock);
     let disk_devs = disks::devices(&block_ios, &fp.files.files, system);
     let disks = disks::disks(&disk_devs, &data, &block_ios, &clock, system);
     let started: HashSet<i32> =
@@ -240,6 +241,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
             })
             .collect(),
         syscalls: fp.syscalls,
+        units,
     };
     Ok(Assembled { trace, summary })
 }

@@ -297,5 +297,14 @@ pub fn full_trace() -> Trace {
                 path: Some("/opt/app/plug-ins/missing".into()),
             },
         ],
+        units: vec![Unit {
+            name: "systemd-journald.service".into(),
+            manager: "container".into(),
+            activating_ns: Some(-3_000_000),
+            active_ns: Some(12_000_000),
+            deactivating_ns: None,
+            pid: Some(101),
+            after: vec!["systemd-journald.socket".into(), "system.slice".into()],
+        }],
     }
 }

@@ -1,0 +1,148 @@
+//! A container boot recorded from the host: `coldstart record --cold -- systemd-nspawn -b`
+//! on a Debian rootfs made once with mmdebstrap and cached outside the clone. The trace
+//! holds the container's systemd, journald and dbus-daemon, names the container's files
+//! by the host paths that open them, and nothing of the container is left running.
+
+mod support;
+use support::{can_record, coldstart, private_dir, unavailable};
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use coldstart_trace::Trace;
+
+const CACHE: &str = "/var/cache/coldstart-tests";
+const ROOTFS: &str = "/var/cache/coldstart-tests/bookworm-boot";
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The cached rootfs, made first if missing: built in a temporary folder and renamed
+/// into place when complete, so a killed build never leaves a half rootfs that a later
+/// run would trust.
+fn rootfs() -> PathBuf {
+    let root = PathBuf::from(ROOTFS);
+    if root.join("usr/lib/systemd/systemd").exists() {
+        return root;
+    }
+    std::fs::create_dir_all(CACHE).unwrap();
+    let building = tempfile::Builder::new().prefix(".bookworm-boot.").tempdir_in(CACHE).unwrap();
+    let target = building.path().join("rootfs");
+    let status = Command::new("mmdebstrap")
+        .args(["--quiet", "--variant=minbase", "--include=systemd-sysv,udev,dbus", "bookworm"])
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mmdebstrap failed: {status}");
+    if std::fs::rename(&target, &root).is_err() {
+        assert!(root.join("usr/lib/systemd/systemd").exists(), "another run's rootfs is incomplete");
+    }
+    root
+}
+
+/// Removes an empty cgroup tree, deepest first.
+fn remove_cgroup_tree(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup_tree(&entry.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
+}
+
+/// What `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd: the
+/// `payload` (with the container's own unit cgroups) and `supervisor` cgroups, and the
+/// propagation directory. A cgroup stays busy a moment while its last processes are reaped.
+fn remove_nspawn_leftovers() {
+    for _ in 0..50 {
+        let mut all = true;
+        for hierarchy in ["systemd", "unified"] {
+            for dir in ["payload", "supervisor"] {
+                all &= remove_cgroup_tree(&Path::new("/sys/fs/cgroup").join(hierarchy).join(dir));
+            }
+        }
+        if all {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_dir("/run/systemd/nspawn/propagate/bookworm-boot");
+}
+
+fn processes_rooted_at(root: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| std::fs::read_link(e.path().join("root")).is_ok_and(|r| r == root))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole() {
+    let test = "a_container_boot_is_recorded";
+    if !can_record(test) {
+        return;
+    }
+    if !(have("systemd-nspawn") && have("mmdebstrap"))
+        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
+    {
+        return;
+    }
+    let root = rootfs();
+    let dir = private_dir();
+    let out = dir.path().join("boot.coldstart");
+    let output = coldstart()
+        .args(["record", "--cold", "--until", "unit:multi-user.target", "--timeout", "60", "-o"])
+        .arg(&out)
+        .args(["--", "systemd-nspawn", "-b", "-D"])
+        .arg(&root)
+        .args(["--register=no", "--keep-unit", "--console=passive"])
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let left = processes_rooted_at(&root);
+    let nspawn_left =
+        Command::new("pgrep").args(["-f", &format!("systemd-nspawn -b -D {ROOTFS}")]).output().unwrap();
+    remove_nspawn_leftovers();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(out.exists(), "no trace: {stderr}");
+    assert!(left.is_empty(), "processes of the container still run: {left:?}");
+    assert!(nspawn_left.stdout.is_empty(), "systemd-nspawn still runs");
+
+    let trace = Trace::read(&out).unwrap();
+    let ready = trace.meta.ready.as_ref().expect("a ready time");
+    assert_eq!(ready.reason.to_string(), "unit:multi-user.target", "{stderr}");
+    let unit = |name: &str| trace.units.iter().find(|u| u.name == name);
+    let target =
+        unit("multi-user.target").unwrap_or_else(|| panic!("no multi-user.target in {:?}", trace.units));
+    let ready = ready.t_ns;
+    // Both are systemd's one timestamp, moved to the boot clock by two readings of the clocks.
+    let off = target.active_ns.map(|t| (t - ready).abs());
+    assert!(off.is_some_and(|d| d < 1_000_000), "the unit's active time is the ready time: {off:?}");
+    let journald = unit("systemd-journald.service").expect("journald's unit");
+    assert!(
+        journald.active_ns.is_some_and(|t| t > 0 && t < ready),
+        "journald became active before the target"
+    );
+    let journald_pid = journald.pid.expect("journald's main process");
+    let journald_comm = trace.processes.iter().find(|p| p.pid == journald_pid).map(|p| p.comm.as_str());
+    assert_eq!(journald_comm, Some("systemd-journal"), "the unit's pid is the host pid of journald");
+    let comms: Vec<&str> = trace.processes.iter().filter(|p| p.in_scope).map(|p| p.comm.as_str()).collect();
+    for service in ["systemd", "systemd-journal", "dbus-daemon"] {
+        assert!(comms.contains(&service), "{service} not in the trace: {comms:?}");
+    }
+    let prefix = format!("{ROOTFS}/");
+    let systemd = format!("{ROOTFS}/usr/lib/systemd/systemd");
+    let paths: Vec<&str> = trace.files.iter().filter_map(|f| f.path.as_deref()).collect();
+    assert!(paths.contains(&systemd.as_str()), "the container's systemd is not named by its host path");
+    let in_container = paths.iter().filter(|p| p.starts_with(&prefix)).count();
+    assert!(in_container >= 50, "only {in_container} files named under {ROOTFS}");
+}

@@ -1,0 +1,971 @@
+//! systemd units: the `unit:NAME` readiness condition (a unit becoming active) and the
+//! units' start times read from the manager at the end of a recording.
+//!
+//! A manager is reached over its private socket (`/run/systemd/private`), peer to peer,
+//! the way `systemctl` talks to it without a bus daemon: `Subscribe`, then the unit's
+//! `PropertiesChanged` and the manager's `JobRemoved` signals say when to look at it
+//! again; nothing is polled. Which manager `unit:NAME` watches:
+//!
+//! - a **container** the command boots: the first process of the command's tree that is
+//!   PID 1 of its own PID namespace and has `/run/systemd/private` under its root
+//!   (`systemd-nspawn -b`), reached through `/proc/PID/root/run/systemd/private` as soon
+//!   as the socket appears (looked for every 20 ms, until the wait ends);
+//! - the host's **system** manager when PID 1 is systemd;
+//! - the **user** manager of the user the command runs as, when it runs
+//!   (`/run/user/UID/systemd/private`).
+//!
+//! All of those that are there are watched, and the first on which the unit enters
+//! `active` after the command started (its `ActiveEnterTimestampMonotonic`) meets the
+//! condition; a unit already active when the command starts has to become active
+//! again. `unit:system/NAME` and `unit:user/NAME` watch only that manager. A unit that
+//! no manager can load (`LoadState` `not-found`) is an error at once when the manager
+//! was named, or when a container's manager and every host manager watched say so;
+//! otherwise the wait runs to its timeout and says where the unit was not found.
+//!
+//! systemd's timestamps are CLOCK_MONOTONIC microseconds of the same kernel (a
+//! container shares it); they are moved to CLOCK_BOOTTIME with the two clocks read at
+//! one instant. The milestone is credited to the unit's main process where it has one
+//! (its pid in the container's namespace mapped to the host's through `NSpid`), else to
+//! the manager itself.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use zvariant::serialized::{Context, Data};
+use zvariant::{LE, ObjectPath, OwnedObjectPath, OwnedValue, Signature, Value};
+
+use crate::clock::BootNanos;
+use crate::error::{LaunchError, Result};
+use crate::sys;
+use crate::tree::descendants;
+
+/// The manager's bus name: it answers calls addressed to it, even peer to peer.
+const DESTINATION: &str = "org.freedesktop.systemd1";
+const MANAGER_PATH: &str = "/org/freedesktop/systemd1";
+const MANAGER_IFACE: &str = "org.freedesktop.systemd1.Manager";
+const UNIT_IFACE: &str = "org.freedesktop.systemd1.Unit";
+const SERVICE_IFACE: &str = "org.freedesktop.systemd1.Service";
+const PROPERTIES_IFACE: &str = "org.freedesktop.DBus.Properties";
+const UNIT_TYPES: [&str; 11] = [
+    "service",
+    "socket",
+    "target",
+    "device",
+    "mount",
+    "automount",
+    "swap",
+    "timer",
+    "path",
+    "slice",
+    "scope",
+];
+
+/// Which manager a `unit:` condition names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagerChoice {
+    /// `unit:NAME`: a container's, the host's or the user's, whichever has the unit
+    /// become active first (see the module docs).
+    Any,
+    /// `unit:system/NAME`: the host's system manager.
+    System,
+    /// `unit:user/NAME`: the user manager of the user the command runs as.
+    User,
+}
+
+/// A `unit:` condition's value: a unit name, and the manager when one is named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitSpec {
+    pub manager: ManagerChoice,
+    pub name: String,
+}
+
+impl fmt::Display for UnitSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.manager {
+            ManagerChoice::Any => f.write_str(&self.name),
+            ManagerChoice::System => write!(f, "system/{}", self.name),
+            ManagerChoice::User => write!(f, "user/{}", self.name),
+        }
+    }
+}
+
+impl FromStr for UnitSpec {
+    type Err = String;
+
+    /// `NAME`, `system/NAME` or `user/NAME`, NAME a unit name with its type
+    /// (`multi-user.target`); the error is one line.
+    fn from_str(text: &str) -> std::result::Result<UnitSpec, String> {
+        let (manager, name) = match text.split_once('/') {
+            Some(("system", name)) => (ManagerChoice::System, name),
+            Some(("user", name)) => (ManagerChoice::User, name),
+            Some((other, _)) => {
+                return Err(format!(
+                    "unknown manager {other:?}: write unit:NAME, unit:system/NAME or unit:user/NAME"
+                ));
+            }
+            None => (ManagerChoice::Any, text),
+        };
+        if name.is_empty() {
+            return Err("the unit name is empty (e.g. unit:multi-user.target)".to_owned());
+        }
+        let valid_chars = name.chars().all(|c| c.is_ascii_alphanumeric() || ":-_.\\@".contains(c));
+        let typed =
+            name.rsplit_once('.').is_some_and(|(stem, kind)| !stem.is_empty() && UNIT_TYPES.contains(&kind));
+        if !valid_chars || !typed {
+            return Err(format!(
+                "{name:?} is not a unit name: write it with its type, e.g. multi-user.target or ssh.service"
+            ));
+        }
+        Ok(UnitSpec { manager, name: name.to_owned() })
+    }
+}
+
+/// Which manager, of which kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagerKind {
+    /// The host's system manager (PID 1).
+    System,
+    /// A user's manager.
+    User { uid: u32 },
+    /// The manager of a container the command's tree booted, the process `pid` (host pid).
+    Container { pid: i32 },
+}
+
+/// A systemd manager and the socket it is reached through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manager {
+    pub kind: ManagerKind,
+    pub socket: PathBuf,
+}
+
+impl fmt::Display for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ManagerKind::System => f.write_str("the host's system manager"),
+            ManagerKind::User { uid } => write!(f, "the user manager of uid {uid}"),
+            ManagerKind::Container { pid } => write!(f, "the container's manager (pid {pid})"),
+        }
+    }
+}
+
+impl Manager {
+    /// The host's system manager, when PID 1 is systemd.
+    pub fn system() -> Option<Manager> {
+        let comm = std::fs::read_to_string("/proc/1/comm").ok()?;
+        let socket = PathBuf::from("/run/systemd/private");
+        (comm.trim() == "systemd" && socket.exists()).then_some(Manager { kind: ManagerKind::System, socket })
+    }
+
+    /// The user manager of `uid`, when it runs.
+    pub fn user(uid: u32) -> Option<Manager> {
+        let socket = PathBuf::from(format!("/run/user/{uid}/systemd/private"));
+        socket.exists().then_some(Manager { kind: ManagerKind::User { uid }, socket })
+    }
+
+    /// The manager of a container booted by the tree under `tree_root`: a process of
+    /// the tree that is PID 1 of its own PID namespace, with a private socket under its root.
+    pub fn container_in_tree(tree_root: i32) -> Option<Manager> {
+        descendants(tree_root).into_iter().find_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let ns_pids: Vec<&str> =
+                status.lines().find_map(|l| l.strip_prefix("NSpid:"))?.split_whitespace().collect();
+            if ns_pids.len() < 2 || ns_pids.last() != Some(&"1") {
+                return None;
+            }
+            let socket = PathBuf::from(format!("/proc/{pid}/root/run/systemd/private"));
+            socket.exists().then_some(Manager { kind: ManagerKind::Container { pid }, socket })
+        })
+    }
+
+    /// The host pid of the manager's own process.
+    fn own_pid(&self) -> Option<i32> {
+        match self.kind {
+            ManagerKind::System => Some(1),
+            ManagerKind::Container { pid } => Some(pid),
+            ManagerKind::User { .. } => None,
+        }
+    }
+
+    /// A pid of the manager's namespace as the host sees it.
+    fn host_pid(&self, pid: u32) -> Option<i32> {
+        if pid == 0 {
+            return None;
+        }
+        let ManagerKind::Container { pid: manager } = self.kind else { return i32::try_from(pid).ok() };
+        let namespace = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+        let manager_ns = namespace(manager)?;
+        let wanted = pid.to_string();
+        std::iter::once(manager).chain(descendants(manager)).find(|&candidate| {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{candidate}/status")) else {
+                return false;
+            };
+            let innermost = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|v| v.split_whitespace().last());
+            innermost == Some(wanted.as_str()) && namespace(candidate).as_ref() == Some(&manager_ns)
+        })
+    }
+
+    fn connect(&self) -> Result<(PeerBus, UnixStream), BusError> {
+        let stream = match self.kind {
+            ManagerKind::Container { pid } => {
+                let namespace = std::fs::File::open(format!("/proc/{pid}/ns/pid"))?;
+                let mounts = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?;
+                UnixStream::from(sys::relay_in_pid_namespace(
+                    std::path::Path::new("/run/systemd/private"),
+                    namespace.into(),
+                    mounts.into(),
+                )?)
+            }
+            _ => UnixStream::connect(&self.socket)?,
+        };
+        let handle = stream.try_clone()?;
+        Ok((PeerBus::authenticate(stream)?, handle))
+    }
+}
+
+/// What went wrong talking to a manager.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("malformed D-Bus data")]
+    Variant(#[from] zvariant::Error),
+    #[error("the manager refused the connection: {0}")]
+    Auth(String),
+    #[error("{name}: {text}")]
+    Remote { name: String, text: String },
+    #[error("a D-Bus message of {0} bytes, more than the protocol allows")]
+    TooLong(usize),
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
+}
+
+/// A message received: its type, the header fields we use, and its body.
+struct Incoming {
+    kind: u8,
+    reply_serial: Option<u32>,
+    path: Option<String>,
+    member: Option<String>,
+    error_name: Option<String>,
+    body: Vec<u8>,
+}
+
+const METHOD_RETURN: u8 = 2;
+const ERROR: u8 = 3;
+const SIGNAL: u8 = 4;
+const MAX_MESSAGE: usize = 1 << 27;
+
+impl Incoming {
+    fn body<T: serde::de::DeserializeOwned + zvariant::Type>(&self) -> Result<T, BusError> {
+        Ok(Data::new(&self.body[..], Context::new_dbus(LE, 0)).deserialize::<T>()?.0)
+    }
+}
+
+/// A peer-to-peer D-Bus connection to a systemd manager's private socket, used from
+/// one thread: each call waits for its reply, keeping the signals that arrive
+/// meanwhile for [`PeerBus::next_signal`]. Written on zvariant's encoding rather than
+/// a D-Bus client crate, so that a socket connected from inside a container's PID
+/// namespace can be used as it is (see `sys::connect_in_pid_namespace`), with no runtime.
+struct PeerBus {
+    stream: UnixStream,
+    serial: u32,
+    signals: VecDeque<Incoming>,
+}
+
+fn pad8(bytes: &mut Vec<u8>) {
+    while !bytes.len().is_multiple_of(8) {
+        bytes.push(0);
+    }
+}
+
+/// Appends the SIGNATURE header field to an encoded header and counts it in the field
+/// array's length. Written by hand because zvariant encodes a signature of several
+/// types as a structure, `(ss)`, where a message body's signature is `ss`: a manager
+/// then reads a struct where it expects two strings and answers `InvalidArgs`.
+fn push_signature_field(message: &mut Vec<u8>, signature: &str) -> Result<(), BusError> {
+    Signature::try_from(signature).map_err(zvariant::Error::from)?;
+    let length = u8::try_from(signature.len()).map_err(|_| BusError::TooLong(signature.len()))?;
+    pad8(message);
+    message.extend_from_slice(&[8, 1, b'g', 0, length]);
+    message.extend_from_slice(signature.as_bytes());
+    message.push(0);
+    let fields_len = u32::try_from(message.len() - 16).map_err(|_| BusError::TooLong(message.len()))?;
+    message[12..16].copy_from_slice(&fields_len.to_le_bytes());
+    Ok(())
+}
+
+impl PeerBus {
+    /// The EXTERNAL handshake as `systemctl` makes it: no identity in the AUTH line
+    /// (the manager takes SO_PEERCRED's), an empty DATA answer to its challenge, then
+    /// NEGOTIATE_UNIX_FD and BEGIN in one write, and the answer to NEGOTIATE_UNIX_FD
+    /// awaited before any message. systemd 252 never reads a message that reaches it in
+    /// the same read as BEGIN (it waits for more input that a caller waiting for its
+    /// reply never sends), so the first call must not follow BEGIN closely. Descriptors
+    /// it might pass are dropped by the plain reads used here; none of our calls gets one.
+    fn authenticate(mut stream: UnixStream) -> Result<PeerBus, BusError> {
+        stream.write_all(b"\0AUTH EXTERNAL\r\n")?;
+        let mut reply = read_line(&mut stream)?;
+        if reply == "DATA" {
+            stream.write_all(b"DATA\r\n")?;
+            reply = read_line(&mut stream)?;
+        }
+        if !reply.starts_with("OK ") {
+            return Err(BusError::Auth(reply));
+        }
+        stream.write_all(b"NEGOTIATE_UNIX_FD\r\nBEGIN\r\n")?;
+        read_line(&mut stream)?;
+        Ok(PeerBus { stream, serial: 0, signals: VecDeque::new() })
+    }
+
+    /// Calls `member` of `iface` on `path` with a body of `signature` and waits for the reply.
+    fn call<B: serde::Serialize + zvariant::Type>(
+        &mut self,
+        path: &str,
+        iface: &str,
+        member: &str,
+        signature: &str,
+        body: &B,
+    ) -> Result<Incoming, BusError> {
+        self.serial += 1;
+        let serial = self.serial;
+        let body = if signature.is_empty() {
+            Vec::new()
+        } else {
+            zvariant::to_bytes(Context::new_dbus(LE, 0), body)?.to_vec()
+        };
+        let fields: Vec<(u8, Value<'_>)> = vec![
+            (1, Value::from(ObjectPath::try_from(path)?)),
+            (2, Value::from(iface)),
+            (3, Value::from(member)),
+            (6, Value::from(DESTINATION)),
+        ];
+        let header = (b'l', 1u8, 0u8, 1u8, body.len() as u32, serial, fields);
+        let mut message = zvariant::to_bytes(Context::new_dbus(LE, 0), &header)?.to_vec();
+        if !signature.is_empty() {
+            push_signature_field(&mut message, signature)?;
+        }
+        pad8(&mut message);
+        message.extend_from_slice(&body);
+        self.stream.write_all(&message)?;
+        loop {
+            let incoming = self.read_message()?;
+            match incoming.kind {
+                SIGNAL => self.signals.push_back(incoming),
+                METHOD_RETURN if incoming.reply_serial == Some(serial) => return Ok(incoming),
+                ERROR if incoming.reply_serial == Some(serial) => {
+                    let text = incoming.body::<String>().unwrap_or_default();
+                    return Err(BusError::Remote { name: incoming.error_name.unwrap_or_default(), text });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The next signal, waiting for it.
+    fn next_signal(&mut self) -> Result<Incoming, BusError> {
+        loop {
+            if let Some(signal) = self.signals.pop_front() {
+                return Ok(signal);
+            }
+            let incoming = self.read_message()?;
+            if incoming.kind == SIGNAL {
+                return Ok(incoming);
+            }
+        }
+    }
+
+    fn read_message(&mut self) -> Result<Incoming, BusError> {
+        let mut fixed = [0u8; 16];
+        if let Err(e) = self.stream.read_exact(&mut fixed) {
+            return Err(match (e.kind(), self.stream.read_timeout()) {
+                (std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut, Ok(Some(limit))) => {
+                    BusError::NoAnswer(limit)
+                }
+                _ => e.into(),
+            });
+        }
+        if fixed[0] != b'l' {
+            // systemd speaks little-endian on the machines we run on; anything else is not its.
+            return Err(BusError::Auth("a big-endian D-Bus peer".to_owned()));
+        }
+        let word =
+            |at: usize| u32::from_le_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]]) as usize;
+        let (body_len, fields_len) = (word(4), word(12));
+        let header_len = (16 + fields_len).next_multiple_of(8);
+        let total = header_len + body_len;
+        if total > MAX_MESSAGE {
+            return Err(BusError::TooLong(total));
+        }
+        let mut bytes = vec![0u8; total];
+        bytes[..16].copy_from_slice(&fixed);
+        self.stream.read_exact(&mut bytes[16..])?;
+        type Header = (u8, u8, u8, u8, u32, u32, Vec<(u8, OwnedValue)>);
+        let (header, _): (Header, usize) =
+            Data::new(&bytes[..header_len], Context::new_dbus(LE, 0)).deserialize()?;
+        let mut incoming = Incoming {
+            kind: header.1,
+            reply_serial: None,
+            path: None,
+            member: None,
+            error_name: None,
+            body: bytes[header_len..].to_vec(),
+        };
+        for (code, value) in header.6 {
+            match (code, &*value) {
+                (1, Value::ObjectPath(p)) => incoming.path = Some(p.as_str().to_owned()),
+                (3, Value::Str(s)) => incoming.member = Some(s.as_str().to_owned()),
+                (4, Value::Str(s)) => incoming.error_name = Some(s.as_str().to_owned()),
+                (5, Value::U32(n)) => incoming.reply_serial = Some(*n),
+                _ => {}
+            }
+        }
+        Ok(incoming)
+    }
+
+    fn property(&mut self, path: &str, iface: &str, name: &str) -> Result<OwnedValue, BusError> {
+        self.call(path, PROPERTIES_IFACE, "Get", "ss", &(iface, name))?.body::<OwnedValue>()
+    }
+}
+
+/// One line of the authentication exchange, read byte by byte so that nothing of the
+/// messages after it is taken.
+fn read_line(stream: &mut UnixStream) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < 4096 {
+        stream.read_exact(&mut byte)?;
+        if byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    Ok(String::from_utf8_lossy(&line).trim_end().to_owned())
+}
+
+/// CLOCK_BOOTTIME minus CLOCK_MONOTONIC, now.
+fn boottime_offset_ns() -> i64 {
+    sys::boottime_ns() - sys::monotonic_ns()
+}
+
+/// A systemd monotonic timestamp (µs, 0 for never) on CLOCK_BOOTTIME.
+fn boot_ns(monotonic_us: u64, offset_ns: i64) -> Option<BootNanos> {
+    (monotonic_us > 0).then(|| (monotonic_us as i64).saturating_mul(1000) + offset_ns)
+}
+
+/// One unit's times and identity, from its manager.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitTimes {
+    pub name: String,
+    /// When it left `inactive` (its start began), CLOCK_BOOTTIME.
+    pub activating_ns: Option<BootNanos>,
+    /// When it entered `active`.
+    pub active_ns: Option<BootNanos>,
+    /// When it left `active` (stopped), if it did after starting.
+    pub deactivating_ns: Option<BootNanos>,
+    /// Its main process (host pid) when it had one still running at the end.
+    pub main_pid: Option<i32>,
+    /// The units it is ordered after (`After=`), for the chain of units to the ready one.
+    pub after: Vec<String>,
+}
+
+fn strings(value: &Value<'_>) -> Vec<String> {
+    match value {
+        Value::Array(array) => array
+            .iter()
+            .filter_map(|v| match v {
+                Value::Str(s) => Some(s.as_str().to_owned()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every unit of `manager` that left `inactive` or entered `active` at or after
+/// `since` (CLOCK_BOOTTIME), with its times, main process and `After=` list.
+pub fn read_units(manager: &Manager, since: BootNanos) -> Result<Vec<UnitTimes>> {
+    let failed = |source: BusError| LaunchError::Systemd { manager: manager.to_string(), source };
+    let (mut bus, _stream) = manager.connect().map_err(failed)?;
+    // A manager that stops answering must not hold the end of a recording.
+    bus.stream.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| failed(e.into()))?;
+    let offset = boottime_offset_ns();
+    type Listed =
+        (String, String, String, String, String, String, OwnedObjectPath, u32, String, OwnedObjectPath);
+    let listed: Vec<Listed> =
+        bus.call(MANAGER_PATH, MANAGER_IFACE, "ListUnits", "", &()).and_then(|m| m.body()).map_err(failed)?;
+    let mut units = Vec::new();
+    for (name, _, _, _, _, _, path, ..) in listed {
+        let props = match bus.call(path.as_str(), PROPERTIES_IFACE, "GetAll", "s", &(UNIT_IFACE,)) {
+            Ok(reply) => reply.body::<HashMap<String, OwnedValue>>().map_err(failed)?,
+            Err(BusError::Remote { .. }) => continue,
+            Err(e) => return Err(failed(e)),
+        };
+        let time =
+            |key: &str| props.get(key).and_then(|v| u64::try_from(v).ok()).and_then(|us| boot_ns(us, offset));
+        let activating_ns = time("InactiveExitTimestampMonotonic");
+        let active_ns = time("ActiveEnterTimestampMonotonic");
+        if !activating_ns.into_iter().chain(active_ns).any(|t| t >= since) {
+            continue;
+        }
+        let main_pid = match name.ends_with(".service") {
+            true => bus
+                .property(path.as_str(), SERVICE_IFACE, "MainPID")
+                .ok()
+                .and_then(|v| u32::try_from(&v).ok())
+                .and_then(|pid| manager.host_pid(pid)),
+            false => None,
+        };
+        units.push(UnitTimes {
+            name,
+            activating_ns,
+            active_ns,
+            deactivating_ns: time("ActiveExitTimestampMonotonic").filter(|&t| t >= since),
+            main_pid,
+            after: props.get("After").map(|v| strings(v)).unwrap_or_default(),
+        });
+    }
+    units.sort_by_key(|u| (u.activating_ns.or(u.active_ns), u.name.clone()));
+    Ok(units)
+}
+
+/// What a watcher thread found.
+#[derive(Debug)]
+pub(crate) enum UnitEvent {
+    /// The condition `index` was met on `manager` at `t_ns`, by `pid`.
+    Active { index: usize, manager: Manager, t_ns: BootNanos, pid: Option<i32> },
+    /// The manager has no such unit.
+    NotFound { index: usize, manager: Manager },
+    /// The unit's state on that manager, while not yet met (for the timeout message).
+    State { index: usize, manager: Manager, state: String },
+    /// The manager could not be asked.
+    Failed { manager: Manager, error: String },
+}
+
+/// A unit condition met: its index, the manager, the time and the unit's process.
+pub(crate) type UnitMet = (usize, Manager, BootNanos, Option<i32>);
+
+/// The threads that watch the unit conditions of one wait; dropping it ends them.
+pub(crate) struct UnitWatcher {
+    events: Receiver<UnitEvent>,
+    stop: Arc<AtomicBool>,
+    sockets: Arc<Mutex<Vec<UnixStream>>>,
+    /// Each condition's last state on each manager, for the message when it is not met.
+    states: HashMap<usize, Vec<(String, String)>>,
+    /// Managers that could not be asked, and why.
+    failures: Vec<String>,
+    not_found: HashMap<usize, Vec<Manager>>,
+    /// The host managers each condition watches.
+    host_managers: HashMap<usize, usize>,
+    container_seen: bool,
+}
+
+struct Shared {
+    tx: Sender<UnitEvent>,
+    stop: Arc<AtomicBool>,
+    sockets: Arc<Mutex<Vec<UnixStream>>>,
+    started_ns: BootNanos,
+}
+
+impl Shared {
+    fn clone_for_thread(&self) -> Shared {
+        Shared {
+            tx: self.tx.clone(),
+            stop: self.stop.clone(),
+            sockets: self.sockets.clone(),
+            started_ns: self.started_ns,
+        }
+    }
+}
+
+impl UnitWatcher {
+    /// Starts watching `conditions` (index, spec) for a command started at `started_ns`
+    /// whose tree descends from `tree_root` and runs as `uid`.
+    pub(crate) fn start(
+        conditions: &[(usize, UnitSpec)],
+        tree_root: i32,
+        uid: u32,
+        started_ns: BootNanos,
+    ) -> Result<UnitWatcher> {
+        let (tx, events) = channel();
+        let shared = Shared {
+            tx,
+            stop: Arc::new(AtomicBool::new(false)),
+            sockets: Arc::new(Mutex::new(Vec::new())),
+            started_ns,
+        };
+        let mut host_managers = HashMap::new();
+        let mut by_manager: Vec<(Manager, Vec<(usize, String)>)> = Vec::new();
+        let mut add = |manager: Manager, index: usize, name: &str| match by_manager
+            .iter_mut()
+            .find(|(m, _)| *m == manager)
+        {
+            Some((_, units)) => units.push((index, name.to_owned())),
+            None => by_manager.push((manager, vec![(index, name.to_owned())])),
+        };
+        let mut container_units = Vec::new();
+        for (index, spec) in conditions {
+            let hosts: Vec<Manager> = match spec.manager {
+                ManagerChoice::System => vec![Manager::system().ok_or_else(|| LaunchError::NoManager {
+                    unit: spec.to_string(),
+                    which: "PID 1 is not systemd (or /run/systemd/private is missing)".to_owned(),
+                })?],
+                ManagerChoice::User => vec![Manager::user(uid).ok_or_else(|| LaunchError::NoManager {
+                    unit: spec.to_string(),
+                    which: format!("no user manager runs for uid {uid} (/run/user/{uid}/systemd/private)"),
+                })?],
+                ManagerChoice::Any => {
+                    container_units.push((*index, spec.name.clone()));
+                    Manager::system().into_iter().chain(Manager::user(uid)).collect()
+                }
+            };
+            host_managers.insert(*index, hosts.len());
+            for manager in hosts {
+                add(manager, *index, &spec.name);
+            }
+        }
+        for (manager, units) in by_manager {
+            let shared = shared.clone_for_thread();
+            std::thread::spawn(move || watch(&manager, &units, &shared));
+        }
+        if !container_units.is_empty() {
+            let shared = shared.clone_for_thread();
+            std::thread::spawn(move || {
+                while !shared.stop.load(Ordering::Relaxed) {
+                    if let Some(manager) = Manager::container_in_tree(tree_root) {
+                        watch(&manager, &container_units, &shared);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
+        Ok(UnitWatcher {
+            events,
+            stop: shared.stop,
+            sockets: shared.sockets,
+            states: HashMap::new(),
+            failures: Vec::new(),
+            not_found: HashMap::new(),
+            host_managers,
+            container_seen: false,
+        })
+    }
+
+    /// The conditions met since the last call: (index, manager, time, pid); an error
+    /// when a condition's unit is known to exist nowhere it is looked for.
+    pub(crate) fn check(&mut self, specs: &HashMap<usize, UnitSpec>) -> Result<Vec<UnitMet>> {
+        let mut met = Vec::new();
+        while let Ok(event) = self.events.try_recv() {
+            match event {
+                UnitEvent::Active { index, manager, t_ns, pid } => met.push((index, manager, t_ns, pid)),
+                UnitEvent::State { index, manager, state } => {
+                    self.container_seen |= matches!(manager.kind, ManagerKind::Container { .. });
+                    self.set_state(index, &manager, state);
+                }
+                UnitEvent::Failed { manager, error } => {
+                    self.failures.push(format!("{manager} could not be asked: {error}"))
+                }
+                UnitEvent::NotFound { index, manager } => {
+                    let Some(spec) = specs.get(&index) else { continue };
+                    let container = matches!(manager.kind, ManagerKind::Container { .. });
+                    self.container_seen |= container;
+                    let found_nowhere = self.not_found.entry(index).or_default();
+                    found_nowhere.push(manager.clone());
+                    let hosts_not_found = found_nowhere
+                        .iter()
+                        .filter(|m| !matches!(m.kind, ManagerKind::Container { .. }))
+                        .count();
+                    let all_hosts = hosts_not_found >= self.host_managers.get(&index).copied().unwrap_or(0);
+                    let definite = spec.manager != ManagerChoice::Any
+                        || (all_hosts
+                            && found_nowhere.iter().any(|m| matches!(m.kind, ManagerKind::Container { .. })));
+                    if definite {
+                        let managers: Vec<String> = found_nowhere.iter().map(Manager::to_string).collect();
+                        return Err(LaunchError::NoSuchUnit {
+                            unit: spec.name.clone(),
+                            managers: managers.join(" and "),
+                        });
+                    }
+                    self.set_state(index, &manager, "not found".to_owned());
+                }
+            }
+        }
+        Ok(met)
+    }
+
+    fn set_state(&mut self, index: usize, manager: &Manager, state: String) {
+        let states = self.states.entry(index).or_default();
+        let manager = manager.to_string();
+        match states.iter_mut().find(|(m, _)| *m == manager) {
+            Some(entry) => entry.1 = state,
+            None => states.push((manager, state)),
+        }
+    }
+
+    /// Why the condition `index` is not met yet, in one line.
+    pub(crate) fn pending(&self, index: usize) -> String {
+        let states = self.states.get(&index).map(Vec::as_slice).unwrap_or_default();
+        let mut said: Vec<String> =
+            states.iter().map(|(manager, state)| format!("{state} on {manager}")).collect();
+        said.extend(self.failures.iter().cloned());
+        match said {
+            said if !said.is_empty() => said.join("; "),
+            _ if !self.container_seen && self.host_managers.get(&index).copied().unwrap_or(0) == 0 => {
+                "no systemd manager to ask: no container's manager appeared in the command's tree, PID 1 is not \
+                 systemd and the user has no manager running"
+                    .to_owned()
+            }
+            _ => "no answer from a manager".to_owned(),
+        }
+    }
+}
+
+impl Drop for UnitWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(sockets) = self.sockets.lock() {
+            for socket in sockets.iter() {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// One manager, watched until every unit of `units` is met or the wait ends.
+fn watch(manager: &Manager, units: &[(usize, String)], shared: &Shared) {
+    if let Err(e) = watch_units(manager, units, shared)
+        && !shared.stop.load(Ordering::Relaxed)
+    {
+        let _ = shared.tx.send(UnitEvent::Failed { manager: manager.clone(), error: e.to_string() });
+    }
+}
+
+fn watch_units(manager: &Manager, units: &[(usize, String)], shared: &Shared) -> Result<(), BusError> {
+    // The socket can exist a moment before the manager accepts on it.
+    let (mut bus, handle) = {
+        let mut tries = 0;
+        loop {
+            match manager.connect() {
+                Ok(connected) => break connected,
+                Err(_) if tries < 50 && !shared.stop.load(Ordering::Relaxed) => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    if let Ok(mut sockets) = shared.sockets.lock() {
+        sockets.push(handle);
+    }
+    if shared.stop.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    for (index, _) in units {
+        let state = "connected, no answer yet".to_owned();
+        let _ = shared.tx.send(UnitEvent::State { index: *index, manager: manager.clone(), state });
+    }
+    bus.call(MANAGER_PATH, MANAGER_IFACE, "Subscribe", "", &())?;
+    let mut pending: Vec<(usize, String, String)> = Vec::new();
+    for (index, name) in units {
+        let path: OwnedObjectPath =
+            bus.call(MANAGER_PATH, MANAGER_IFACE, "LoadUnit", "s", &(name,))?.body()?;
+        pending.push((*index, name.clone(), path.as_str().to_owned()));
+    }
+    let check = |bus: &mut PeerBus, index: usize, path: &str| -> Result<bool, BusError> {
+        let mut text = |name| -> Result<String, BusError> {
+            Ok(String::try_from(bus.property(path, UNIT_IFACE, name)?)?)
+        };
+        if text("LoadState")? == "not-found" {
+            let _ = shared.tx.send(UnitEvent::NotFound { index, manager: manager.clone() });
+            return Ok(true);
+        }
+        let state = text("ActiveState")?;
+        let entered = bus
+            .property(path, UNIT_IFACE, "ActiveEnterTimestampMonotonic")
+            .ok()
+            .and_then(|v| u64::try_from(v).ok())
+            .and_then(|us| boot_ns(us, boottime_offset_ns()));
+        match entered {
+            Some(t_ns) if state == "active" && t_ns >= shared.started_ns => {
+                let main_pid =
+                    bus.property(path, SERVICE_IFACE, "MainPID").ok().and_then(|v| u32::try_from(v).ok());
+                let pid = main_pid.and_then(|p| manager.host_pid(p)).or_else(|| manager.own_pid());
+                let _ = shared.tx.send(UnitEvent::Active { index, manager: manager.clone(), t_ns, pid });
+                Ok(true)
+            }
+            _ => {
+                let _ = shared.tx.send(UnitEvent::State { index, manager: manager.clone(), state });
+                Ok(false)
+            }
+        }
+    };
+    let mut still = Vec::new();
+    for (index, name, path) in pending {
+        if !check(&mut bus, index, &path)? {
+            still.push((index, name, path));
+        }
+    }
+    let mut pending = still;
+    while !pending.is_empty() && !shared.stop.load(Ordering::Relaxed) {
+        let signal = bus.next_signal()?;
+        let job_unit = match signal.member.as_deref() {
+            Some("JobRemoved") => {
+                signal.body::<(u32, OwnedObjectPath, String, String)>().ok().map(|(_, _, unit, _)| unit)
+            }
+            _ => None,
+        };
+        let signal_path = signal.path.unwrap_or_default();
+        let mut i = 0;
+        while i < pending.len() {
+            let (index, name, path) = &pending[i];
+            let touched = *path == signal_path || job_unit.as_deref() == Some(name.as_str());
+            if touched && check(&mut bus, *index, &path.clone())? {
+                pending.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_specs_name_a_typed_unit_and_maybe_its_manager() {
+        let spec: UnitSpec = "user/graphical-session.target".parse().unwrap();
+        assert_eq!((spec.manager, spec.name.as_str()), (ManagerChoice::User, "graphical-session.target"));
+        assert_eq!(spec.to_string(), "user/graphical-session.target");
+        assert_eq!("getty@tty1.service".parse::<UnitSpec>().unwrap().manager, ManagerChoice::Any);
+        for bad in ["", "user/", "multi-user", ".target", "a b.service", "host/ssh.service", "x.unknown"] {
+            let err = bad.parse::<UnitSpec>().unwrap_err();
+            assert!(!err.contains('\n'), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_call_is_encoded_as_the_dbus_specification_says_and_its_reply_read() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let caller = std::thread::spawn(move || {
+            let mut bus = PeerBus { stream: ours, serial: 0, signals: VecDeque::new() };
+            let reply = bus.call(MANAGER_PATH, MANAGER_IFACE, "LoadUnit", "s", &("ssh.service",))?;
+            let path: OwnedObjectPath = reply.body()?;
+            let signal = bus.next_signal()?;
+            Ok::<_, BusError>((path.as_str().to_owned(), signal.member, signal.path))
+        });
+        let mut fixed = [0u8; 16];
+        theirs.read_exact(&mut fixed).unwrap();
+        assert_eq!(&fixed[..4], b"l\x01\x00\x01", "little-endian method call, protocol 1");
+        let word = |at: usize| u32::from_le_bytes(fixed[at..at + 4].try_into().unwrap()) as usize;
+        let (body_len, serial) = (word(4), word(8) as u32);
+        let mut rest = vec![0u8; (16 + word(12)).next_multiple_of(8) - 16 + body_len];
+        theirs.read_exact(&mut rest).unwrap();
+        let text = String::from_utf8_lossy(&rest);
+        assert!(
+            text.contains("LoadUnit") && text.contains(MANAGER_IFACE) && text.contains("ssh.service"),
+            "{text}"
+        );
+        // A signal before the reply is kept for later; the reply is matched by serial.
+        let ctx = Context::new_dbus(LE, 0);
+        let message = |kind: u8, fields: Vec<(u8, Value<'_>)>, sig: &str, body: Vec<u8>| {
+            let mut fields = fields;
+            fields.push((8, Value::from(Signature::try_from(sig).unwrap())));
+            let mut bytes = zvariant::to_bytes(ctx, &(b'l', kind, 0u8, 1u8, body.len() as u32, 7u32, fields))
+                .unwrap()
+                .to_vec();
+            pad8(&mut bytes);
+            bytes.extend(body);
+            bytes
+        };
+        let unit_path = "/org/freedesktop/systemd1/unit/ssh_2eservice";
+        let signal = message(
+            SIGNAL,
+            vec![
+                (1, Value::from(ObjectPath::try_from(unit_path).unwrap())),
+                (3, Value::from("PropertiesChanged")),
+            ],
+            "s",
+            zvariant::to_bytes(ctx, &("x",)).unwrap().to_vec(),
+        );
+        let reply = message(
+            METHOD_RETURN,
+            vec![(5, Value::from(serial))],
+            "o",
+            zvariant::to_bytes(ctx, &(ObjectPath::try_from(unit_path).unwrap(),)).unwrap().to_vec(),
+        );
+        theirs.write_all(&signal).unwrap();
+        theirs.write_all(&reply).unwrap();
+        let (path, member, signal_path) = caller.join().unwrap().unwrap();
+        assert_eq!(path, unit_path);
+        assert_eq!(member.as_deref(), Some("PropertiesChanged"));
+        assert_eq!(signal_path.as_deref(), Some(unit_path));
+    }
+
+    #[test]
+    fn a_call_of_two_arguments_says_ss_not_a_structure() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let caller = std::thread::spawn(move || {
+            let mut bus = PeerBus { stream: ours, serial: 0, signals: VecDeque::new() };
+            let _ = bus.property("/org/freedesktop/systemd1/unit/ssh_2eservice", UNIT_IFACE, "ActiveState");
+        });
+        let mut fixed = [0u8; 16];
+        theirs.read_exact(&mut fixed).unwrap();
+        let word = |at: usize| u32::from_le_bytes(fixed[at..at + 4].try_into().unwrap()) as usize;
+        let fields_end = 16 + word(12);
+        let mut rest = vec![0u8; fields_end.next_multiple_of(8) - 16 + word(4)];
+        theirs.read_exact(&mut rest).unwrap();
+        drop(theirs);
+        caller.join().unwrap();
+        let fields = &rest[..fields_end - 16];
+        assert!(fields.ends_with(b"\x08\x01g\x00\x02ss\x00"), "the signature field: {fields:?}");
+        let body = &rest[fields_end.next_multiple_of(8) - 16..];
+        let first_len = u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+        assert_eq!(&body[4..4 + first_len], UNIT_IFACE.as_bytes(), "the body starts with the interface");
+    }
+
+    #[test]
+    fn the_handshake_is_systemctls_and_waits_for_begin_to_be_read() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut byte = [0u8; 1];
+            let mut lines = 0;
+            while lines < 4 {
+                theirs.read_exact(&mut byte).unwrap();
+                seen.push(byte[0]);
+                if byte[0] == b'\n' {
+                    lines += 1;
+                    match lines {
+                        1 => theirs.write_all(b"DATA\r\n").unwrap(),
+                        2 => theirs.write_all(b"OK 0123456789abcdef0123456789abcdef\r\n").unwrap(),
+                        3 => theirs.write_all(b"AGREE_UNIX_FD\r\n").unwrap(),
+                        _ => {}
+                    }
+                }
+            }
+            seen
+        });
+        assert!(PeerBus::authenticate(ours).is_ok());
+        assert_eq!(server.join().unwrap(), b"\0AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n");
+    }
+
+    #[test]
+    fn systemd_times_move_to_the_boot_clock() {
+        assert_eq!(boot_ns(0, 5), None, "0 is systemd's never");
+        assert_eq!(boot_ns(1_500_000, 2_000_000_000), Some(3_500_000_000));
+    }
+}
