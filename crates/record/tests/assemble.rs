@@ -401,6 +401,7 @@ fn perf_samples_become_stacks_and_its_lost_records_losses() {
         hz: 1000,
         per_task: true,
         cpus: vec![0],
+        off_cpu: None,
     };
     std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
     let pid_tid = 100u64 | (100u64 << 32);
