@@ -170,7 +170,12 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
             decoded.decode(i, bytes, setup);
         }
         let off_cpu = setup.off_cpu.as_ref().map(|off| {
-            let off_setup = crate::capture::perf::PerfSetup { sample_type: off.sample_type, regs_user_mask: 0, stack_bytes: 0, ..setup.clone() };
+            let off_setup = crate::capture::perf::PerfSetup {
+                sample_type: off.sample_type,
+                regs_user_mask: 0,
+                stack_bytes: 0,
+                ..setup.clone()
+            };
             let mut decoded = perf::PerfData::default();
             for (i, bytes) in data.off_cpu.iter().enumerate() {
                 decoded.decode(i, bytes, &off_setup);

@@ -182,13 +182,19 @@ fn sched_switch_id(tracefs: &Path) -> Result<u64> {
 
 /// Opens the off-CPU event of each CPU on `pid` (`None`: every task), with the first
 /// filter the kernel takes.
-fn open_off_cpu(spool: &Spool, pid: Option<i32>, cpus: &[u16], tracefs: &Path) -> Result<(Vec<Source>, OffCpuSetup)> {
+fn open_off_cpu(
+    spool: &Spool,
+    pid: Option<i32>,
+    cpus: &[u16],
+    tracefs: &Path,
+) -> Result<(Vec<Source>, OffCpuSetup)> {
     let page_size = page_size();
     let attr = off_cpu_attr(sched_switch_id(tracefs)?, pid.is_some(), OFF_CPU_DATA_PAGES * page_size);
     let mut sources = Vec::new();
     let mut filter: Option<Option<&str>> = None;
     for &cpu in cpus {
-        let fd = perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu)).at("perf_event_open sched:sched_switch")?;
+        let fd = perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu))
+            .at("perf_event_open sched:sched_switch")?;
         let chosen = match filter {
             Some(chosen) => {
                 if let Some(f) = chosen {
@@ -204,7 +210,11 @@ fn open_off_cpu(spool: &Spool, pid: Option<i32>, cpus: &[u16], tracefs: &Path) -
         let out = spool.create_file(&name)?;
         sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
     }
-    let setup = OffCpuSetup { sample_type: attr.sample_type, clockid: attr.clockid, filter: filter.flatten().map(str::to_owned) };
+    let setup = OffCpuSetup {
+        sample_type: attr.sample_type,
+        clockid: attr.clockid,
+        filter: filter.flatten().map(str::to_owned),
+    };
     Ok((sources, setup))
 }
 

@@ -1,0 +1,318 @@
+//! What a sleeping thread waited in, from the kernel stack it went to sleep with (the
+//! trace's off-CPU samples): a short label a performance engineer recognises, the first
+//! meaningful kernel function below the scheduler and the system call it came from
+//! ("fuse_simple_request in newfstatat", "do_nanosleep in clock_nanosleep"). The rules
+//! are the tables at the top; each sleeping or I/O-waiting interval of the scheduler
+//! table is matched to the stack taken as it began.
+
+use coldstart_trace::{Nanos, StackIndex, ThreadState, Trace};
+use rustc_hash::FxHashMap;
+
+/// Frames that only say that a thread slept, not on what: the scheduler, the tracepoint
+/// the stack was taken at, and generic waiting helpers whose caller names the wait.
+/// `x*` matches a prefix, `*x*` a part, anything else the whole name.
+const GENERIC: &[&str] = &[
+    "__traceiter_*",
+    "perf_*",
+    "__perf_*",
+    "__schedule",
+    "schedule",
+    "schedule_*",
+    "io_schedule*",
+    "preempt_schedule*",
+    "*wait_for_common*",
+    "wait_for_completion*",
+    "wait_woken",
+    "bit_wait*",
+    "out_of_line_wait_on_bit*",
+    "__wait_on_bit*",
+    "prepare_to_wait*",
+    "finish_task_switch*",
+    "futex_wait_queue",
+    "request_wait_answer",
+];
+
+/// Frames of the system call entry, outermost; the first frame inside them that names a
+/// call gives its name.
+const ENTRY: &[&str] = &[
+    "entry_SYSCALL*",
+    "do_syscall_64",
+    "x64_sys_call",
+    "do_fast_syscall_32",
+    "__do_fast_syscall_32",
+    "el0*",
+];
+
+/// The wrappers the kernel generates around each system call's code, never a label.
+const CALL_WRAPPERS: &[&str] = &["__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__se_sys_", "__do_sys_"];
+
+/// Prefixes of the functions that implement one system call (`__x64_sys_newfstatat`).
+const CALL_PREFIXES: &[&str] =
+    &["__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__se_sys_", "__do_sys_", "ksys_", "__sys_", "do_sys_"];
+
+/// Functions that implement a call under another name.
+const CALL_NAMES: &[(&str, &str)] = &[
+    ("kernel_wait4", "wait4"),
+    ("do_epoll_wait", "epoll_wait"),
+    ("core_sys_select", "select"),
+    ("do_sys_openat2", "openat"),
+];
+
+/// Frames of a page fault taken outside any system call.
+const FAULT: &[&str] = &["asm_exc_page_fault", "exc_page_fault"];
+
+/// The part of the kernel a waiting function belongs to, said after the label where it
+/// is not plain from the name.
+const AREAS: &[(&str, &str)] = &[
+    ("folio_wait*", "page cache"),
+    ("__folio_lock*", "page cache"),
+    ("folio_lock*", "page cache"),
+    ("filemap_*", "page cache"),
+    ("__filemap_*", "page cache"),
+    ("wait_on_page*", "page cache"),
+    ("__lock_page*", "page cache"),
+    ("jbd2_*", "ext4 journal"),
+    ("blk_mq_get_tag", "block queue full"),
+    ("submit_bio_wait", "block I/O"),
+];
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
+        (Some(inner), _) if pattern.len() > 1 && pattern.ends_with('*') => {
+            name.contains(&inner[..inner.len() - 1])
+        }
+        (_, Some(prefix)) => name.starts_with(prefix),
+        _ => name == pattern,
+    }
+}
+
+fn any_match(patterns: &[&str], name: &str) -> bool {
+    patterns.iter().any(|p| matches(p, name))
+}
+
+/// A kernel symbol as people read it: without the compiler's clone suffixes
+/// (`.isra.0`, `.constprop.0`, `.part.0`, `.cold`) and leading underscores.
+fn readable(symbol: &str) -> &str {
+    let base = symbol.split('.').next().unwrap_or(symbol);
+    let trimmed = base.trim_start_matches('_');
+    if trimmed.is_empty() { base } else { trimmed }
+}
+
+/// What a kernel stack says a thread waited in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelWait {
+    /// The first meaningful function below the scheduler (`fuse_simple_request`).
+    pub function: String,
+    /// The system call it came from (`newfstatat`), `page fault`, or `None` (a kernel thread).
+    pub syscall: Option<String>,
+}
+
+/// The part of the kernel `function` belongs to, when its name does not say it.
+pub fn area_of(function: &str) -> Option<&'static str> {
+    AREAS.iter().find(|(p, _)| matches(p, function)).map(|(_, area)| *area)
+}
+
+/// The system call of a stack (frames innermost first): the outermost frame that names one.
+fn syscall_of(frames: &[&str]) -> Option<String> {
+    for f in frames.iter().rev().map(|f| f.split('.').next().unwrap_or(f)) {
+        if any_match(ENTRY, f) {
+            continue;
+        }
+        if let Some((_, name)) = CALL_NAMES.iter().find(|(k, _)| *k == f) {
+            return Some((*name).to_owned());
+        }
+        if let Some(name) = CALL_PREFIXES.iter().find_map(|p| f.strip_prefix(p)) {
+            return Some(name.to_owned());
+        }
+        break;
+    }
+    frames.iter().any(|f| FAULT.contains(f)).then(|| "page fault".to_owned())
+}
+
+/// The label of a kernel stack, frames innermost first: `None` when every frame is the
+/// scheduler's or the entry's.
+pub fn kernel_wait(frames: &[&str]) -> Option<KernelWait> {
+    let function = frames.iter().find(|f| {
+        let base = f.split('.').next().unwrap_or(f);
+        !any_match(GENERIC, base)
+            && !any_match(ENTRY, base)
+            && !FAULT.contains(&base)
+            && !CALL_WRAPPERS.iter().any(|p| base.starts_with(p))
+    })?;
+    Some(KernelWait { function: readable(function).to_owned(), syscall: syscall_of(frames) })
+}
+
+/// One sleep of a thread and what it waited in.
+struct LabelledSleep {
+    start_ns: Nanos,
+    end_ns: Nanos,
+    wait: KernelWait,
+}
+
+/// The sleeps and I/O waits of each thread named by their off-CPU stacks.
+#[derive(Default)]
+pub struct OffCpuIndex {
+    by_tid: FxHashMap<i32, Vec<LabelledSleep>>,
+}
+
+/// How far apart the perf sample and the tracefs switch of one sleep may be timed: the
+/// two clocks are the same but tied together by one reading at the start.
+const MATCH_TOLERANCE_NS: Nanos = 500_000;
+
+impl OffCpuIndex {
+    pub fn new(trace: &Trace) -> OffCpuIndex {
+        let mut out = OffCpuIndex::default();
+        if trace.off_cpu_samples.is_empty() {
+            return out;
+        }
+        let stacks = StackIndex::new(trace);
+        let mut labels: FxHashMap<Option<u32>, Option<KernelWait>> = FxHashMap::default();
+        let mut samples: FxHashMap<i32, Vec<(Nanos, Option<u32>)>> = FxHashMap::default();
+        for s in &trace.off_cpu_samples {
+            samples.entry(s.tid).or_default().push((s.t_ns, s.stack_id));
+            labels.entry(s.stack_id).or_insert_with(|| {
+                let frames = stacks.frames(s.stack_id);
+                let names: Vec<&str> = frames.iter().filter_map(|f| f.symbol.as_deref()).collect();
+                kernel_wait(&names)
+            });
+        }
+        for list in samples.values_mut() {
+            list.sort_unstable_by_key(|s| s.0);
+        }
+        for s in &trace.sched {
+            if !matches!(s.state, ThreadState::Sleeping | ThreadState::IoWait) {
+                continue;
+            }
+            let Some(list) = samples.get(&s.tid) else { continue };
+            let i = list.partition_point(|x| x.0 < s.start_ns);
+            let nearest = [i.checked_sub(1), Some(i)]
+                .into_iter()
+                .flatten()
+                .filter_map(|j| list.get(j))
+                .filter(|x| {
+                    (x.0 - s.start_ns).abs() <= MATCH_TOLERANCE_NS && x.0 < s.end_ns.max(s.start_ns + 1)
+                })
+                .min_by_key(|x| (x.0 - s.start_ns).abs());
+            if let Some(wait) = nearest.and_then(|x| labels.get(&x.1).cloned().flatten()) {
+                out.by_tid.entry(s.tid).or_default().push(LabelledSleep {
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns,
+                    wait,
+                });
+            }
+        }
+        for list in out.by_tid.values_mut() {
+            list.sort_unstable_by_key(|s| s.start_ns);
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_tid.is_empty()
+    }
+
+    /// What `tid` waited in over `start..end` (off the CPU): the label of its sleep that
+    /// covers the middle of that time, and when that sleep began.
+    pub fn during(&self, tid: i32, start: Nanos, end: Nanos) -> Option<(&KernelWait, Nanos)> {
+        let list = self.by_tid.get(&tid)?;
+        let middle = start + (end - start) / 2;
+        let i = list.partition_point(|s| s.start_ns <= middle).checked_sub(1)?;
+        let s = &list[i];
+        (s.end_ns >= middle).then_some((&s.wait, s.start_ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(stack: &str) -> Option<(String, Option<String>)> {
+        let frames: Vec<&str> = stack.split(" < ").collect();
+        kernel_wait(&frames).map(|w| (w.function, w.syscall))
+    }
+
+    fn pair(function: &str, syscall: &str) -> Option<(String, Option<String>)> {
+        Some((function.to_owned(), Some(syscall.to_owned())))
+    }
+
+    // Stacks recorded on this machine (Linux 6.18) by `coldstart record`, innermost first.
+    #[test]
+    fn real_stacks_get_the_labels_people_know() {
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < request_wait_answer < __fuse_simple_request < \
+                 fuse_do_getattr < fuse_permission < inode_permission < link_path_walk < path_lookupat < \
+                 filename_lookup < vfs_statx < vfs_fstatat < __do_sys_newfstatat < do_syscall_64 < \
+                 entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("fuse_simple_request", "newfstatat")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < anon_pipe_read < vfs_read < ksys_read < \
+                 do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("anon_pipe_read", "read")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < do_nanosleep < hrtimer_nanosleep < \
+                 common_nsleep_timens < __x64_sys_clock_nanosleep < do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("do_nanosleep", "clock_nanosleep")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < do_wait < kernel_wait4 < do_syscall_64 < \
+                 entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("do_wait", "wait4")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < io_schedule < folio_wait_bit_common < \
+                 filemap_fault < __do_fault < do_fault < __handle_mm_fault < handle_mm_fault < exc_page_fault < \
+                 asm_exc_page_fault"
+            ),
+            pair("folio_wait_bit_common", "page fault")
+        );
+        assert_eq!(area_of("folio_wait_bit_common"), Some("page cache"));
+        assert_eq!(area_of("fuse_simple_request"), None);
+    }
+
+    #[test]
+    fn generic_waits_give_way_to_their_caller() {
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < futex_wait_queue < __futex_wait < futex_wait < \
+                 do_futex < __x64_sys_futex < do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("futex_wait", "futex")
+        );
+        assert_eq!(
+            label(
+                "__schedule < schedule < schedule_hrtimeout_range_clock < do_epoll_wait < __x64_sys_epoll_wait < \
+                 do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("do_epoll_wait", "epoll_wait")
+        );
+        assert_eq!(
+            label(
+                "__schedule < schedule < schedule_timeout < __wait_for_common < wait_for_completion_killable < \
+                 load_module_wait.isra.0 < __x64_sys_finit_module < do_syscall_64"
+            ),
+            pair("load_module_wait", "finit_module")
+        );
+        assert_eq!(
+            label(
+                "__schedule < schedule < schedule_hrtimeout_range_clock < do_sys_poll < __x64_sys_poll < \
+                 do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("do_sys_poll", "poll")
+        );
+        assert_eq!(label("__schedule < schedule < worker_thread < kthread < ret_from_fork"), {
+            Some(("worker_thread".to_owned(), None))
+        });
+        assert_eq!(label("__traceiter_sched_switch < __schedule < schedule"), None);
+    }
+}
