@@ -29,6 +29,7 @@ mod warnings;
 
 pub use analysis::*;
 pub use cpu::{CpuFunction, CpuLibrary, CpuProfile, PhaseCpu, SegmentCpu};
+pub use offcpu::{KernelWait, OffCpuIndex, area_of, kernel_wait};
 pub use ranking::{RankBy, ReadFilter};
 
 use coldstart_trace::{Nanos, Trace};
