@@ -28,7 +28,9 @@ const GENERIC: &[&str] = &[
     "__wait_on_bit*",
     "prepare_to_wait*",
     "finish_task_switch*",
+    "poll_schedule_timeout*",
     "futex_wait_queue",
+    "futex_do_wait",
     "request_wait_answer",
 ];
 
@@ -278,6 +280,137 @@ mod tests {
         );
         assert_eq!(area_of("folio_wait_bit_common"), Some("page cache"));
         assert_eq!(area_of("fuse_simple_request"), None);
+    }
+
+    #[test]
+    fn real_waits_of_a_whole_machine_name_the_call_not_the_helper() {
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < futex_do_wait < __futex_wait < futex_wait < \
+                 do_futex < __x64_sys_futex < do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("futex_wait", "futex")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < schedule_hrtimeout_range_clock < \
+                 poll_schedule_timeout.constprop.0 < do_sys_poll < __x64_sys_ppoll < do_syscall_64 < \
+                 entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("do_sys_poll", "ppoll")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < io_schedule < folio_wait_bit_common < \
+                 filemap_get_pages < filemap_read < vfs_read < ksys_read < do_syscall_64 < \
+                 entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("folio_wait_bit_common", "read")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < schedule_timeout < wait_for_completion < \
+                 stop_one_cpu < sched_exec < bprm_execve < do_execveat_common.isra.0 < __x64_sys_execve < \
+                 do_syscall_64 < entry_SYSCALL_64_after_hwframe"
+            ),
+            pair("stop_one_cpu", "execve")
+        );
+        assert_eq!(
+            label(
+                "__traceiter_sched_switch < __schedule < schedule < smpboot_thread_fn < kthread < ret_from_fork < \
+                 ret_from_fork_asm"
+            ),
+            Some(("smpboot_thread_fn".to_owned(), None))
+        );
+    }
+
+    /// A trace with one thread that sleeps in a pipe read at 1 ms and in a page-cache wait at
+    /// 5 ms, whose stacks were timed 40 µs off the scheduler's switches.
+    fn trace() -> Trace {
+        use coldstart_trace::{Frame, OffCpuSample, SchedInterval, Stack};
+        let names = [
+            "entry_SYSCALL_64_after_hwframe",
+            "ksys_read",
+            "anon_pipe_read",
+            "schedule",
+            "folio_wait_bit_common",
+        ];
+        let mut t = Trace::default();
+        t.frames = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Frame {
+                id: i as u32 + 1,
+                kernel: true,
+                symbol: Some((*n).into()),
+                ..Frame::default()
+            })
+            .collect();
+        // 1 entry < 2 ksys_read < 3 anon_pipe_read < 4 schedule; 2 < 5 folio_wait < 6 schedule.
+        t.stacks = vec![
+            Stack { id: 1, parent_id: None, frame_id: 1 },
+            Stack { id: 2, parent_id: Some(1), frame_id: 2 },
+            Stack { id: 3, parent_id: Some(2), frame_id: 3 },
+            Stack { id: 4, parent_id: Some(3), frame_id: 4 },
+            Stack { id: 5, parent_id: Some(2), frame_id: 5 },
+            Stack { id: 6, parent_id: Some(5), frame_id: 4 },
+        ];
+        let interval = |start, end, state| SchedInterval { tid: 7, start_ns: start, end_ns: end, state };
+        t.sched = vec![
+            interval(0, 1_000_000, ThreadState::Running),
+            interval(1_000_000, 4_000_000, ThreadState::Sleeping),
+            interval(4_000_000, 5_000_000, ThreadState::Running),
+            interval(5_000_000, 9_000_000, ThreadState::IoWait),
+            interval(9_000_000, 12_000_000, ThreadState::Sleeping),
+        ];
+        let sample = |t_ns, stack_id| OffCpuSample { t_ns, pid: 7, tid: 7, stack_id: Some(stack_id) };
+        t.off_cpu_samples = vec![sample(1_000_040, 4), sample(4_999_960, 6)];
+        t
+    }
+
+    #[test]
+    fn each_sleep_takes_the_stack_taken_as_it_began() {
+        let t = trace();
+        let index = OffCpuIndex::new(&t);
+        let at = |start, end| {
+            index.during(7, start, end).map(|(w, began)| (w.function.clone(), w.syscall.clone(), began))
+        };
+        assert_eq!(at(1_000_000, 4_000_000), Some(("anon_pipe_read".into(), Some("read".into()), 1_000_000)));
+        // A piece of the wait, as a critical-path segment may be.
+        assert_eq!(
+            at(6_000_000, 9_000_000),
+            Some(("folio_wait_bit_common".into(), Some("read".into()), 5_000_000))
+        );
+        // The third sleep has no stack (lost, or not recorded): it is not named after another.
+        assert_eq!(at(9_000_000, 12_000_000), None);
+        assert_eq!(index.during(8, 1_000_000, 4_000_000), None);
+
+        let a = crate::analyze(&t);
+        let shown: Vec<(String, Nanos, u64)> =
+            a.syscall_waits.iter().map(|w| (w.waited_in.to_string(), w.ns, w.calls)).collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("folio_wait_bit_common (read, page cache)".to_owned(), 4_000_000, 1),
+                ("anon_pipe_read (read)".to_owned(), 3_000_000, 1),
+            ]
+        );
+        assert!(a.syscall_waits.iter().all(|w| w.waited_in.from_stack));
+    }
+
+    #[test]
+    fn a_label_with_a_recorded_call_says_both() {
+        let w = crate::WaitedIn {
+            syscall: "statx".into(),
+            dir: Some("/opt/app/plug-ins".into()),
+            fstype: Some("fuse".into()),
+            kernel: Some("fuse_simple_request".into()),
+            from_stack: false,
+        };
+        assert_eq!(w.to_string(), "fuse_simple_request (statx under /opt/app/plug-ins, fuse)");
+        let thread =
+            crate::WaitedIn { kernel: Some("worker_thread".into()), from_stack: true, ..Default::default() };
+        assert_eq!(thread.to_string(), "worker_thread");
     }
 
     #[test]
