@@ -187,6 +187,11 @@ pub fn summary_text(a: &Analysis) -> String {
         };
         line("CPU", text);
     }
+    if !a.syscall_waits.is_empty() {
+        let most: Vec<String> =
+            a.syscall_waits.iter().take(3).map(|w| format!("{} {}", w.waited_in, secs(w.ns))).collect();
+        line("waits", format!("off the CPU before ready, most in {}", most.join(", ")));
+    }
     let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {
         line("lost", "nothing (0 overruns, 0 dropped events, 0 unresolved inodes)".to_owned());
