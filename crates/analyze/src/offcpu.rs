@@ -335,8 +335,7 @@ mod tests {
             "schedule",
             "folio_wait_bit_common",
         ];
-        let mut t = Trace::default();
-        t.frames = names
+        let frames = names
             .iter()
             .enumerate()
             .map(|(i, n)| Frame {
@@ -347,7 +346,7 @@ mod tests {
             })
             .collect();
         // 1 entry < 2 ksys_read < 3 anon_pipe_read < 4 schedule; 2 < 5 folio_wait < 6 schedule.
-        t.stacks = vec![
+        let stacks = vec![
             Stack { id: 1, parent_id: None, frame_id: 1 },
             Stack { id: 2, parent_id: Some(1), frame_id: 2 },
             Stack { id: 3, parent_id: Some(2), frame_id: 3 },
@@ -356,7 +355,7 @@ mod tests {
             Stack { id: 6, parent_id: Some(5), frame_id: 4 },
         ];
         let interval = |start, end, state| SchedInterval { tid: 7, start_ns: start, end_ns: end, state };
-        t.sched = vec![
+        let sched = vec![
             interval(0, 1_000_000, ThreadState::Running),
             interval(1_000_000, 4_000_000, ThreadState::Sleeping),
             interval(4_000_000, 5_000_000, ThreadState::Running),
@@ -364,8 +363,8 @@ mod tests {
             interval(9_000_000, 12_000_000, ThreadState::Sleeping),
         ];
         let sample = |t_ns, stack_id| OffCpuSample { t_ns, pid: 7, tid: 7, stack_id: Some(stack_id) };
-        t.off_cpu_samples = vec![sample(1_000_040, 4), sample(4_999_960, 6)];
-        t
+        let off_cpu_samples = vec![sample(1_000_040, 4), sample(4_999_960, 6)];
+        Trace { frames, stacks, sched, off_cpu_samples, ..Trace::default() }
     }
 
     #[test]
