@@ -160,7 +160,10 @@ pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
         }
     };
     let what = |s: &PathSegment| -> String {
-        let who = format!("{}/{}", f.a.comm(s.pid), s.tid);
+        let who = match &s.waited_in {
+            Some(w) => format!("{}/{} in {w},", f.a.comm(s.pid), s.tid),
+            None => format!("{}/{}", f.a.comm(s.pid), s.tid),
+        };
         match (s.kind, &s.waker_process) {
             (SegmentKind::WaitUntraced, Some(w)) if !w.comm.is_empty() => {
                 format!("{who} waiting on {} (pid {}, not recorded)", w.comm, w.pid)
