@@ -566,6 +566,10 @@ pub struct WaitedIn {
     /// to sleep with (`fuse_simple_request`), when the trace has off-CPU stacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// The part of the kernel that function belongs to, when its name does not say it
+    /// (`page cache` for `folio_wait_bit_common`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<String>,
     /// The call was named from the kernel stack alone (no `syscall` row): each sleep counts
     /// as one wait, and there is no path.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -597,7 +601,7 @@ impl std::fmt::Display for WaitedIn {
             }
             match self.fstype.as_deref() {
                 Some(t) if self.on_slow_filesystem() || t == "overlay" => inside.push(t.to_owned()),
-                _ => inside.extend(crate::offcpu::area_of(kernel).map(str::to_owned)),
+                _ => inside.extend(self.area.clone()),
             }
             if !inside.is_empty() {
                 write!(f, " ({})", inside.join(", "))?;

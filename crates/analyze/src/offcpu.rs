@@ -404,6 +404,7 @@ mod tests {
             dir: Some("/opt/app/plug-ins".into()),
             fstype: Some("fuse".into()),
             kernel: Some("fuse_simple_request".into()),
+            area: None,
             from_stack: false,
         };
         assert_eq!(w.to_string(), "fuse_simple_request (statx under /opt/app/plug-ins, fuse)");

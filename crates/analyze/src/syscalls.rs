@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use coldstart_trace::{Mount, Nanos, Syscall, ThreadState, Trace};
 
 use crate::analysis::{CriticalPath, SegmentKind, SyscallWait, WaitedIn};
-use crate::offcpu::OffCpuIndex;
+use crate::offcpu::{OffCpuIndex, area_of};
 
 /// One call, ready to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,6 +224,7 @@ fn waited_in_call(
                 dir: line.path.map(|p| parent(p).unwrap_or(p).to_owned()),
                 fstype: line.path.and_then(|p| mount_of(mounts, p)).map(|m| m.fstype.clone()),
                 kernel: kernel.map(|(k, _)| k.function.clone()),
+                area: kernel.and_then(|(k, _)| area_of(&k.function)).map(str::to_owned),
                 from_stack: false,
             };
             Some((w, (line.call.tid, line.call.enter_ns)))
@@ -233,6 +234,7 @@ fn waited_in_call(
             let w = WaitedIn {
                 syscall: k.syscall.clone().unwrap_or_default(),
                 kernel: Some(k.function.clone()),
+                area: area_of(&k.function).map(str::to_owned),
                 from_stack: true,
                 ..WaitedIn::default()
             };

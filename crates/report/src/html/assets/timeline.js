@@ -861,7 +861,7 @@ function waitedInText(w) {
   const slow = t === 'fuse' || t === 'fuseblk' || t.startsWith('fuse.') ||
     ['nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', '9p', 'ceph', 'afs', 'glusterfs', 'overlay'].includes(t);
   if (!w.kernel) return slow ? call + ' (' + t + ')' : call;
-  const inside = [w.syscall ? call : null, slow ? t : null].filter(x => x);
+  const inside = [w.syscall ? call : null, slow ? t : w.area].filter(x => x);
   return inside.length ? w.kernel + ' (' + inside.join(', ') + ')' : w.kernel;
 }
 
