@@ -11,6 +11,7 @@
 # when it turns something on (--syscalls).
 # RECORD_ARGS adds arguments to every `coldstart record` (RECORD_ARGS=--syscalls: with system
 # calls, off by default; --no-cpu-samples: without CPU stack samples, on by default).
+# OTHER=--no-offcpu-stacks: B/C is what the off-CPU kernel stacks (on by default) cost.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."

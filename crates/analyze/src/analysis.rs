@@ -550,9 +550,11 @@ pub struct PathSegment {
     pub waited_in: Option<WaitedIn>,
 }
 
-/// The system call a thread was in while it waited, and what it named.
+/// The system call a thread was in while it waited, and what it named; the kernel function
+/// it slept in, from its off-CPU stack.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WaitedIn {
+    /// The call (`statx`), `page fault`, or empty (a kernel thread's wait).
     pub syscall: String,
     /// The directory of the path the call named or acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -560,6 +562,18 @@ pub struct WaitedIn {
     /// The filesystem type of that path, from the trace's mounts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fstype: Option<String>,
+    /// The first meaningful kernel function below the scheduler in the stack the thread went
+    /// to sleep with (`fuse_simple_request`), when the trace has off-CPU stacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The part of the kernel that function belongs to, when its name does not say it
+    /// (`page cache` for `folio_wait_bit_common`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<String>,
+    /// The call was named from the kernel stack alone (no `syscall` row): each sleep counts
+    /// as one wait, and there is no path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_stack: bool,
 }
 
 impl WaitedIn {
@@ -572,8 +586,28 @@ impl WaitedIn {
 }
 
 impl std::fmt::Display for WaitedIn {
-    /// `statx under /opt/app/plug-ins (fuse)`; the type only when it is worth saying.
+    /// `statx under /opt/app/plug-ins (fuse)`; the type only when it is worth saying. With a
+    /// kernel function: `fuse_simple_request (statx under /opt/app/plug-ins, fuse)`,
+    /// `folio_wait_bit_common (read, page cache)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(kernel) = &self.kernel {
+            f.write_str(kernel)?;
+            let mut inside = Vec::new();
+            if !self.syscall.is_empty() {
+                inside.push(match &self.dir {
+                    Some(dir) => format!("{} under {dir}", self.syscall),
+                    None => self.syscall.clone(),
+                });
+            }
+            match self.fstype.as_deref() {
+                Some(t) if self.on_slow_filesystem() || t == "overlay" => inside.push(t.to_owned()),
+                _ => inside.extend(self.area.clone()),
+            }
+            if !inside.is_empty() {
+                write!(f, " ({})", inside.join(", "))?;
+            }
+            return Ok(());
+        }
         f.write_str(&self.syscall)?;
         if let Some(dir) = &self.dir {
             write!(f, " under {dir}")?;

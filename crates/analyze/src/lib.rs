@@ -15,6 +15,7 @@ mod cpu;
 mod critical;
 mod disk;
 pub mod doctor;
+mod offcpu;
 mod overview;
 mod pageuse;
 mod phases;
@@ -28,6 +29,7 @@ mod warnings;
 
 pub use analysis::*;
 pub use cpu::{CpuFunction, CpuLibrary, CpuProfile, PhaseCpu, SegmentCpu};
+pub use offcpu::{KernelWait, OffCpuIndex, area_of, kernel_wait};
 pub use ranking::{RankBy, ReadFilter};
 
 use coldstart_trace::{Nanos, Trace};
@@ -82,10 +84,11 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let mut critical_path =
         ready.as_ref().and_then(|r| critical::critical_path(&ctx, r, origin, &mut warnings));
     let calls = syscalls::CallIndex::new(trace);
+    let off_cpu = offcpu::OffCpuIndex::new(trace);
     if let Some(path) = &mut critical_path {
-        syscalls::annotate(path, &calls, &trace.mounts);
+        syscalls::annotate(path, &calls, &off_cpu, &trace.mounts);
     }
-    let syscall_waits = syscalls::syscall_waits(trace, &calls, ctx.in_scope_test(), origin, end);
+    let syscall_waits = syscalls::syscall_waits(trace, &calls, &off_cpu, ctx.in_scope_test(), origin, end);
     let cpu_profile = cpu::cpu_profile(trace, origin, end, &phases, critical_path.as_ref());
     let disks = disk::disks(&ctx);
     let (page_use, page_use_by_file) = pageuse::page_use(&ctx);

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use coldstart_trace::{Mount, Nanos, Syscall, ThreadState, Trace};
 
 use crate::analysis::{CriticalPath, SegmentKind, SyscallWait, WaitedIn};
+use crate::offcpu::{OffCpuIndex, area_of};
 
 /// One call, ready to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -204,21 +205,42 @@ impl<'a> CallIndex<'a> {
 /// A call, by its thread and enter time.
 type CallKey = (i32, Nanos);
 
-/// What the call a thread was in over `start..end` named, and which call it was.
+/// What the call a thread was in over `start..end` named, and which call it was (by its
+/// enter time; a sleep named from its stack alone, by the sleep's start), with the kernel
+/// function its off-CPU stack names.
 fn waited_in_call(
     index: &CallIndex<'_>,
+    off_cpu: &OffCpuIndex,
     mounts: &[Mount],
     tid: i32,
     start: Nanos,
     end: Nanos,
 ) -> Option<(WaitedIn, CallKey)> {
-    let line = index.during(tid, start, end)?;
-    let w = WaitedIn {
-        syscall: line.call.name.clone(),
-        dir: line.path.map(|p| parent(p).unwrap_or(p).to_owned()),
-        fstype: line.path.and_then(|p| mount_of(mounts, p)).map(|m| m.fstype.clone()),
-    };
-    Some((w, (line.call.tid, line.call.enter_ns)))
+    let kernel = off_cpu.during(tid, start, end);
+    match index.during(tid, start, end) {
+        Some(line) => {
+            let w = WaitedIn {
+                syscall: line.call.name.clone(),
+                dir: line.path.map(|p| parent(p).unwrap_or(p).to_owned()),
+                fstype: line.path.and_then(|p| mount_of(mounts, p)).map(|m| m.fstype.clone()),
+                kernel: kernel.map(|(k, _)| k.function.clone()),
+                area: kernel.and_then(|(k, _)| area_of(&k.function)).map(str::to_owned),
+                from_stack: false,
+            };
+            Some((w, (line.call.tid, line.call.enter_ns)))
+        }
+        None => {
+            let (k, began) = kernel?;
+            let w = WaitedIn {
+                syscall: k.syscall.clone().unwrap_or_default(),
+                kernel: Some(k.function.clone()),
+                area: area_of(&k.function).map(str::to_owned),
+                from_stack: true,
+                ..WaitedIn::default()
+            };
+            Some((w, (tid, began)))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -229,7 +251,7 @@ fn waited_in(
     start: Nanos,
     end: Nanos,
 ) -> Option<WaitedIn> {
-    waited_in_call(index, mounts, tid, start, end).map(|(w, _)| w)
+    waited_in_call(index, &OffCpuIndex::default(), mounts, tid, start, end).map(|(w, _)| w)
 }
 
 /// Adds `ns` of a wait to the totals of its call's kind; a call that waited several times
@@ -319,17 +341,18 @@ fn sorted(mut waits: Vec<SyscallWait>) -> Vec<SyscallWait> {
 }
 
 /// Off-CPU time (asleep, I/O wait) of the threads `in_scope` accepts within `from..to`,
-/// by the call each interval was in.
+/// by the call each interval was in and the kernel function it slept in.
 pub(crate) fn syscall_waits(
     trace: &Trace,
     index: &CallIndex<'_>,
+    off_cpu: &OffCpuIndex,
     mut in_scope: impl FnMut(i32) -> bool,
     from: Nanos,
     to: Nanos,
 ) -> Vec<SyscallWait> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    if index.is_empty() {
+    if index.is_empty() && off_cpu.is_empty() {
         return out;
     }
     for s in &trace.sched {
@@ -340,16 +363,22 @@ pub(crate) fn syscall_waits(
         if start >= end || !in_scope(s.tid) {
             continue;
         }
-        if let Some((w, call)) = waited_in_call(index, &trace.mounts, s.tid, start, end) {
+        if let Some((w, call)) = waited_in_call(index, off_cpu, &trace.mounts, s.tid, start, end) {
             add_wait(&mut out, &mut seen, w, call, end - start);
         }
     }
     rolled_up(out)
 }
 
-/// Names the call each wait and sleep of the critical path was in, and sums them.
-pub(crate) fn annotate(path: &mut CriticalPath, index: &CallIndex<'_>, mounts: &[Mount]) {
-    if index.is_empty() {
+/// Names the call (and kernel function) each wait and sleep of the critical path was in,
+/// and sums them.
+pub(crate) fn annotate(
+    path: &mut CriticalPath,
+    index: &CallIndex<'_>,
+    off_cpu: &OffCpuIndex,
+    mounts: &[Mount],
+) {
+    if index.is_empty() && off_cpu.is_empty() {
         return;
     }
     let mut sums = Vec::new();
@@ -358,7 +387,7 @@ pub(crate) fn annotate(path: &mut CriticalPath, index: &CallIndex<'_>, mounts: &
         if matches!(seg.kind, SegmentKind::Cpu | SegmentKind::CpuWait | SegmentKind::Untraced) {
             continue;
         }
-        if let Some((w, call)) = waited_in_call(index, mounts, seg.tid, seg.start_ns, seg.end_ns) {
+        if let Some((w, call)) = waited_in_call(index, off_cpu, mounts, seg.tid, seg.start_ns, seg.end_ns) {
             add_wait(&mut sums, &mut seen, w.clone(), call, seg.end_ns - seg.start_ns);
             seg.waited_in = Some(w);
         }
@@ -433,7 +462,12 @@ mod tests {
     #[test]
     fn waits_in_many_small_directories_roll_up_to_the_one_that_holds_them() {
         let wait = |dir: String, ns| SyscallWait {
-            waited_in: WaitedIn { syscall: "statx".into(), dir: Some(dir), fstype: Some("fuse".into()) },
+            waited_in: WaitedIn {
+                syscall: "statx".into(),
+                dir: Some(dir),
+                fstype: Some("fuse".into()),
+                ..WaitedIn::default()
+            },
             ns,
             calls: 1,
         };

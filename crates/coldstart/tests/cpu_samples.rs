@@ -163,5 +163,6 @@ fn no_cpu_samples_records_none() {
     let Some(program) = build(dir.path(), "hotcold-off", &["-O2"]) else { return };
     let trace = record(dir.path(), &program, &["--no-cpu-samples"]);
     assert!(trace.stack_samples.is_empty() && trace.stacks.is_empty() && trace.mappings.is_empty());
+    assert!(trace.off_cpu_samples.is_empty(), "--no-cpu-samples turns the off-CPU stacks off too");
     assert!(!trace.processes.is_empty());
 }

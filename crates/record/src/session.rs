@@ -422,6 +422,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         &output,
         &cpus,
         page_size,
+        &tracefs.root,
         &mut notes,
         &mut perf_thread,
     );
@@ -517,6 +518,7 @@ fn run_command(
     output: &Path,
     cpus: &[u16],
     page_size: usize,
+    tracefs: &Path,
     notes: &mut Vec<String>,
     perf_thread: &mut Option<Handle<u64>>,
 ) -> Result<(SpoolEnd, i32, Vec<String>)> {
@@ -565,8 +567,13 @@ fn run_command(
     if let Some(options) = config.cpu_samples {
         // The tree alone is followed from its root; tasks that exist already need whole CPUs.
         let pid = (!config.system && also_pids.is_empty()).then_some(root_pid);
-        match PerfCapture::open(spool, pid, cpus, options) {
+        match PerfCapture::open(spool, pid, cpus, options, tracefs) {
             Ok(capture) => {
+                if let Some(why) = &capture.off_cpu_refused {
+                    notes.push(format!(
+                        "off-CPU kernel stacks (what a sleeping thread waited in) are not recorded: {why}"
+                    ));
+                }
                 let stop = stop.clone();
                 *perf_thread = Some(spawn(move || capture.run(stop)));
             }

@@ -227,6 +227,16 @@ pub(crate) fn perf_event_enable(fd: &OwnedFd, on: bool) -> io::Result<()> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// Sets a tracepoint event's filter (the tracefs filter language).
+pub(crate) fn perf_event_set_filter(fd: &OwnedFd, filter: &str) -> io::Result<()> {
+    const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+    let text = std::ffi::CString::new(filter).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a perf ioctl on an fd we own whose argument is a NUL-terminated string that
+    // outlives the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER, text.as_ptr()) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
 /// A perf event's mmapped ring buffer: one metadata page, then `data_size` bytes of records.
 pub(crate) struct PerfRing {
     base: std::ptr::NonNull<libc::c_void>,

@@ -435,6 +435,7 @@ fn perf_samples_become_stacks_and_its_lost_records_losses() {
         hz: 1000,
         per_task: true,
         cpus: vec![0],
+        off_cpu: None,
     };
     std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
     let pid_tid = 100u64 | (100u64 << 32);
@@ -472,4 +473,55 @@ fn perf_samples_become_stacks_and_its_lost_records_losses() {
     let names: Vec<String> = index.frames(sample.stack_id).iter().map(|f| index.name(f)).collect();
     // The caller's return address is looked up one byte back, in the call instruction.
     assert_eq!(names, ["app+0x1123", "app+0x1455"]);
+}
+
+#[test]
+fn off_cpu_stacks_are_moved_to_boot_time_kept_in_scope_and_their_losses_counted() {
+    use coldstart_record::capture::perf::{
+        CLOCK_MONOTONIC, OffCpuSetup, PerfSetup, SAMPLE_CALLCHAIN, SAMPLE_CPU, SAMPLE_TID, SAMPLE_TIME,
+        off_cpu_file,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spool = write_spool(dir.path(), true);
+    let off_cpu_type = SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_CALLCHAIN;
+    let setup = PerfSetup {
+        sample_type: off_cpu_type | coldstart_record::capture::perf::SAMPLE_IP,
+        regs_user_mask: 0,
+        stack_bytes: 0,
+        hz: 1000,
+        per_task: true,
+        cpus: vec![0],
+        off_cpu: Some(OffCpuSetup {
+            sample_type: off_cpu_type,
+            clockid: CLOCK_MONOTONIC,
+            filter: Some("prev_state & 3".into()),
+        }),
+    };
+    std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
+    std::fs::write(dir.path().join("perf-cpu0.raw"), b"").unwrap();
+    const KERNEL: u64 = -128i64 as u64;
+    let mono = |boot_ns: i64| (boot_ns - SUSPENDED) as u64;
+    let sample = |pid: u64, boot_ns: i64| {
+        words(&[pid | (pid << 32), mono(boot_ns), 1, 3, KERNEL, 0xffff_ffff_8100_0100, 0xffff_ffff_8100_0200])
+    };
+    let mut stream = perf_record(9, 1, &sample(100, T0 + 20 * MS));
+    stream.extend(perf_record(9, 1, &sample(4242, T0 + 21 * MS)));
+    stream.extend(perf_record(2, 0, &words(&[1, 2])));
+    std::fs::write(dir.path().join(off_cpu_file(0)), &stream).unwrap();
+
+    let trace = assemble_with(&spool, &FakeSystem::new()).unwrap().trace;
+    let [s] = &trace.off_cpu_samples[..] else { panic!("{:?}", trace.off_cpu_samples) };
+    assert_eq!((s.t_ns, s.pid, s.tid), (20 * MS, 100, 100));
+    let index = coldstart_trace::StackIndex::new(&trace);
+    let addresses: Vec<(bool, u64)> =
+        index.frames(s.stack_id).iter().map(|f| (f.kernel, f.address)).collect();
+    assert_eq!(addresses, [(true, 0xffff_ffff_8100_0100), (true, 0xffff_ffff_8100_01ff)]);
+    let lost = trace.losses.iter().find(|l| l.what == "off-CPU stacks lost").expect("the off-CPU losses");
+    assert_eq!((lost.source, lost.count), (LossSource::Perf, 2));
+    assert!(
+        trace.notes.iter().any(|n| n.text.starts_with("1 off-CPU stacks of processes outside")),
+        "{:?}",
+        trace.notes
+    );
+    assert!(trace.stack_samples.is_empty());
 }

@@ -338,24 +338,26 @@ fn start(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {:>9}  {:>7}  {what}", secs(ns), percent(ns as f64, total))?;
     }
     if !a.syscall_waits.is_empty() {
-        writeln!(out, "  Off the CPU inside system calls (summed over threads, most first)")?;
+        writeln!(out, "  Off the CPU, by what the threads waited in (summed over threads, most first)")?;
         syscall_waits(&a.syscall_waits, 5, out)?;
     }
     Ok(())
 }
 
-/// `0.410 s in statx under /opt/app/plug-ins (fuse), 2000 calls`, one per line.
+/// `0.410 s in statx under /opt/app/plug-ins (fuse), 2000 calls`, or named by the kernel
+/// stack alone `0.410 s in fuse_simple_request (newfstatat), 1500 waits`, one per line.
 fn syscall_waits(
     waits: &[coldstart_analyze::SyscallWait],
     top: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     for w in waits.iter().take(top) {
-        writeln!(out, "    {:>9}  in {}, {}", secs(w.ns), w.waited_in, plural(w.calls, "call"))?;
+        let unit = if w.waited_in.from_stack { "wait" } else { "call" };
+        writeln!(out, "    {:>9}  in {}, {}", secs(w.ns), w.waited_in, plural(w.calls, unit))?;
     }
     if waits.len() > top {
         let rest: Nanos = waits[top..].iter().map(|w| w.ns).sum();
-        writeln!(out, "    {:>9}  in {} other calls and paths", secs(rest), waits.len() - top)?;
+        writeln!(out, "    {:>9}  in {} other waits", secs(rest), waits.len() - top)?;
     }
     Ok(())
 }
@@ -569,7 +571,7 @@ fn critical_path(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Re
     };
     writeln!(out, "  {}", path_summary(a, cp))?;
     if !cp.summary.in_syscalls.is_empty() {
-        writeln!(out, "  Its waits and sleeps by the system call they were in, most first")?;
+        writeln!(out, "  Its waits and sleeps by what they waited in, most first")?;
         syscall_waits(&cp.summary.in_syscalls, options.top.min(5), out)?;
     }
     for (process, ns) in outside_waits_of(cp, None) {

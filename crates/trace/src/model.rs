@@ -43,6 +43,9 @@ pub struct Trace {
     pub stacks: Vec<Stack>,
     #[serde(default)]
     pub stack_samples: Vec<StackSample>,
+    /// Kernel stacks of recorded threads going to sleep (format 3 on; empty before).
+    #[serde(default)]
+    pub off_cpu_samples: Vec<OffCpuSample>,
     /// The machine's mounts at the recording (format 3 on; empty before).
     #[serde(default)]
     pub mounts: Vec<Mount>,
@@ -653,6 +656,17 @@ pub struct StackSample {
     pub tid: i32,
     pub cpu: u32,
     /// Its stack, innermost frame first when walked; `None` when no frame was found.
+    pub stack_id: Option<u32>,
+}
+
+/// A recorded thread leaving its CPU to sleep (`sched_switch` with a sleeping state),
+/// with the kernel stack it blocked in: what it waited for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpuSample {
+    pub t_ns: Nanos,
+    pub pid: i32,
+    pub tid: i32,
+    /// Its kernel stack, innermost frame first when walked; `None` when no frame was found.
     pub stack_id: Option<u32>,
 }
 

@@ -490,6 +490,18 @@ impl Reader<'_> {
                     })
                 },
             )?,
+            off_cpu_samples: self.rows_if_table(
+                "off_cpu_sample",
+                "SELECT * FROM off_cpu_sample ORDER BY rowid",
+                |r| {
+                    Ok(OffCpuSample {
+                        t_ns: time(r, "off_cpu_sample", "t_ns")?,
+                        pid: r.get("pid")?,
+                        tid: r.get("tid")?,
+                        stack_id: r.get("stack_id")?,
+                    })
+                },
+            )?,
             mounts: self.rows_if_table("mount", "SELECT * FROM mount ORDER BY rowid", |r| {
                 Ok(Mount {
                     dev: dev("mount", "dev", &r.get::<_, String>("dev")?)?,

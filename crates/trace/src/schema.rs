@@ -8,7 +8,7 @@
 /// meta keys; files of format 1 read with them NULL or empty.
 ///
 /// 3 added the `mapping`, `frame`, `stack` and `stack_sample` tables (CPU samples with stacks)
-/// and the `mount`, `syscall` and `unit` tables; files of format 2 read with none.
+/// and the `mount`, `syscall`, `off_cpu_sample` and `unit` tables; files of format 2 read with none.
 pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
@@ -225,6 +225,13 @@ CREATE TABLE stack_sample (
     pid      INTEGER NOT NULL,
     tid      INTEGER NOT NULL,
     cpu      INTEGER NOT NULL,
+    stack_id INTEGER
+);
+
+CREATE TABLE off_cpu_sample (
+    t_ns     INTEGER NOT NULL,
+    pid      INTEGER NOT NULL,
+    tid      INTEGER NOT NULL,
     stack_id INTEGER
 );
 

@@ -344,6 +344,13 @@ impl TraceWriter {
         )
     }
 
+    pub fn off_cpu_sample(&mut self, s: &OffCpuSample) -> Result<()> {
+        self.exec(
+            "INSERT INTO off_cpu_sample VALUES (?1, ?2, ?3, ?4)",
+            params![s.t_ns, s.pid, s.tid, s.stack_id],
+        )
+    }
+
     pub fn mount(&mut self, m: &Mount) -> Result<()> {
         self.exec("INSERT INTO mount VALUES (?1, ?2, ?3)", params![m.dev.to_string(), m.point, m.fstype])
     }
@@ -381,6 +388,7 @@ impl TraceWriter {
         trace.frames.iter().try_for_each(|x| self.frame(x))?;
         trace.stacks.iter().try_for_each(|x| self.stack(x))?;
         trace.stack_samples.iter().try_for_each(|x| self.stack_sample(x))?;
+        trace.off_cpu_samples.iter().try_for_each(|x| self.off_cpu_sample(x))?;
         trace.mounts.iter().try_for_each(|x| self.mount(x))?;
         trace.syscalls.iter().try_for_each(|x| self.syscall(x))
     }

@@ -69,6 +69,25 @@ fn a_format_1_file_without_the_also_key_reads_with_no_also() {
 }
 
 #[test]
+fn a_format_2_file_reads_with_no_stack_syscall_or_off_cpu_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    trace.write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE mapping; DROP TABLE frame; DROP TABLE stack; DROP TABLE stack_sample; \
+         DROP TABLE off_cpu_sample; DROP TABLE mount; DROP TABLE syscall; PRAGMA user_version = 2",
+    )
+    .unwrap();
+    drop(conn);
+    let read = Trace::read(&path).unwrap();
+    assert!(read.off_cpu_samples.is_empty() && read.stack_samples.is_empty() && read.syscalls.is_empty());
+    assert_eq!(read.sched, trace.sched);
+    assert!(!trace.off_cpu_samples.is_empty());
+}
+
+#[test]
 fn the_also_key_is_json_a_sqlite_client_can_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.coldstart");

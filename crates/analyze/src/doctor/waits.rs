@@ -54,9 +54,24 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
     let mut pids: Vec<i32> = waits.iter().map(|s| s.pid).collect();
     pids.sort_unstable();
     pids.dedup();
+    // What the sleeps were in, from the system calls or the kernel stacks they began with.
+    let mut by_label: Vec<(String, Nanos)> = Vec::new();
+    for s in &waits {
+        let Some(w) = &s.waited_in else { continue };
+        let label = w.to_string();
+        match by_label.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, ns)) => *ns += length(s),
+            None => by_label.push((label, length(s))),
+        }
+    }
+    by_label.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mostly = by_label
+        .first()
+        .map(|(label, ns)| format!(", {} of it in {label}", duration(*ns)))
+        .unwrap_or_default();
     vec![Finding {
         kind: FindingKind::IdleWaits,
-        title: format!("{} asleep on a timer on the critical path: no CPU, no I/O", duration(sleep)),
+        title: format!("{} asleep on a timer on the critical path{mostly}: no CPU, no I/O", duration(sleep)),
         evidence: Evidence {
             summary: format!(
                 "{} of at least {} on the critical path, {} in all, that no other thread ended: a timer or an \
@@ -78,8 +93,9 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
                 })
                 .collect(),
             figures: vec![Figure::count("waits", waits.len() as u64), Figure::ns("sleep_ns", sleep)],
-            intervals: longest(f, &waits, |s| {
-                format!("{}/{} asleep until a timer or an interrupt", f.a.comm(s.pid), s.tid)
+            intervals: longest(f, &waits, |s| match &s.waited_in {
+                Some(w) => format!("{}/{} asleep in {w} until a timer or an interrupt", f.a.comm(s.pid), s.tid),
+                None => format!("{}/{} asleep until a timer or an interrupt", f.a.comm(s.pid), s.tid),
             }),
         },
         gain: Gain {
@@ -96,8 +112,8 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
         verify: format!("{}  # before and after the change", f.bench_command()),
         confidence: Confidence::Medium,
         caveat: Some(
-            "the trace shows that the thread slept and that no thread woke it, not why it slept; a timeout may be \
-             needed"
+            "the trace shows that the thread slept and that no thread woke it (and, with off-CPU stacks or \
+             --syscalls, the call it slept in), not why it slept; a timeout may be needed"
                 .to_owned(),
         ),
     }]
@@ -144,7 +160,10 @@ pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
         }
     };
     let what = |s: &PathSegment| -> String {
-        let who = format!("{}/{}", f.a.comm(s.pid), s.tid);
+        let who = match &s.waited_in {
+            Some(w) => format!("{}/{} in {w},", f.a.comm(s.pid), s.tid),
+            None => format!("{}/{}", f.a.comm(s.pid), s.tid),
+        };
         match (s.kind, &s.waker_process) {
             (SegmentKind::WaitUntraced, Some(w)) if !w.comm.is_empty() => {
                 format!("{who} waiting on {} (pid {}, not recorded)", w.comm, w.pid)

@@ -37,6 +37,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ("sched intervals", trace.sched.len()),
         ("marks", trace.marks.len()),
         ("cpu samples", trace.cpu_samples.len()),
+        ("stack samples", trace.stack_samples.len()),
+        ("off-CPU stacks", trace.off_cpu_samples.len()),
     ];
     for (what, n) in counts {
         println!("{what:<20} {n}");

@@ -51,9 +51,14 @@ pub struct Args {
     /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000).
     #[arg(long, value_name = "HZ", default_value_t = 50.0, value_parser = sample_rate)]
     pub sample_hz: f64,
-    /// Do not sample the recorded threads' CPU stacks (perf, 1 kHz per CPU by default).
+    /// Do not sample the recorded threads' CPU stacks (perf, 1 kHz per CPU by default), nor
+    /// take their kernel stacks when they go to sleep.
     #[arg(long)]
     pub no_cpu_samples: bool,
+    /// Do not take the kernel stack of each recorded thread that goes to sleep (what names
+    /// its waits: "pipe_read in read", "fuse_simple_request in newfstatat"); CPU samples stay.
+    #[arg(long, conflicts_with = "no_cpu_samples")]
+    pub no_offcpu_stacks: bool,
     /// Rate of the CPU stack samples, per second and CPU (1 to 10000).
     #[arg(long, value_name = "HZ", default_value_t = coldstart_record::capture::perf::DEFAULT_HZ, value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
     pub cpu_sample_hz: u32,
@@ -91,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sample_hz: args.sample_hz,
         cpu_samples: (!args.no_cpu_samples).then(|| coldstart_record::capture::perf::PerfOptions {
             hz: args.cpu_sample_hz,
+            off_cpu: !args.no_offcpu_stacks,
             ..Default::default()
         }),
         syscalls: args.syscalls,
@@ -180,6 +186,11 @@ pub fn summary_text(a: &Analysis) -> String {
             format!("{} stack samples before ready, most in {}", count(p.samples), hottest.join(", "))
         };
         line("CPU", text);
+    }
+    if !a.syscall_waits.is_empty() {
+        let most: Vec<String> =
+            a.syscall_waits.iter().take(3).map(|w| format!("{} {}", w.waited_in, secs(w.ns))).collect();
+        line("waits", format!("off the CPU before ready, most in {}", most.join(", ")));
     }
     let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {

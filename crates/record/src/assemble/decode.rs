@@ -32,6 +32,8 @@ pub struct SpoolData {
     pub marks: Option<String>,
     /// The perf capture's setup and the bytes of each CPU's stream, if it ran.
     pub perf: Option<(PerfSetup, Vec<Vec<u8>>)>,
+    /// The bytes of each CPU's off-CPU stacks stream, when the perf setup has them.
+    pub off_cpu: Vec<Vec<u8>>,
     /// The names of path system calls the eBPF program copied.
     pub path_names: Vec<crate::capture::bpf::PathRecord>,
 }
@@ -54,7 +56,7 @@ impl SpoolData {
             .map(|b| crate::capture::bpf::decode_all(&b))
             .unwrap_or_default();
         let torn_lines = torn_procs + torn_opens + torn_samples;
-        let perf = match spool.read_json::<PerfSetup>("perf.json")? {
+        let perf: Option<(PerfSetup, Vec<Vec<u8>>)> = match spool.read_json::<PerfSetup>("perf.json")? {
             Some(setup) => {
                 let streams = setup
                     .cpus
@@ -64,6 +66,14 @@ impl SpoolData {
                 Some((setup, streams))
             }
             None => None,
+        };
+        let off_cpu = match &perf {
+            Some((setup, _)) if setup.off_cpu.is_some() => setup
+                .cpus
+                .iter()
+                .map(|&cpu| spool.read_file(&crate::capture::perf::off_cpu_file(cpu)).unwrap_or_default())
+                .collect(),
+            _ => Vec::new(),
         };
         Ok(SpoolData {
             start,
@@ -77,6 +87,7 @@ impl SpoolData {
             torn_lines,
             marks,
             perf,
+            off_cpu,
             path_names,
         })
     }

@@ -170,8 +170,27 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         for (i, bytes) in streams.iter().enumerate() {
             decoded.decode(i, bytes, setup);
         }
+        let off_cpu = setup.off_cpu.as_ref().map(|off| {
+            let off_setup = crate::capture::perf::PerfSetup {
+                sample_type: off.sample_type,
+                regs_user_mask: 0,
+                stack_bytes: 0,
+                ..setup.clone()
+            };
+            let mut decoded = perf::PerfData::default();
+            for (i, bytes) in data.off_cpu.iter().enumerate() {
+                decoded.decode(i, bytes, &off_setup);
+            }
+            if off.clockid == crate::capture::perf::CLOCK_MONOTONIC {
+                for s in &mut decoded.samples {
+                    s.time = s.time.saturating_add_signed(clock.boottime_offset_ns);
+                }
+            }
+            decoded
+        });
         stacks::stack_tables(
             &decoded,
+            off_cpu.as_ref(),
             setup.stack_bytes as usize,
             streams,
             |pid| tree.system_wide || tree.in_scope.contains(&pid),
@@ -231,6 +250,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         frames: stack_tables.frames,
         stacks: stack_tables.stacks,
         stack_samples: stack_tables.samples,
+        off_cpu_samples: stack_tables.off_cpu_samples,
         mounts: system
             .mounts()
             .iter()

@@ -276,6 +276,7 @@ mod tests {
             hz: 1000,
             per_task: true,
             cpus: vec![0],
+            off_cpu: None,
         }
     }
 

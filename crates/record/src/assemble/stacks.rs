@@ -3,14 +3,15 @@
 //! fork records; each user stack unwound from its copy with DWARF CFI (framehop, on the
 //! files' `.eh_frame`), or taken from the frame-pointer chain the kernel followed when
 //! that fails; every frame named from the file's `.symtab` and `.dynsym` (or those of its
-//! debug file under /usr/lib/debug) and kernel frames from /proc/kallsyms.
+//! debug file under /usr/lib/debug) and kernel frames from /proc/kallsyms. The off-CPU
+//! samples' kernel stacks share the same frames and stacks.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
 
-use coldstart_trace::{Frame, Loss, LossSource, Mapping, Nanos, Stack, StackSample};
+use coldstart_trace::{Frame, Loss, LossSource, Mapping, Nanos, OffCpuSample, Stack, StackSample};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::perf::{PerfData, RawMmap, RawSample, SpaceEvent};
@@ -26,6 +27,7 @@ pub struct StackTables {
     pub frames: Vec<Frame>,
     pub stacks: Vec<Stack>,
     pub samples: Vec<StackSample>,
+    pub off_cpu_samples: Vec<OffCpuSample>,
     pub losses: Vec<Loss>,
     pub notes: Vec<String>,
 }
@@ -401,12 +403,20 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Builds the stack tables from `perf` (the bytes of its streams in `streams`), keeping
-/// the samples of processes `in_scope`; the mappings of those that `existed_before` the
-/// recording (no mmap record names them) come from /proc; `to_trace_time` converts the
-/// boot-clock times.
+/// Kernel frames of a callchain as lookup addresses, innermost first: the sampled
+/// instruction, then the callers' return addresses − 1 (inside their call instruction).
+fn kernel_lookup_addresses(chain: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    chain.iter().enumerate().map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) })
+}
+
+/// Builds the stack tables from `perf` (the bytes of its streams in `streams`) and the
+/// off-CPU kernel stacks `off_cpu`, keeping the samples of processes `in_scope`; the
+/// mappings of those that `existed_before` the recording (no mmap record names them) come
+/// from /proc; `to_trace_time` converts the boot-clock times.
+#[allow(clippy::too_many_arguments)]
 pub fn stack_tables(
     perf: &PerfData,
+    off_cpu: Option<&PerfData>,
     stack_bytes: usize,
     streams: &[Vec<u8>],
     in_scope: impl Fn(i32) -> bool,
@@ -475,12 +485,7 @@ pub fn stack_tables(
                 } else {
                     b.user_frames(&mut space, s, stack)
                 };
-                let mut kernel: Vec<u64> = s
-                    .kernel
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) })
-                    .collect();
+                let mut kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
                 if kernel.is_empty() && user.is_empty() && s.ip != 0 {
                     kernel.push(s.ip);
                 }
@@ -496,6 +501,38 @@ pub fn stack_tables(
                     stack_id,
                 });
             }
+        }
+    }
+    let mut off_cpu_out_of_scope = 0u64;
+    if let Some(off) = off_cpu {
+        let no_space = Space::default();
+        for s in &off.samples {
+            if !in_scope(s.pid) {
+                off_cpu_out_of_scope += 1;
+                continue;
+            }
+            let kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
+            let frames: Vec<u32> = kernel.iter().rev().map(|&a| b.frame(&no_space, true, a)).collect();
+            let stack_id = b.stack(frames.into_iter());
+            out.off_cpu_samples.push(OffCpuSample {
+                t_ns: to_trace_time(s.time),
+                pid: s.pid,
+                tid: s.tid,
+                stack_id,
+            });
+        }
+        out.off_cpu_samples.sort_by_key(|s| (s.t_ns, s.tid));
+        out.losses.push(Loss {
+            source: LossSource::Perf,
+            what: "off-CPU stacks lost".into(),
+            count: off.lost_samples.saturating_add(off.lost_records),
+        });
+        if off.torn_streams > 0 {
+            out.losses.push(Loss {
+                source: LossSource::Perf,
+                what: "off-CPU streams cut short".into(),
+                count: off.torn_streams as u64,
+            });
         }
     }
     out.losses.push(Loss { source: LossSource::Perf, what: "samples lost".into(), count: perf.lost_samples });
@@ -555,6 +592,12 @@ pub fn stack_tables(
         out.notes.push(format!(
             "{out_of_scope} CPU samples of processes outside the recorded scope were left out (the sampling \
              watched whole CPUs)"
+        ));
+    }
+    if off_cpu_out_of_scope > 0 {
+        out.notes.push(format!(
+            "{off_cpu_out_of_scope} off-CPU stacks of processes outside the recorded scope were left out (the \
+             tracepoint watched whole CPUs)"
         ));
     }
     out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();

@@ -10,11 +10,18 @@
 //! task of each CPU (`pid = -1`) and the assembly keeps those in scope. (A 0.4 s start on a
 //! busy 2-CPU machine: 3.6 MiB copied per task, 13.1 MiB per CPU, most of it other
 //! processes' stacks.)
+//!
+//! Off-CPU stacks: a second event per CPU on the `sched:sched_switch` tracepoint, opened
+//! in the same way, takes the kernel callchain of each recorded thread that leaves a CPU
+//! to sleep. The tracepoint fires in the context of the task leaving the CPU, so the chain
+//! is the blocked thread's own: what it waited in. Only the kernel chain is taken (the
+//! user stack is known from the CPU samples and costs much more), and a filter on
+//! `prev_state` keeps preemptions out (`perf-offcpu-cpuN.raw`).
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -23,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Stop;
 use crate::error::{IoContext, Result};
 use crate::spool::Spool;
-use crate::sys::{PerfEventAttr, PerfRing, perf_event_enable, perf_event_open};
+use crate::sys::{PerfEventAttr, PerfRing, perf_event_enable, perf_event_open, perf_event_set_filter};
 
 pub const SAMPLE_IP: u64 = 1 << 0;
 pub const SAMPLE_TID: u64 = 1 << 1;
@@ -48,8 +55,13 @@ pub const DEFAULT_STACK_BYTES: u32 = 16 * 1024;
 pub const DEFAULT_HZ: u32 = 1000;
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const CLOCK_BOOTTIME: i32 = 7;
+/// The tracepoint PMU refuses clocks that are not NMI-safe (EINVAL for CLOCK_BOOTTIME, on
+/// Linux 6.18 as on older kernels): its samples are timed on CLOCK_MONOTONIC, which the
+/// assembly turns into boot time with the offset measured at the start.
+pub const CLOCK_MONOTONIC: i32 = 1;
 
 mod flag {
     pub const DISABLED: u64 = 1 << 0;
@@ -60,6 +72,7 @@ mod flag {
     pub const TASK: u64 = 1 << 13;
     pub const WATERMARK: u64 = 1 << 14;
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
     pub const MMAP2: u64 = 1 << 23;
     pub const COMM_EXEC: u64 = 1 << 24;
     pub const USE_CLOCKID: u64 = 1 << 25;
@@ -76,18 +89,44 @@ pub struct PerfSetup {
     /// Events followed the command's tree (`inherit`) rather than watching whole CPUs.
     pub per_task: bool,
     pub cpus: Vec<u16>,
+    /// The off-CPU stacks' event, when it was opened (streams `perf-offcpu-cpuN.raw`).
+    #[serde(default)]
+    pub off_cpu: Option<OffCpuSetup>,
 }
+
+/// How the off-CPU stacks were taken.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OffCpuSetup {
+    pub sample_type: u64,
+    /// The clock of the samples' times (`CLOCK_MONOTONIC`).
+    pub clockid: i32,
+    /// The tracepoint filter the kernel accepted, if any: without one, preemptions are
+    /// sampled too (the assembly keeps the switches that begin a sleep either way).
+    pub filter: Option<String>,
+}
+
+/// The spool file of one CPU's off-CPU stacks.
+pub fn off_cpu_file(cpu: u16) -> String {
+    format!("perf-offcpu-cpu{cpu}.raw")
+}
+
+/// The filters tried, in order, on the off-CPU event: a switch to sleep (S, D, or both
+/// with other bits, never the preemption marker, `TASK_REPORT_MAX` = 0x100 since Linux
+/// 4.14), then any switch that is not runnable.
+const OFF_CPU_FILTERS: &[&str] = &["prev_state & 3", "prev_state != 0"];
 
 /// What to sample.
 #[derive(Clone, Copy, Debug)]
 pub struct PerfOptions {
     pub hz: u32,
     pub stack_bytes: u32,
+    /// Also take the kernel stack of each recorded thread that goes to sleep.
+    pub off_cpu: bool,
 }
 
 impl Default for PerfOptions {
     fn default() -> PerfOptions {
-        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES }
+        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES, off_cpu: true }
     }
 }
 
@@ -102,6 +141,81 @@ struct Source {
 /// The opened events, enabled, ready for [`PerfCapture::run`].
 pub struct PerfCapture {
     sources: Vec<Source>,
+    /// Why the off-CPU stacks are not recorded, when they were asked for and are not.
+    pub off_cpu_refused: Option<String>,
+}
+
+/// Pages of records per CPU for the off-CPU stacks: 1 MiB, some 3,000 kernel chains.
+const OFF_CPU_DATA_PAGES: usize = 256;
+
+fn off_cpu_attr(sched_switch_id: u64, per_task: bool, data_bytes: usize) -> PerfEventAttr {
+    let mut flags = flag::DISABLED | flag::EXCLUDE_CALLCHAIN_USER | flag::WATERMARK | flag::USE_CLOCKID;
+    if per_task {
+        flags |= flag::INHERIT;
+    }
+    PerfEventAttr {
+        kind: PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: sched_switch_id,
+        sample_period_or_freq: 1,
+        sample_type: SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_CALLCHAIN,
+        flags,
+        wakeup_events_or_watermark: (data_bytes / 2) as u32,
+        clockid: CLOCK_MONOTONIC,
+        ..PerfEventAttr::default()
+    }
+}
+
+fn page_size() -> usize {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().map_or(4096, |p| p as usize)
+}
+
+/// The tracepoint id of `sched:sched_switch` under the tracefs at `tracefs`.
+fn sched_switch_id(tracefs: &Path) -> Result<u64> {
+    let path = tracefs.join("events/sched/sched_switch/id");
+    let text = crate::tracefs::read_text(&path).at(&path)?;
+    text.trim()
+        .parse()
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not a number"))
+        .at(&path)
+}
+
+/// Opens the off-CPU event of each CPU on `pid` (`None`: every task), with the first
+/// filter the kernel takes.
+fn open_off_cpu(
+    spool: &Spool,
+    pid: Option<i32>,
+    cpus: &[u16],
+    tracefs: &Path,
+) -> Result<(Vec<Source>, OffCpuSetup)> {
+    let page_size = page_size();
+    let attr = off_cpu_attr(sched_switch_id(tracefs)?, pid.is_some(), OFF_CPU_DATA_PAGES * page_size);
+    let mut sources = Vec::new();
+    let mut filter: Option<Option<&str>> = None;
+    for &cpu in cpus {
+        let fd = perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu))
+            .at("perf_event_open sched:sched_switch")?;
+        let chosen = match filter {
+            Some(chosen) => {
+                if let Some(f) = chosen {
+                    perf_event_set_filter(&fd, f).at("perf filter on sched:sched_switch")?;
+                }
+                chosen
+            }
+            None => OFF_CPU_FILTERS.iter().copied().find(|f| perf_event_set_filter(&fd, f).is_ok()),
+        };
+        filter = Some(chosen);
+        let ring = PerfRing::map(&fd, OFF_CPU_DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
+        let name = off_cpu_file(cpu);
+        let out = spool.create_file(&name)?;
+        sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
+    }
+    let setup = OffCpuSetup {
+        sample_type: attr.sample_type,
+        clockid: attr.clockid,
+        filter: filter.flatten().map(str::to_owned),
+    };
+    Ok((sources, setup))
 }
 
 /// Pages of records per CPU: 2 MiB, about 120 samples with their stacks, so a reader
@@ -144,12 +258,17 @@ fn attr(options: PerfOptions, per_task: bool, data_bytes: usize) -> PerfEventAtt
 
 impl PerfCapture {
     /// Opens one event per CPU on `pid` (`None`: every task), maps their rings and
-    /// creates their spool files; an error says why sampling is unavailable.
-    pub fn open(spool: &Spool, pid: Option<i32>, cpus: &[u16], options: PerfOptions) -> Result<PerfCapture> {
-        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .map_or(4096, |p| p as usize);
+    /// creates their spool files; an error says why sampling is unavailable. The off-CPU
+    /// events (`options.off_cpu`) are looked up in the tracefs at `tracefs`; when they
+    /// cannot be opened the CPU samples are taken all the same, and `off_cpu_refused` says why.
+    pub fn open(
+        spool: &Spool,
+        pid: Option<i32>,
+        cpus: &[u16],
+        options: PerfOptions,
+        tracefs: &Path,
+    ) -> Result<PerfCapture> {
+        let page_size = page_size();
         let per_task = pid.is_some();
         let mut attr = attr(options, per_task, DATA_PAGES * page_size);
         let mut sources = Vec::new();
@@ -169,6 +288,21 @@ impl PerfCapture {
             let out = spool.create_file(&name)?;
             sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
         }
+        let mut off_cpu_refused = None;
+        let off_cpu = if options.off_cpu {
+            match open_off_cpu(spool, pid, cpus, tracefs) {
+                Ok((more, setup)) => {
+                    sources.extend(more);
+                    Some(setup)
+                }
+                Err(e) => {
+                    off_cpu_refused = Some(coldstart_trace::error_chain(&e));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         spool.write_json(
             "perf.json",
             &PerfSetup {
@@ -178,12 +312,13 @@ impl PerfCapture {
                 hz: options.hz,
                 per_task,
                 cpus: cpus.to_vec(),
+                off_cpu,
             },
         )?;
         for s in &sources {
             perf_event_enable(&s.fd, true).at("perf enable")?;
         }
-        Ok(PerfCapture { sources })
+        Ok(PerfCapture { sources, off_cpu_refused })
     }
 
     /// Copies the rings into the spool until `stop` fires, then turns the events off and

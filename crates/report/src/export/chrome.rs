@@ -179,9 +179,21 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
     if trace.sched.is_empty() {
         process_samples(&mut ev, trace);
     }
+    let off_cpu = coldstart_analyze::OffCpuIndex::new(trace);
     for s in &trace.sched {
-        let name = state_name(s.state).to_owned();
-        ev.slice((tid_pid(s.tid), i64::from(s.tid)), "sched", name, (s.start_ns, s.end_ns), Value::Null);
+        let waited_in = match s.state {
+            ThreadState::Sleeping | ThreadState::IoWait => off_cpu.during(s.tid, s.start_ns, s.end_ns),
+            _ => None,
+        };
+        let (name, a) = match waited_in {
+            Some((k, _)) => {
+                let call = k.syscall.as_deref().map(|c| format!(" ({c})")).unwrap_or_default();
+                let name = format!("{}: {}{call}", state_name(s.state), k.function);
+                (name, json!({ "kernel_function": k.function, "syscall": k.syscall }))
+            }
+            None => (state_name(s.state).to_owned(), Value::Null),
+        };
+        ev.slice((tid_pid(s.tid), i64::from(s.tid)), "sched", name, (s.start_ns, s.end_ns), a);
     }
     for f in &trace.page_fills {
         let path = path_of.get(&f.file_id).copied();
@@ -417,12 +429,14 @@ fn analysis_tracks(ev: &mut Events, a: &Analysis) {
                 SegmentKind::Untraced => "untraced",
             };
             let files: Vec<&str> = s.files.iter().map(|f| a.file_name(f.file)).collect();
-            let name = match files.first() {
-                Some(f) => format!("{kind}: {}", base_name(f)),
-                None => format!("{kind} ({})", a.comm(s.pid)),
+            let name = match (files.first(), &s.waited_in) {
+                (Some(f), _) => format!("{kind}: {}", base_name(f)),
+                (None, Some(w)) => format!("{kind} in {w} ({})", a.comm(s.pid)),
+                (None, None) => format!("{kind} ({})", a.comm(s.pid)),
             };
             let args = json!({
-                "pid": s.pid, "tid": s.tid, "comm": a.comm(s.pid), "files": files, "waker": s.waker_process
+                "pid": s.pid, "tid": s.tid, "comm": a.comm(s.pid), "files": files, "waker": s.waker_process,
+                "waited_in": s.waited_in.as_ref().map(ToString::to_string),
             });
             ev.slice((ANALYSIS_PID, PATH_TID), "critical_path", name, (s.start_ns, s.end_ns), args);
         }

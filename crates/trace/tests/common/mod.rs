@@ -272,6 +272,10 @@ pub fn full_trace() -> Trace {
             StackSample { t_ns: 5_000_000, pid: 100, tid: 100, cpu: 1, stack_id: Some(3) },
             StackSample { t_ns: 6_000_000, pid: 100, tid: 101, cpu: 0, stack_id: None },
         ],
+        off_cpu_samples: vec![
+            OffCpuSample { t_ns: 7_000_000, pid: 100, tid: 101, stack_id: Some(2) },
+            OffCpuSample { t_ns: 8_000_000, pid: 100, tid: 100, stack_id: None },
+        ],
         mounts: vec![Mount { dev: vda, point: "/".into(), fstype: "ext4".into() }],
         syscalls: vec![
             Syscall {

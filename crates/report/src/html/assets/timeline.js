@@ -851,22 +851,25 @@ function phaseTip(ph, i) {
       ['ends at mark', ph.ends_at_mark]] };
 }
 
-// The system call a wait was in: `statx under /opt/app/plug-ins (fuse)`, the type only
-// for filesystems where it matters (as the text report says it).
+// What a wait was in: `statx under /opt/app/plug-ins (fuse)`, the type only for
+// filesystems where it matters; with the kernel function of its off-CPU stack
+// `fuse_simple_request (statx under /opt/app/plug-ins, fuse)` (as the text report says it).
 function waitedInText(w) {
   if (!w) return null;
-  let text = w.syscall + (w.dir ? ' under ' + w.dir : '');
+  const call = w.syscall + (w.dir ? ' under ' + w.dir : '');
   const t = w.fstype || '';
   const slow = t === 'fuse' || t === 'fuseblk' || t.startsWith('fuse.') ||
     ['nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', '9p', 'ceph', 'afs', 'glusterfs', 'overlay'].includes(t);
-  return slow ? text + ' (' + t + ')' : text;
+  if (!w.kernel) return slow ? call + ' (' + t + ')' : call;
+  const inside = [w.syscall ? call : null, slow ? t : w.area].filter(x => x);
+  return inside.length ? w.kernel + ' (' + inside.join(', ') + ')' : w.kernel;
 }
 
 function pathTip(s, i) {
   const files = s.files.slice(0, 5).map(f => baseName(fileName(f.file)) + ' ' + fmtDur(f.ns)).join(', ');
   return { key: 'cp' + i, pid: s.pid, title: 'Critical path: ' + (PATH_NAMES[s.kind] || s.kind),
     rows: [['thread', threadName(s.tid)], ['process', who(s.pid)], ['from', fmtSecs(s.start_ns)], ['to', fmtSecs(s.end_ns)],
-      ['length', fmtDur(s.end_ns - s.start_ns)], ['in system call', waitedInText(s.waited_in)], ['files', files],
+      ['length', fmtDur(s.end_ns - s.start_ns)], ['waited in', waitedInText(s.waited_in)], ['files', files],
       ['woken by', s.waker_process ? outsideName(s.waker_process) : s.waker_tid === null ? null : 'thread ' + s.waker_tid]] };
 }
 
