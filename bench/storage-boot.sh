@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A Debian container boot (systemd-nspawn) with its root filesystem's files on an emulated disk
 # (`bench --storage`, hdd by default): cold, warm, and cold with the boot's prefetch plan replayed
-# alongside and ahead, interleaved in one run, from `systemd-nspawn` to a quiet machine (idle:1500).
+# alongside and ahead, interleaved in one run, from `systemd-nspawn` to the container's
+# multi-user.target (UNTIL=idle:1500 for a quiet machine instead).
 #
 #   bash bench/storage-boot.sh [ROUNDS]          # PROFILE=sd bash bench/storage-boot.sh 3
+#   PLAN_ARGS='--order disk' BENCH_ARGS='--depth 1' bash bench/storage-boot.sh 3   # other plans, replays
 #
 # The rootfs is made once (mmdebstrap, about 90 s) and kept in /var/cache/coldstart-tests, as the
 # tests keep it. The boot is recorded once, cold, on the real disk (its files are named by their
@@ -32,7 +34,10 @@ cleanup() {
 }
 trap cleanup EXIT
 boot=(bash "$PWD/bench/nspawn-boot.sh" "$rootfs")
-"$COLDSTART" record --cold --until idle:1500 --timeout 120 -o "$work/boot.coldstart" -- "${boot[@]}" >/dev/null 2>&1
-"$COLDSTART" prefetch plan "$work/boot.coldstart" -o "$work/boot.plan"
-"$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" \
-    --trace "$work/boot.coldstart" --prefetch "$work/boot.plan" --until idle:1500 --timeout 180 -- "${boot[@]}"
+until=${UNTIL:-unit:multi-user.target}
+"$COLDSTART" record --cold --until "$until" --timeout 120 -o "$work/boot.coldstart" -- "${boot[@]}" >/dev/null 2>&1
+# shellcheck disable=SC2086 # PLAN_ARGS and BENCH_ARGS are lists of options
+"$COLDSTART" prefetch plan ${PLAN_ARGS:-} "$work/boot.coldstart" -o "$work/boot.plan"
+# shellcheck disable=SC2086
+"$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" ${BENCH_ARGS:-} \
+    --trace "$work/boot.coldstart" --prefetch "$work/boot.plan" --until "$until" --timeout 180 -- "${boot[@]}"
