@@ -46,7 +46,9 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum Action {
     Enable(EnableArgs),
+    /// Remove what `enable` wrote (the unit, its drop-in and link, and what enable created).
     Disable(RootArgs),
+    /// Say whether the unit is enabled, with which options, and list the boot traces written.
     Status(RootArgs),
     /// The process a boot recording keeps while it waits (started by `record --boot`).
     #[command(hide = true)]
