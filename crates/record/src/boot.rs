@@ -46,7 +46,11 @@ pub fn before_recording(t0_boot_ns: i64, boottime_offset_ns: i64) -> (Vec<BootPh
         );
     };
     match boot_timestamps(&manager) {
-        Ok(stamps) if stamps.userspace_us > 0 => (phases(&stamps, t0_boot_ns - boottime_offset_ns), None),
+        Ok(stamps) if stamps.userspace_us > 0 => {
+            // systemd writes this file when it runs in a container.
+            let in_container = Path::new("/run/systemd/container").exists();
+            (phases(&stamps, t0_boot_ns - boottime_offset_ns, in_container), None)
+        }
         Ok(_) => (
             uptime(),
             Some(
@@ -65,10 +69,17 @@ pub fn before_recording(t0_boot_ns: i64, boottime_offset_ns: i64) -> (Vec<BootPh
 }
 
 /// The phases `systemd-analyze time` shows, with the userspace phase up to `t0_monotonic_ns`.
-pub fn phases(stamps: &BootTimestamps, t0_monotonic_ns: i64) -> Vec<BootPhase> {
+/// In a container the manager's userspace timestamp is the container's start on the host's
+/// clock: what came before it is the host's uptime (`host`), not the kernel's start.
+pub fn phases(stamps: &BootTimestamps, t0_monotonic_ns: i64, in_container: bool) -> Vec<BootPhase> {
     let ns = |us: u64| i64::try_from(us).unwrap_or(i64::MAX / 1000).saturating_mul(1000);
     let mut out = Vec::new();
     let mut push = |phase: &str, ns: i64| out.push(BootPhase { phase: phase.into(), ns: ns.max(0) });
+    if in_container {
+        push("host", ns(stamps.userspace_us));
+        push("userspace", t0_monotonic_ns.saturating_sub(ns(stamps.userspace_us)));
+        return out;
+    }
     if stamps.firmware_us > 0 {
         push("firmware", ns(stamps.firmware_us.saturating_sub(stamps.loader_us)));
     }
@@ -121,7 +132,7 @@ mod tests {
             userspace_us: 2_100_000,
         };
         assert_eq!(
-            by_name(&phases(&stamps, 2_600_000_000)),
+            by_name(&phases(&stamps, 2_600_000_000, false)),
             [
                 ("firmware", 3_000_000_000),
                 ("loader", 2_000_000_000),

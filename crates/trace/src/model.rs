@@ -200,9 +200,10 @@ pub struct Meta {
 /// One phase of a boot before the recording began (`meta.before_recording`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BootPhase {
-    /// `firmware`, `loader`, `kernel`, `initrd`, `userspace` (systemd's, up to t = 0), or
-    /// `uptime` (CLOCK_BOOTTIME at t = 0: everything since the kernel started, when systemd's
-    /// timestamps are not available).
+    /// `firmware`, `loader`, `kernel`, `initrd`, `userspace` (systemd's, up to t = 0);
+    /// in a container `host` (the host's uptime when the container's manager started) and
+    /// `userspace`; or `uptime` (CLOCK_BOOTTIME at t = 0: everything since the kernel
+    /// started, when systemd's timestamps are not available).
     pub phase: String,
     pub ns: Nanos,
 }

@@ -108,6 +108,7 @@ pub fn before_recording_text(phases: &[BootPhase]) -> Option<String> {
         .iter()
         .map(|p| match p.phase.as_str() {
             "uptime" => format!("{} since the kernel started", secs(p.ns)),
+            "host" => format!("host up {} when the container started", secs(p.ns)),
             name => format!("{name} {}", secs(p.ns)),
         })
         .collect();
