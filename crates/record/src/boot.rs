@@ -143,8 +143,12 @@ mod tests {
         );
         let no_initrd = BootTimestamps { userspace_us: 700_000, ..Default::default() };
         assert_eq!(
-            by_name(&phases(&no_initrd, 1_000_000_000)),
+            by_name(&phases(&no_initrd, 1_000_000_000, false)),
             [("kernel", 700_000_000), ("userspace", 300_000_000)]
+        );
+        assert_eq!(
+            by_name(&phases(&no_initrd, 1_000_000_000, true)),
+            [("host", 700_000_000), ("userspace", 300_000_000)]
         );
     }
 
