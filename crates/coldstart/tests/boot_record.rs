@@ -263,3 +263,150 @@ fn record_boot_records_the_system_from_its_start_and_says_how_long_before() {
         .unwrap();
     assert!(status.contains("boot-test.coldstart") && status.contains(&ready), "{status}");
 }
+
+const ROOTFS: &str = "/var/cache/coldstart-tests/bookworm-boot";
+/// What the recorder needs of a container that systemd-nspawn withholds by default:
+/// fanotify_init is refused (EPERM) without these.
+const NSPAWN_RECORDER_OPTIONS: [&str; 2] =
+    ["--capability=all", "--system-call-filter=fanotify_init fanotify_mark perf_event_open bpf"];
+
+/// The cached rootfs under an overlay whose upper layer is the test's: unmounted, and what
+/// `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd removed, when dropped.
+struct Overlay {
+    merged: PathBuf,
+    upper: PathBuf,
+}
+
+impl Drop for Overlay {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.merged).status();
+        fn remove_tree(dir: &Path) {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for e in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+                    remove_tree(&e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(dir);
+        }
+        for _ in 0..50 {
+            for hierarchy in ["systemd", "unified"] {
+                for dir in ["payload", "supervisor"] {
+                    remove_tree(&Path::new("/sys/fs/cgroup").join(hierarchy).join(dir));
+                }
+            }
+            let left = ["systemd", "unified"].iter().any(|h| {
+                ["payload", "supervisor"].iter().any(|d| Path::new("/sys/fs/cgroup").join(h).join(d).exists())
+            });
+            if !left {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = std::fs::remove_dir("/run/systemd/nspawn/propagate/merged");
+    }
+}
+
+#[test]
+fn boot_enable_records_a_container_boot_from_inside() {
+    let test = "boot_enable_records_a_container_boot";
+    if !can_record(test) {
+        return;
+    }
+    if !Path::new(ROOTFS).join("usr/lib/systemd/systemd").exists()
+        && unavailable(test, "no cached rootfs (crates/coldstart/tests/boot.rs makes it)")
+    {
+        return;
+    }
+    let dir = private_dir();
+    let overlay = Overlay { merged: dir.path().join("merged"), upper: dir.path().join("upper") };
+    for d in [&overlay.merged, &overlay.upper, &dir.path().join("work")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let options = format!(
+        "lowerdir={ROOTFS},upperdir={},workdir={}",
+        overlay.upper.display(),
+        dir.path().join("work").display()
+    );
+    let mounted = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &options])
+        .arg(&overlay.merged)
+        .status();
+    if !mounted.is_ok_and(|s| s.success()) && unavailable(test, "cannot mount an overlay") {
+        return;
+    }
+    let out = coldstart()
+        .args(["boot", "enable", "--root"])
+        .arg(&overlay.merged)
+        .args(["--until", "unit:multi-user.target", "--timeout", "30"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(overlay.merged.join("usr/local/bin/coldstart"), "").unwrap();
+    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
+    let mut nspawn = Command::new("systemd-nspawn")
+        .args(["-b", "-D"])
+        .arg(&overlay.merged)
+        .args(["--register=no", "--keep-unit", "--console=pipe"])
+        .args(NSPAWN_RECORDER_OPTIONS)
+        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let traces = overlay.upper.join("var/log/coldstart");
+    let started = Instant::now();
+    let found = loop {
+        let found = std::fs::read_dir(&traces).ok().and_then(|d| {
+            d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "coldstart"))
+        });
+        if found.is_some() || started.elapsed() > Duration::from_secs(90) {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(nspawn.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let stop = Instant::now();
+    while nspawn.try_wait().unwrap().is_none() && stop.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = nspawn.kill();
+    let _ = nspawn.wait();
+    let journal = Command::new("journalctl")
+        .arg("-D")
+        .arg(overlay.merged.join("var/log/journal"))
+        .args(["--no-pager", "-b", "0", "-u", "coldstart-boot.service"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let path =
+        found.unwrap_or_else(|| panic!("no boot trace in the container's /var/log/coldstart:\n{journal}"));
+
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("boot-") && name.len() == "boot-YYYYMMDD-HHMMSS.coldstart".len(), "{name}");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let trace = Trace::read(&path).unwrap();
+    assert_eq!(trace.meta.scope, Scope::System);
+    let ready = trace.meta.ready.as_ref().map(|r| r.reason.to_string());
+    assert_eq!(ready.as_deref(), Some("unit:multi-user.target"), "{journal}");
+    let phases: Vec<&str> = trace.meta.before_recording.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(phases, ["host", "userspace"], "the container's manager gave its timestamps");
+    let host = trace.meta.before_recording[0].ns;
+    assert!(
+        host > 0 && host < trace.meta.start_clock_ns,
+        "the host was up {host} ns before the container started"
+    );
+    // Inside the container the kernel's events carry host pids, which its /proc does not
+    // show: processes are recorded but many go unnamed (docs/boot.md, "In a container").
+    let in_scope = trace.processes.iter().filter(|p| p.in_scope).count();
+    assert!(in_scope >= 10, "only {in_scope} processes recorded");
+    assert!(
+        trace.units.iter().any(|u| u.name == "dbus.service" && u.active_ns.is_some()),
+        "{:?}",
+        trace.units
+    );
+    assert!(trace.units.iter().any(|u| u.name == "multi-user.target"), "{:?}", trace.units);
+}
