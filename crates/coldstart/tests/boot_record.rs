@@ -229,6 +229,12 @@ fn record_boot_records_the_system_from_its_start_and_says_how_long_before() {
 
     let trace = Trace::read(&out).unwrap();
     assert_eq!(trace.meta.scope, Scope::System);
+    assert_eq!(
+        trace.meta.command[1..4],
+        ["record", "--boot", "--no-cpu-samples"],
+        "the recorder's own command line"
+    );
+    assert!(!seen.contains("exit status"), "a boot has no command's status: {seen}");
     assert_eq!(trace.meta.ready.as_ref().map(|r| r.reason.to_string()).as_deref(), Some("mark:up"), "{seen}");
     let phases: Vec<(&str, i64)> =
         trace.meta.before_recording.iter().map(|p| (p.phase.as_str(), p.ns)).collect();

@@ -625,7 +625,12 @@ fn run_command(
         owner_pid: std::process::id() as i32,
         owner_starttime: crate::tracefs::process_starttime(std::process::id() as i32),
         output: output.to_owned(),
-        command: config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        // A boot's tree is only the process that holds the wait: the command line that
+        // started the recording says what was recorded.
+        command: match config.boot {
+            true => std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            false => config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        },
         cwd: std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()),
         user,
         chown: coldstart_launch::SudoInvoker::owner(),

@@ -132,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..RecordConfig::default()
     };
     let recorded = coldstart_record::record(&config)?;
-    print_recorded(&recorded);
+    print_recorded(&recorded, !args.boot);
     eprintln!("next: coldstart report {}", recorded.path.display());
     if args.boot {
         return Ok(if recorded.unmet.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
@@ -278,8 +278,9 @@ fn print_counts(s: &Summary) {
     }
 }
 
-/// What a recording did: leftovers of killed recorders dealt with, the file, the summary.
-pub fn print_recorded(r: &Recorded) {
+/// What a recording did: leftovers of killed recorders dealt with, the file, the summary,
+/// and the command's exit status if there was a command (a boot has none).
+pub fn print_recorded(r: &Recorded, with_exit_status: bool) {
     for name in &r.removed_stale_instances {
         eprintln!("coldstart: removed the stale tracing instance {name} of a killed recorder");
     }
@@ -305,7 +306,9 @@ pub fn print_recorded(r: &Recorded) {
         eprintln!("  not met     {unmet}");
     }
     print_summary(&r.summary, &r.path);
-    eprintln!("  exit status {}", r.exit_code);
+    if with_exit_status {
+        eprintln!("  exit status {}", r.exit_code);
+    }
 }
 
 #[cfg(test)]
