@@ -95,10 +95,18 @@ fn sample_rate(text: &str) -> Result<f64, String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (command, until, timeout, spool_root) = if args.boot {
+        let until = crate::cmd::boot::boot_conditions(&args.launch.until)?;
+        if let Some(unit) = until.iter().find(|u| matches!(u, coldstart_launch::Until::Unit(_)))
+            && coldstart_launch::Manager::system().is_none()
+        {
+            anyhow::bail!(
+                "--until {unit}: PID 1 is not systemd here, so no unit will become active: use mark:NAME, idle or a window"
+            );
+        }
         let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
         (
             vec![me.into_os_string(), "boot".into(), "hold".into()],
-            crate::cmd::boot::boot_conditions(&args.launch.until)?,
+            until,
             Some(args.launch.timeout.unwrap_or(crate::cmd::boot::DEFAULT_TIMEOUT)),
             args.spool_dir.unwrap_or_else(|| coldstart_record::boot::BOOT_SPOOL_ROOT.into()),
         )
