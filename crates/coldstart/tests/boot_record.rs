@@ -141,6 +141,8 @@ fn bad_boot_arguments_exit_2_in_one_line() {
         vec!["boot", "status", "--root", "/nonexistent/root"],
         vec!["record", "--boot", "--until", "exit", "--until", "idle"],
         vec!["record", "--boot", "--", "true"],
+        vec!["record", "--boot", "--until", "output:ready"],
+        vec!["boot", "enable", "--until", "output:ready", "--root", "/tmp"],
     ] {
         run(&args);
     }

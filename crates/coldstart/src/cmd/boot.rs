@@ -121,9 +121,9 @@ pub fn boot_conditions(until: &[Until]) -> anyhow::Result<Vec<Until>> {
     if until.is_empty() || until == [Until::Exit] {
         return Ok(vec![DEFAULT_UNTIL.parse().map_err(|e| anyhow::anyhow!("{e}"))?]);
     }
-    if until.contains(&Until::Exit) {
+    if let Some(no_command) = until.iter().find(|u| **u == Until::Exit || u.watches_output()) {
         bail!(
-            "--until exit has no meaning for a boot (there is no command): use unit:, mark:, idle or a window"
+            "--until {no_command} has no meaning for a boot (there is no command): use unit:, mark:, idle or a window"
         );
     }
     Ok(until.to_vec())
@@ -208,6 +208,7 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
             "--until exit has no meaning for a boot (there is no command): use unit:, mark:, idle or a window"
         );
     }
+    boot_conditions(&args.until)?;
     if exists(&drop_in_path(root)) {
         disable_quietly(root)?;
         eprintln!("coldstart: it was enabled already: replaced with these options");
@@ -441,6 +442,7 @@ mod tests {
     fn boot_conditions_default_to_multi_user_and_refuse_exit() {
         assert_eq!(boot_conditions(&[Until::Exit]).unwrap(), [DEFAULT_UNTIL.parse::<Until>().unwrap()]);
         assert!(boot_conditions(&[Until::Exit, "idle".parse().unwrap()]).is_err());
+        assert!(boot_conditions(&["output:ready".parse().unwrap()]).is_err());
         let idle: Until = "idle:500".parse().unwrap();
         assert_eq!(boot_conditions(std::slice::from_ref(&idle)).unwrap(), [idle]);
     }
