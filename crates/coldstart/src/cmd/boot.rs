@@ -72,10 +72,10 @@ pub struct EnableArgs {
     /// When the boot is over (repeatable: all must be met); `exit` has no meaning here.
     #[arg(long, value_name = "WHEN", default_value = DEFAULT_UNTIL)]
     pub until: Vec<Until>,
-    /// Stop recording after this long even if the conditions are not met.
+    /// Stop recording after this long (seconds, or 2min …) even if the conditions are not met.
     #[arg(long, value_name = "DURATION", default_value = "120", value_parser = values::positive_duration)]
     pub timeout: Duration,
-    /// The coldstart binary as seen inside the root (absolute) [default: /usr/local/bin/coldstart].
+    /// The coldstart binary as seen inside the root (absolute); it must be there when the root boots.
     #[arg(long, value_name = "PATH", default_value = DEFAULT_BINARY)]
     pub binary: PathBuf,
     /// Copy the running coldstart to --binary inside the root (otherwise it must be there).
