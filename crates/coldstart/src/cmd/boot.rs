@@ -72,7 +72,7 @@ pub struct EnableArgs {
     /// When the boot is over (repeatable: all must be met); `exit` has no meaning here.
     #[arg(long, value_name = "WHEN", default_value = DEFAULT_UNTIL)]
     pub until: Vec<Until>,
-    /// Stop recording after this long (seconds, or 2min …) even if the conditions are not met.
+    /// Stop recording after this long (a bare number is seconds; ms, s) even if the conditions are not met.
     #[arg(long, value_name = "DURATION", default_value = "120", value_parser = values::positive_duration)]
     pub timeout: Duration,
     /// The coldstart binary as seen inside the root (absolute); it must be there when the root boots.
