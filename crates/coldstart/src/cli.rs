@@ -21,6 +21,7 @@ pub struct Cli {
 pub enum Command {
     Demo(cmd::demo::Args),
     Record(cmd::record::Args),
+    Boot(cmd::boot::Args),
     Report(cmd::report::Args),
     Reads(cmd::reads::Args),
     Syscalls(cmd::syscalls::Args),
@@ -47,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mark(args) => cmd::mark::run(args),
         Command::Bench(args) => cmd::bench::run(*args),
         Command::Record(args) => cmd::record::run(args),
+        Command::Boot(args) => cmd::boot::run(args),
         Command::Recover(args) => cmd::recover::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Export(args) => cmd::export::run(args),

@@ -539,6 +539,35 @@ pub fn read_units(manager: &Manager, since: BootNanos) -> Result<Vec<UnitTimes>>
     Ok(units)
 }
 
+/// A manager's own boot timestamps, CLOCK_MONOTONIC µs as `systemd-analyze time` reads
+/// them (0: not known). Firmware and loader count back from the kernel's start: the firmware
+/// took `firmware_us - loader_us`, the loader `loader_us`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BootTimestamps {
+    pub firmware_us: u64,
+    pub loader_us: u64,
+    pub initrd_us: u64,
+    pub userspace_us: u64,
+}
+
+/// The manager's `FirmwareTimestampMonotonic`, `LoaderTimestampMonotonic`,
+/// `InitRDTimestampMonotonic` and `UserspaceTimestampMonotonic`.
+pub fn boot_timestamps(manager: &Manager) -> Result<BootTimestamps> {
+    let failed = |source: BusError| LaunchError::Systemd { manager: manager.to_string(), source };
+    let (mut bus, _stream) = manager.connect().map_err(failed)?;
+    bus.stream.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| failed(e.into()))?;
+    let mut read = |name: &str| -> Result<u64> {
+        let value = bus.property(MANAGER_PATH, MANAGER_IFACE, name).map_err(failed)?;
+        Ok(u64::try_from(&value).unwrap_or(0))
+    };
+    Ok(BootTimestamps {
+        firmware_us: read("FirmwareTimestampMonotonic")?,
+        loader_us: read("LoaderTimestampMonotonic")?,
+        initrd_us: read("InitRDTimestampMonotonic")?,
+        userspace_us: read("UserspaceTimestampMonotonic")?,
+    })
+}
+
 /// What a watcher thread found.
 #[derive(Debug)]
 pub(crate) enum UnitEvent {

@@ -24,6 +24,7 @@
 
 pub mod also;
 pub mod assemble;
+pub mod boot;
 pub mod capture;
 pub mod error;
 pub mod ftrace;

@@ -54,6 +54,10 @@ pub struct RecordConfig {
     /// Wake the page reader when a per-CPU buffer is this full (percent).
     pub buffer_percent: u32,
     pub spool_root: PathBuf,
+    /// `record --boot`: the output defaults to /var/log/coldstart/boot-….coldstart, the
+    /// trace holds the time before recording began, and systemd is told `READY=1` once
+    /// tracing is on.
+    pub boot: bool,
 }
 
 impl Default for RecordConfig {
@@ -73,6 +77,7 @@ impl Default for RecordConfig {
             buffer_kb: 8192,
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
+            boot: false,
         }
     }
 }
@@ -298,7 +303,17 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             Err(e) => recover_errors.push(coldstart_trace::error_chain(&e)),
         }
     }
-    let output = config.output.clone().unwrap_or_else(|| default_output(&config.command));
+    let output = match (&config.output, config.boot) {
+        (Some(output), _) => output.clone(),
+        (None, true) => crate::boot::boot_output(
+            Path::new(crate::boot::BOOT_TRACE_DIR),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0),
+        ),
+        (None, false) => default_output(&config.command),
+    };
     let output = if output.is_absolute() { output } else { std::env::current_dir().at(".")?.join(output) };
 
     let owner = InstanceOwner::current();
@@ -488,6 +503,11 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let kept = |e: RecordError| RecordError::Kept { spool: spool.dir.clone(), source: Box::new(e) };
     let assembled = assemble(&spool).map_err(kept)?;
     let start = spool.start()?;
+    if config.boot
+        && let Some(dir) = output.parent()
+    {
+        crate::boot::create_trace_dir(dir).map_err(kept)?;
+    }
     write_trace(&assembled.trace, &output, start.chown).map_err(kept)?;
     spool.remove()?;
     Ok(Recorded {
@@ -593,11 +613,24 @@ fn run_command(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
+    let before_recording = match config.boot {
+        true => {
+            let (phases, note) = crate::boot::before_recording(t0_boot_ns, boottime_offset_ns);
+            notes.extend(note);
+            phases
+        }
+        false => Vec::new(),
+    };
     let start = SpoolStart {
         owner_pid: std::process::id() as i32,
         owner_starttime: crate::tracefs::process_starttime(std::process::id() as i32),
         output: output.to_owned(),
-        command: config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        // A boot's tree is only the process that holds the wait: the command line that
+        // started the recording says what was recorded.
+        command: match config.boot {
+            true => std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            false => config.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        },
         cwd: std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()),
         user,
         chown: coldstart_launch::SudoInvoker::owner(),
@@ -616,8 +649,14 @@ fn run_command(
         diskstats_start: crate::system::diskstats(),
         marks_file: Some(paused.marks_path().to_owned()),
         notes: Vec::new(),
+        before_recording,
     };
     spool.write_json("start.json", &start)?;
+    if config.boot
+        && let Err(e) = crate::boot::notify("READY=1")
+    {
+        notes.push(format!("systemd was not told the recording had started (NOTIFY_SOCKET): {e}"));
+    }
     let mut running = paused.resume()?;
     let options = WaitOptions { timeout: config.timeout, ..WaitOptions::default() };
     let outcome = running.wait_all(&config.until, &options)?;

@@ -353,6 +353,9 @@ pub struct SpoolStart {
     pub diskstats_start: Vec<DiskCounters>,
     pub marks_file: Option<PathBuf>,
     pub notes: Vec<String>,
+    /// How long the boot took before t = 0 (`record --boot`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before_recording: Vec<coldstart_trace::BootPhase>,
 }
 
 /// What the recorder knew when it stopped normally.

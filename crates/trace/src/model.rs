@@ -190,6 +190,22 @@ pub struct Meta {
     /// Processes outside the command's tree put into the recording (`record --also`),
     /// one entry per `--also` as typed, in order. Empty for traces of format 1.
     pub also: Vec<AlsoScope>,
+    /// How long the machine took before the recording began, for `record --boot` (format 3
+    /// on; empty otherwise): firmware, loader, kernel, initrd and userspace from systemd's
+    /// timestamps, or the kernel's uptime at t = 0 when those are not available.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before_recording: Vec<BootPhase>,
+}
+
+/// One phase of a boot before the recording began (`meta.before_recording`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootPhase {
+    /// `firmware`, `loader`, `kernel`, `initrd`, `userspace` (systemd's, up to t = 0);
+    /// in a container `host` (the host's uptime when the container's manager started) and
+    /// `userspace`; or `uptime` (CLOCK_BOOTTIME at t = 0: everything since the kernel
+    /// started, when systemd's timestamps are not available).
+    pub phase: String,
+    pub ns: Nanos,
 }
 
 /// One `record --also PID|COMM`: the spec as typed and the processes it named when

@@ -237,6 +237,21 @@ impl Reader<'_> {
                 })?,
                 None => Vec::new(),
             },
+            before_recording: match text("before_recording") {
+                Some(json) => {
+                    let phases: Vec<BootPhase> =
+                        serde_json::from_str(&json).map_err(|_| TraceError::BadValue {
+                            table: "meta",
+                            column: "before_recording",
+                            value: json.clone(),
+                        })?;
+                    for p in &phases {
+                        checked_span("meta", "before_recording", p.ns)?;
+                    }
+                    phases
+                }
+                None => Vec::new(),
+            },
         })
     }
 

@@ -109,6 +109,9 @@ impl TraceWriter {
             ("stack_sample_hz", meta.stack_sample_hz.map_or(Value::Null, Value::Real)),
             ("also", text(&serde_json::to_string(&meta.also).unwrap_or_else(|_| "[]".to_owned()))),
         ];
+        let before = (!meta.before_recording.is_empty())
+            .then(|| serde_json::to_string(&meta.before_recording).unwrap_or_else(|_| "[]".to_owned()));
+        let rows = rows.into_iter().chain(before.map(|json| ("before_recording", Value::Text(json))));
         for (key, value) in rows {
             self.meta_value(key, value)?;
         }

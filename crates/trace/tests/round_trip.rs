@@ -105,6 +105,33 @@ fn the_also_key_is_json_a_sqlite_client_can_read() {
 }
 
 #[test]
+fn the_time_before_a_boot_recording_is_json_and_older_files_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    full_trace().write(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let kernel: i64 = conn
+        .query_row(
+            "SELECT json_extract(p.value, '$.ns') FROM meta, json_each(meta.value) AS p \
+             WHERE meta.key = 'before_recording' AND json_extract(p.value, '$.phase') = 'kernel'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kernel, 900_000_000);
+    conn.execute_batch(
+        "UPDATE meta SET value = '[{\"phase\":\"kernel\",\"ns\":-1}]' WHERE key = 'before_recording'",
+    )
+    .unwrap();
+    drop(conn);
+    assert!(Trace::read(&path).is_err(), "a negative phase is refused");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DELETE FROM meta WHERE key = 'before_recording'").unwrap();
+    drop(conn);
+    assert_eq!(Trace::read(&path).unwrap().meta.before_recording, Vec::new());
+}
+
+#[test]
 fn the_file_is_private_and_no_temporary_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.coldstart");

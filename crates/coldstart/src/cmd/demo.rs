@@ -134,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config =
         RecordConfig { command, output: Some(trace_path.clone()), cold: true, ..RecordConfig::default() };
     let recorded = coldstart_record::record(&config)?;
-    super::record::print_recorded(&recorded);
+    super::record::print_recorded(&recorded, true);
     if recorded.exit_code != 0 {
         eprintln!("coldstart demo: warning: the example exited with status {}", recorded.exit_code);
     }

@@ -23,6 +23,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("written by {} ({:?}){}", m.tool, m.source, if m.partial { ", PARTIAL" } else { "" });
     println!("command    {}", m.command.join(" "));
     println!("host       {} — {}", m.host, m.kernel);
+    if let Some(before) = crate::cmd::boot::before_recording_text(&m.before_recording) {
+        println!("before recording: {before}");
+    }
     println!("duration   {:.3} s", m.duration_ns as f64 / 1e9);
     if let Some(ready) = &m.ready {
         println!("ready      {:.3} s ({})", ready.t_ns as f64 / 1e9, ready.reason);

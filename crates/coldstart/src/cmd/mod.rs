@@ -4,6 +4,7 @@
 pub mod anonymize;
 pub mod bench;
 pub mod bench_storage;
+pub mod boot;
 pub mod demo;
 pub mod doctor;
 pub mod export;

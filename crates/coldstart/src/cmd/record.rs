@@ -6,6 +6,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use coldstart_analyze::Analysis;
 use coldstart_analyze::units::{bytes, count, percent, plural, secs};
 use coldstart_record::{RecordConfig, Recorded, Summary};
@@ -24,6 +26,7 @@ use crate::cmd::values;
   sudo coldstart record --cold --until wm --until window:mate-panel -- dbus-run-session mate-session
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
   sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
+  sudo coldstart record --boot --until unit:multi-user.target   # what `coldstart boot enable` runs
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
@@ -37,6 +40,12 @@ pub struct Args {
     /// Record every process on the machine, not only the command's tree.
     #[arg(long)]
     pub system: bool,
+    /// Record the boot, without a command: the whole system from now until --until
+    /// [default: unit:multi-user.target] or --timeout [default: 120 s], into
+    /// /var/log/coldstart/boot-YYYYMMDD-HHMMSS.coldstart (UTC), telling systemd READY=1 once
+    /// tracing is on. Exits 0 when the conditions were met, 1 when not. See `coldstart boot`.
+    #[arg(long, conflicts_with_all = ["command", "also", "cold", "as_root"])]
+    pub boot: bool,
     /// Record this process too, outside the command's tree (repeatable): a pid, or a command
     /// name that names every process running under it when the command starts (an X server,
     /// a D-Bus daemon). Processes started later under that name are recorded only if they
@@ -70,11 +79,12 @@ pub struct Args {
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
-    /// Where the spool of the recording lives until the trace is written.
-    #[arg(long, value_name = "DIR", default_value = coldstart_record::DEFAULT_SPOOL_ROOT)]
-    pub spool_dir: PathBuf,
+    /// Where the spool of the recording lives until the trace is written [default:
+    /// /var/lib/coldstart/spool; /run/coldstart/spool with --boot].
+    #[arg(long, value_name = "DIR")]
+    pub spool_dir: Option<PathBuf>,
     /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present = "boot", value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
@@ -84,15 +94,40 @@ fn sample_rate(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (command, until, timeout, spool_root) = if args.boot {
+        let until = crate::cmd::boot::boot_conditions(&args.launch.until)?;
+        if let Some(unit) = until.iter().find(|u| matches!(u, coldstart_launch::Until::Unit(_)))
+            && coldstart_launch::Manager::system().is_none()
+        {
+            anyhow::bail!(
+                "--until {unit}: PID 1 is not systemd here, so no unit will become active: use mark:NAME, idle or a window"
+            );
+        }
+        let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
+        (
+            vec![me.into_os_string(), "boot".into(), "hold".into()],
+            until,
+            Some(args.launch.timeout.unwrap_or(crate::cmd::boot::DEFAULT_TIMEOUT)),
+            args.spool_dir.unwrap_or_else(|| coldstart_record::boot::BOOT_SPOOL_ROOT.into()),
+        )
+    } else {
+        (
+            args.command,
+            args.launch.until,
+            args.launch.timeout,
+            args.spool_dir.unwrap_or_else(|| coldstart_record::DEFAULT_SPOOL_ROOT.into()),
+        )
+    };
     let config = RecordConfig {
-        command: args.command,
+        command,
         output: args.output,
-        system: args.system,
+        system: args.system || args.boot,
+        boot: args.boot,
         also: args.also,
-        until: args.launch.until,
-        timeout: args.launch.timeout,
+        until,
+        timeout,
         cold: args.cold,
-        as_root: args.launch.as_root,
+        as_root: args.launch.as_root || args.boot,
         sample_hz: args.sample_hz,
         cpu_samples: (!args.no_cpu_samples).then(|| coldstart_record::capture::perf::PerfOptions {
             hz: args.cpu_sample_hz,
@@ -101,12 +136,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         syscalls: args.syscalls,
         buffer_kb: args.buffer_kb,
-        spool_root: args.spool_dir,
+        spool_root,
         ..RecordConfig::default()
     };
     let recorded = coldstart_record::record(&config)?;
-    print_recorded(&recorded);
+    print_recorded(&recorded, !args.boot);
     eprintln!("next: coldstart report {}", recorded.path.display());
+    if args.boot {
+        return Ok(if recorded.unmet.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     Ok(ExitCode::from(recorded.exit_code.clamp(0, 255) as u8))
 }
 
@@ -119,7 +157,12 @@ fn mib(bytes: u64) -> String {
 /// `coldstart report`; from the recorder's own counts if it cannot be read.
 pub fn print_summary(s: &Summary, trace: &Path) {
     match coldstart_trace::Trace::read(trace) {
-        Ok(t) => eprint!("{}", summary_text(&coldstart_analyze::analyze(&t))),
+        Ok(t) => {
+            if let Some(before) = crate::cmd::boot::before_recording_text(&t.meta.before_recording) {
+                eprintln!("  before      recording: {before}");
+            }
+            eprint!("{}", summary_text(&coldstart_analyze::analyze(&t)))
+        }
         Err(_) => print_counts(s),
     }
 }
@@ -243,8 +286,9 @@ fn print_counts(s: &Summary) {
     }
 }
 
-/// What a recording did: leftovers of killed recorders dealt with, the file, the summary.
-pub fn print_recorded(r: &Recorded) {
+/// What a recording did: leftovers of killed recorders dealt with, the file, the summary,
+/// and the command's exit status if there was a command (a boot has none).
+pub fn print_recorded(r: &Recorded, with_exit_status: bool) {
     for name in &r.removed_stale_instances {
         eprintln!("coldstart: removed the stale tracing instance {name} of a killed recorder");
     }
@@ -270,7 +314,9 @@ pub fn print_recorded(r: &Recorded) {
         eprintln!("  not met     {unmet}");
     }
     print_summary(&r.summary, &r.path);
-    eprintln!("  exit status {}", r.exit_code);
+    if with_exit_status {
+        eprintln!("  exit status {}", r.exit_code);
+    }
 }
 
 #[cfg(test)]

@@ -449,6 +449,7 @@ fn meta(data: &SpoolData, clock: &Clock, host: Meta, tree: &ProcTree) -> Meta {
         sample_hz: Some(start.sample_hz),
         stack_sample_hz: data.perf.as_ref().map(|(setup, _)| f64::from(setup.hz)),
         also: start.also.clone(),
+        before_recording: start.before_recording.clone(),
         ..host
     }
 }

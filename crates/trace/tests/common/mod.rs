@@ -37,6 +37,11 @@ pub fn full_trace() -> Trace {
             sample_hz: Some(50.0),
             stack_sample_hz: Some(1000.0),
             also: vec![AlsoScope { spec: "Xvfb".into(), pids: vec![812, 813] }],
+            before_recording: vec![
+                BootPhase { phase: "kernel".into(), ns: 900_000_000 },
+                BootPhase { phase: "initrd".into(), ns: 1_200_000_000 },
+                BootPhase { phase: "userspace".into(), ns: 300_000_000 },
+            ],
         },
         disks: vec![Disk {
             dev: vda,

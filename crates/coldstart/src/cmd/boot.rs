@@ -1,0 +1,458 @@
+//! `coldstart boot enable|disable|status`: installs, removes and describes the systemd
+//! unit that records each boot (`record --boot`), in this machine or in another root (an
+//! image, a container's tree), as `systemctl --root` would; and the hidden `boot hold`, the
+//! process a boot recording keeps running while it waits, since a boot has no command.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use coldstart_analyze::units::{bytes, secs};
+use coldstart_launch::Until;
+use coldstart_trace::{BootPhase, Trace};
+
+use crate::cmd::values;
+
+/// The unit, as shipped in contrib/systemd and installed by `enable`.
+pub const UNIT_TEXT: &str = include_str!("../../../../contrib/systemd/coldstart-boot.service");
+pub const UNIT_NAME: &str = "coldstart-boot.service";
+const UNIT_DIR: &str = "etc/systemd/system";
+const WANTS_DIR: &str = "etc/systemd/system/sysinit.target.wants";
+const DROP_IN: &str = "coldstart-options.conf";
+const CREATED: &str = "# created: ";
+/// Where `enable` expects coldstart inside the root unless told otherwise.
+pub const DEFAULT_BINARY: &str = "/usr/local/bin/coldstart";
+pub const DEFAULT_UNTIL: &str = "unit:multi-user.target";
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Record every boot from its start: install, remove or describe the systemd unit that does it.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  sudo coldstart boot enable                       # record the next boots to multi-user.target
+  sudo coldstart boot enable --until unit:graphical.target --timeout 300
+  sudo coldstart boot enable --root /srv/image --install-binary
+  sudo coldstart boot status
+  sudo coldstart boot disable
+
+Traces go to /var/log/coldstart/boot-YYYYMMDD-HHMMSS.coldstart (UTC). See docs/boot.md.")]
+pub struct Args {
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    Enable(EnableArgs),
+    /// Remove what `enable` wrote (the unit, its drop-in and link, and what enable created).
+    Disable(RootArgs),
+    /// Say whether the unit is enabled, with which options, and list the boot traces written.
+    Status(RootArgs),
+    /// The process a boot recording keeps while it waits (started by `record --boot`).
+    #[command(hide = true)]
+    Hold,
+}
+
+/// Install coldstart-boot.service, wanted by sysinit.target, with these options.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  sudo coldstart boot enable
+  sudo coldstart boot enable --until unit:display-manager.service --until idle:2000
+  sudo coldstart boot enable --root /var/lib/machines/deb --install-binary
+
+Writes etc/systemd/system/coldstart-boot.service (contrib/systemd's file as it is), its
+drop-in coldstart-boot.service.d/coldstart-options.conf with the ExecStart of these options,
+and the link in sysinit.target.wants; `disable` removes exactly these, and the directories
+and binary enable created. Run `systemctl daemon-reload` afterwards on a running system.")]
+pub struct EnableArgs {
+    #[command(flatten)]
+    pub root: RootArgs,
+    /// When the boot is over (repeatable: all must be met); `exit` has no meaning here.
+    #[arg(long, value_name = "WHEN", default_value = DEFAULT_UNTIL)]
+    pub until: Vec<Until>,
+    /// Stop recording after this long (a bare number is seconds; ms, s) even if the conditions are not met.
+    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = values::positive_duration)]
+    pub timeout: Duration,
+    /// The coldstart binary as seen inside the root (absolute); it must be there when the root boots.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_BINARY)]
+    pub binary: PathBuf,
+    /// Copy the running coldstart to --binary inside the root (otherwise it must be there).
+    #[arg(long)]
+    pub install_binary: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RootArgs {
+    /// Work on the system under DIR (an image, a container's tree) instead of this one.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Enable(a) => enable(&a),
+        Action::Disable(a) => disable(&a),
+        Action::Status(a) => status(&a),
+        Action::Hold => hold(),
+    }
+}
+
+/// `before recording: kernel 0.900 s, initrd 1.200 s, …`, or `None` for a trace of no boot.
+pub fn before_recording_text(phases: &[BootPhase]) -> Option<String> {
+    if phases.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = phases
+        .iter()
+        .map(|p| match p.phase.as_str() {
+            "uptime" => format!("{} since the kernel started", secs(p.ns)),
+            "host" => format!("host up {} when the container started", secs(p.ns)),
+            name => format!("{name} {}", secs(p.ns)),
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// The `--until` conditions of a boot recording: the default when only `exit` (clap's
+/// default) is given; refused when `exit` is one of several.
+pub fn boot_conditions(until: &[Until]) -> anyhow::Result<Vec<Until>> {
+    if until.is_empty() || until == [Until::Exit] {
+        return Ok(vec![DEFAULT_UNTIL.parse().map_err(|e| anyhow::anyhow!("{e}"))?]);
+    }
+    if let Some(no_command) = until.iter().find(|u| **u == Until::Exit || u.watches_output()) {
+        bail!(
+            "--until {no_command} has no meaning for a boot (there is no command): use unit:, mark:, idle or a window"
+        );
+    }
+    Ok(until.to_vec())
+}
+
+fn inside(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+/// One word of an `ExecStart=` line, quoted as systemd.service(5) reads it.
+fn exec_word(word: &str) -> String {
+    let plain =
+        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=@+-,".contains(c));
+    let quoted = if plain {
+        word.to_owned()
+    } else {
+        format!("\"{}\"", word.replace('\\', "\\\\").replace('"', "\\\""))
+    };
+    quoted.replace('%', "%%").replace('$', "$$")
+}
+
+/// The `ExecStart=` command of `enable`'s options.
+fn exec_start(args: &EnableArgs) -> String {
+    let mut words = vec![args.binary.to_string_lossy().into_owned(), "record".into(), "--boot".into()];
+    for until in &args.until {
+        words.push("--until".into());
+        words.push(until.to_string());
+    }
+    words.push("--timeout".into());
+    words.push(format!("{}", args.timeout.as_secs_f64()));
+    words.iter().map(|w| exec_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Creates `rel` and its missing parents under `root`; returns those it created, outermost first.
+fn create_dirs(root: &Path, rel: &str) -> anyhow::Result<Vec<String>> {
+    let mut created = Vec::new();
+    let mut path = String::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        path = if path.is_empty() { part.to_owned() } else { format!("{path}/{part}") };
+        let full = inside(root, &path);
+        match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => bail!("{} is in the way: not a directory", full.display()),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                std::fs::create_dir(&full).with_context(|| format!("cannot create {}", full.display()))?;
+                std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))?;
+                created.push(format!("/{path}"));
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot look at {}", full.display())),
+        }
+    }
+    Ok(created)
+}
+
+fn unit_path(root: &Path) -> PathBuf {
+    inside(root, &format!("{UNIT_DIR}/{UNIT_NAME}"))
+}
+fn drop_in_dir(root: &Path) -> PathBuf {
+    inside(root, &format!("{UNIT_DIR}/{UNIT_NAME}.d"))
+}
+fn drop_in_path(root: &Path) -> PathBuf {
+    drop_in_dir(root).join(DROP_IN)
+}
+fn wants_link(root: &Path) -> PathBuf {
+    inside(root, &format!("{WANTS_DIR}/{UNIT_NAME}"))
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
+    let root = &args.root.root;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", root.display());
+    }
+    if !args.binary.is_absolute() {
+        bail!("--binary {}: must be an absolute path (as seen inside the root)", args.binary.display());
+    }
+    if args.until.contains(&Until::Exit) {
+        bail!(
+            "--until exit has no meaning for a boot (there is no command): use unit:, mark:, idle or a window"
+        );
+    }
+    boot_conditions(&args.until)?;
+    if exists(&drop_in_path(root)) {
+        disable_quietly(root)?;
+        eprintln!("coldstart: it was enabled already: replaced with these options");
+    } else if exists(&unit_path(root)) || exists(&wants_link(root)) {
+        bail!(
+            "{} or its sysinit.target.wants link exists but was not written by `coldstart boot enable`: left alone",
+            unit_path(root).display()
+        );
+    }
+    let binary = inside(root, &args.binary.to_string_lossy());
+    if args.install_binary && exists(&binary) {
+        bail!("{} exists already: leave out --install-binary to use it, or remove it", binary.display());
+    }
+    let mut created = create_dirs(root, &format!("{UNIT_DIR}/{UNIT_NAME}.d"))?;
+    created.extend(create_dirs(root, WANTS_DIR)?);
+    std::fs::write(unit_path(root), UNIT_TEXT)
+        .with_context(|| format!("cannot write {}", unit_path(root).display()))?;
+    std::fs::set_permissions(unit_path(root), std::fs::Permissions::from_mode(0o644))?;
+    symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), wants_link(root))
+        .with_context(|| format!("cannot link {}", wants_link(root).display()))?;
+    if args.install_binary {
+        let parent = args.binary.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        created.extend(create_dirs(root, &parent)?);
+        let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
+        std::fs::copy(&me, &binary)
+            .with_context(|| format!("cannot copy {} to {}", me.display(), binary.display()))?;
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755))?;
+        created.push(args.binary.to_string_lossy().into_owned());
+    }
+    let mut drop_in = String::from(
+        "# Written by `coldstart boot enable`, with the options given to it; `coldstart boot disable`\n\
+         # removes it, the unit, its link, and what the lines below name.\n",
+    );
+    for path in &created {
+        drop_in.push_str(&format!("{CREATED}{path}\n"));
+    }
+    drop_in.push_str(&format!("[Service]\nExecStart=\nExecStart={}\n", exec_start(args)));
+    std::fs::write(drop_in_path(root), drop_in)
+        .with_context(|| format!("cannot write {}", drop_in_path(root).display()))?;
+    std::fs::set_permissions(drop_in_path(root), std::fs::Permissions::from_mode(0o644))?;
+    println!("enabled {UNIT_NAME} in {} (wanted by sysinit.target)", root.display());
+    println!("  runs   {}", exec_start(args));
+    if !args.install_binary && !exists(&binary) {
+        println!(
+            "  WARNING {} is not there yet: install coldstart there, or enable again with --install-binary",
+            binary.display()
+        );
+    }
+    if root == Path::new("/") {
+        println!("next: systemctl daemon-reload; the next boot is recorded to /var/log/coldstart/");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The paths the drop-in says `enable` created, in the order created.
+fn created_paths(drop_in: &str) -> Vec<String> {
+    drop_in.lines().filter_map(|l| l.strip_prefix(CREATED)).map(str::to_owned).collect()
+}
+
+/// Removes what `enable` wrote; returns what it removed.
+fn disable_quietly(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let drop_in = match std::fs::read_to_string(drop_in_path(root)) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", drop_in_path(root).display())),
+    };
+    let Some(drop_in) = drop_in else { return Ok(Vec::new()) };
+    let mut removed = Vec::new();
+    for path in [wants_link(root), unit_path(root), drop_in_path(root)] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
+        }
+    }
+    for rel in created_paths(&drop_in).iter().rev() {
+        let path = inside(root, rel);
+        let result = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir(&path),
+            Ok(_) => std::fs::remove_file(&path),
+            Err(_) => continue,
+        };
+        match result {
+            Ok(()) => removed.push(path),
+            Err(e) => eprintln!("coldstart: warning: left {} in place: {e}", path.display()),
+        }
+    }
+    Ok(removed)
+}
+
+fn disable(root: &RootArgs) -> anyhow::Result<ExitCode> {
+    let root = &root.root;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", root.display());
+    }
+    let removed = disable_quietly(root)?;
+    if removed.is_empty() {
+        println!("{UNIT_NAME} is not enabled in {}: nothing to remove", root.display());
+    } else {
+        println!("disabled {UNIT_NAME} in {}; removed:", root.display());
+        for path in removed {
+            println!("  {}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(root: &RootArgs) -> anyhow::Result<ExitCode> {
+    let root = &root.root;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", root.display());
+    }
+    let drop_in = std::fs::read_to_string(drop_in_path(root)).ok();
+    let enabled = exists(&wants_link(root)) && exists(&unit_path(root));
+    match (&drop_in, enabled) {
+        (Some(text), true) => {
+            println!("{UNIT_NAME}: enabled in {} (wanted by sysinit.target)", root.display());
+            if let Some(command) =
+                text.lines().filter_map(|l| l.strip_prefix("ExecStart=")).rfind(|c| !c.is_empty())
+            {
+                println!("  runs   {command}");
+                if let Some(binary) = command.split_whitespace().next()
+                    && !exists(&inside(root, binary))
+                {
+                    println!("  MISSING {binary} inside {}", root.display());
+                }
+            }
+        }
+        (None, true) => println!(
+            "{UNIT_NAME}: enabled in {}, without coldstart's drop-in (installed by hand)",
+            root.display()
+        ),
+        _ => println!("{UNIT_NAME}: not enabled in {}", root.display()),
+    }
+    let dir = inside(root, coldstart_record::boot::BOOT_TRACE_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            println!("traces: none yet in {}", dir.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot list {} (it is root's only)", dir.display()));
+        }
+    };
+    let mut traces: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("boot-") && n.ends_with(".coldstart"))
+        })
+        .collect();
+    traces.sort();
+    if traces.is_empty() {
+        println!("traces: none yet in {}", dir.display());
+    } else {
+        println!("traces in {}:", dir.display());
+    }
+    for path in traces {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let what = match Trace::read(&path) {
+            Ok(t) => {
+                let date = utc_date(t.meta.start_unix_ns);
+                let ready = t.meta.ready.as_ref().map_or_else(
+                    || format!("not ready after {}", secs(t.meta.duration_ns)),
+                    |r| format!("ready at {} ({})", secs(r.t_ns), r.reason),
+                );
+                let before = before_recording_text(&t.meta.before_recording)
+                    .map(|b| format!("; before recording: {b}"))
+                    .unwrap_or_default();
+                format!("{date}  {ready}{before}")
+            }
+            Err(e) => format!("unreadable: {}", coldstart_trace::error_chain(&e)),
+        };
+        println!("  {name}  {}  {what}", bytes(size));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time in ns (the civil-from-days algorithm).
+fn utc_date(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Waits to be ended: the boot recording's tree, whose marks file it names for `coldstart mark`.
+fn hold() -> anyhow::Result<ExitCode> {
+    if let Some(marks) = std::env::var_os(coldstart_launch::MARKS_ENV) {
+        eprintln!(
+            "coldstart: recording the boot; mark a milestone with: COLDSTART_MARKS={} coldstart mark NAME",
+            marks.to_string_lossy()
+        );
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_start_quotes_what_systemd_would_split_or_expand() {
+        assert_eq!(exec_word("unit:multi-user.target"), "unit:multi-user.target");
+        assert_eq!(exec_word("window-name:/a b/"), "\"window-name:/a b/\"");
+        assert_eq!(exec_word("mark:50%"), "\"mark:50%%\"");
+        assert_eq!(exec_word("mark:$HOME\"x"), "\"mark:$$HOME\\\"x\"");
+    }
+
+    #[test]
+    fn dates_of_unix_times() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_date(1_764_186_300_000_000_000), "2025-11-26 19:45:00 UTC");
+        assert_eq!(utc_date(951_782_400_000_000_000), "2000-02-29 00:00:00 UTC");
+    }
+
+    #[test]
+    fn boot_conditions_default_to_multi_user_and_refuse_exit() {
+        assert_eq!(boot_conditions(&[Until::Exit]).unwrap(), [DEFAULT_UNTIL.parse::<Until>().unwrap()]);
+        assert!(boot_conditions(&[Until::Exit, "idle".parse().unwrap()]).is_err());
+        assert!(boot_conditions(&["output:ready".parse().unwrap()]).is_err());
+        let idle: Until = "idle:500".parse().unwrap();
+        assert_eq!(boot_conditions(std::slice::from_ref(&idle)).unwrap(), [idle]);
+    }
+
+    #[test]
+    fn the_unit_is_the_bootchart_idiom() {
+        for line in
+            ["DefaultDependencies=no", "Before=sysinit.target", "WantedBy=sysinit.target", "Type=notify"]
+        {
+            assert!(UNIT_TEXT.lines().any(|l| l.starts_with(line)), "{line}");
+        }
+    }
+}
