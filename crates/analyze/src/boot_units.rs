@@ -148,13 +148,14 @@ impl<'t> Processes<'t> {
         self.by_pid.get(&pid).and_then(|p| p.start_ns).is_some_and(|t| t + FORK_SLACK_NS >= from && t <= to)
     }
 
-    /// `roots` and their descendants started in `from..=to`.
-    fn with_descendants(&self, roots: Vec<i32>, from: Nanos, to: Nanos) -> Vec<i32> {
+    /// `roots` and their descendants started in `from..=to`, but for those in `others`
+    /// (the main processes of other units) and theirs.
+    fn with_descendants(&self, roots: Vec<i32>, from: Nanos, to: Nanos, others: &FxHashSet<i32>) -> Vec<i32> {
         let mut out = roots.clone();
         let mut todo = roots;
         while let Some(pid) = todo.pop() {
             for &child in self.children.get(&pid).into_iter().flatten() {
-                if self.started_in(child, from, to) && !out.contains(&child) {
+                if self.started_in(child, from, to) && !others.contains(&child) && !out.contains(&child) {
                     out.push(child);
                     todo.push(child);
                 }
@@ -210,14 +211,19 @@ pub(crate) fn unit_times(
     }
     let processes = Processes::new(ctx);
     let manager = processes.manager(&started);
-    let mut claimed: FxHashSet<i32> = started.iter().filter_map(|u| u.pid).collect();
+    let main_pids: FxHashSet<i32> = started.iter().filter_map(|u| u.pid).collect();
+    let mut claimed = main_pids.clone();
     claimed.extend(manager);
     let members: Vec<(Vec<i32>, UnitProcessesFrom)> = started
         .iter()
         .map(|u| {
             let (from, to) = (u.activating_ns.unwrap_or(0), u.active_ns.unwrap_or(0));
             if let Some(pid) = u.pid {
-                return (processes.with_descendants(vec![pid], from, to), UnitProcessesFrom::MainPid);
+                let others = main_pids.iter().copied().filter(|&p| p != pid).collect();
+                return (
+                    processes.with_descendants(vec![pid], from, to, &others),
+                    UnitProcessesFrom::MainPid,
+                );
             }
             let named: Vec<i32> = manager
                 .and_then(|m| processes.children.get(&m))
@@ -231,7 +237,7 @@ pub(crate) fn unit_times(
                 (Vec::new(), UnitProcessesFrom::None)
             } else {
                 claimed.extend(&named);
-                (processes.with_descendants(named, from, to), UnitProcessesFrom::Name)
+                (processes.with_descendants(named, from, to, &main_pids), UnitProcessesFrom::Name)
             }
         })
         .collect();

@@ -1,0 +1,118 @@
+//! The systemd units of a boot in every report: the text report's "systemd units" and
+//! "Chain to" sections (golden), the chart's unit rows, the Chrome/Perfetto units track and
+//! the HTML report's units; and no trace of them for a trace without units.
+
+use coldstart_analyze::{Analysis, analyze};
+use coldstart_report::{export, svg, text};
+use coldstart_trace::{ReadyReason, Trace, Unit};
+
+mod common;
+
+use common::{MS, fixture};
+
+fn unit(name: &str, activating: i64, active: i64, pid: Option<i32>, after: &[&str]) -> Unit {
+    Unit {
+        name: name.into(),
+        manager: "container".into(),
+        activating_ns: Some(activating * MS),
+        active_ns: Some(active * MS),
+        deactivating_ns: None,
+        pid,
+        after: after.iter().map(|a| (*a).to_owned()).collect(),
+    }
+}
+
+/// The fixture as a boot: `app` (100) is app.service, its child `helper` (200)
+/// helper.service, which wakes app after app slept 48 ms; multi-user.target follows both.
+fn boot() -> Trace {
+    let mut trace = fixture();
+    trace.units = vec![
+        unit("helper.service", 30, 90, Some(200), &["basic.target"]),
+        unit("app.service", 2, 100, Some(100), &["basic.target"]),
+        unit("basic.target", 1, 1, None, &[]),
+        unit("multi-user.target", 105, 105, None, &["app.service", "helper.service"]),
+    ];
+    if let Some(ready) = &mut trace.meta.ready {
+        ready.t_ns = 105 * MS;
+        ready.reason = ReadyReason::Unit("multi-user.target".into());
+    }
+    trace
+}
+
+fn text_of(a: &Analysis) -> String {
+    let mut out = Vec::new();
+    text::report(a, &text::Options::default(), &mut out).expect("render");
+    String::from_utf8(out).expect("utf-8")
+}
+
+/// The report's lines from the units section to the end of the chain.
+fn units_sections(report: &str) -> String {
+    let from = report.find("\nsystemd units (").expect("a units section");
+    let to = report[from + 1..].find("\n\n").map_or(report.len(), |i| from + 1 + i);
+    let chain_end = report[to + 2..].find("\n\n").map_or(report.len(), |i| to + 2 + i);
+    report[from + 1..chain_end].to_owned()
+}
+
+#[test]
+fn the_units_and_the_chain_in_the_text_report() {
+    let a = analyze(&boot());
+    let app = a.units.iter().find(|u| u.name == "app.service").expect("app.service");
+    assert_eq!((app.cpu_ns, app.io_wait_ns, app.other_ns), (29 * MS, 20 * MS, MS));
+    assert_eq!(
+        app.unit_waits.iter().map(|w| (w.unit.as_str(), w.ns)).collect::<Vec<_>>(),
+        [("helper.service", 48 * MS)]
+    );
+    assert_eq!(app.pids, [100], "helper is another unit's main process");
+    insta::assert_snapshot!(units_sections(&text_of(&a)));
+}
+
+#[test]
+fn a_trace_without_units_shows_none_of_them() {
+    let a = analyze(&fixture());
+    let report = text_of(&a);
+    assert!(!report.contains("systemd units") && !report.contains("Chain to"));
+    let mut chart = Vec::new();
+    svg::write(&fixture(), &a, &svg::Options::default(), &mut chart).unwrap();
+    assert!(!String::from_utf8(chart).unwrap().contains("systemd units"));
+    let mut events = Vec::new();
+    export::chrome::write(&fixture(), &a, &mut events).unwrap();
+    assert!(!String::from_utf8(events).unwrap().contains("\"unit\""));
+}
+
+#[test]
+fn the_chart_draws_a_row_per_unit_start_with_its_split_in_the_tooltip() {
+    let trace = boot();
+    let a = analyze(&trace);
+    let mut chart = Vec::new();
+    svg::write(&trace, &a, &svg::Options::default(), &mut chart).unwrap();
+    let chart = String::from_utf8(chart).unwrap();
+    assert!(chart.contains(">systemd units<"));
+    assert_eq!(chart.matches("class=\"unit-start\"").count(), 2, "the two starts that took time");
+    assert!(chart.contains(
+        "<title>app.service +98.0 ms: CPU 29.0 ms, I/O 20.0 ms (libfoo.so), waiting on 48.0 ms (helper.service), other 1.0 ms</title>"
+    ), "{chart}");
+}
+
+#[test]
+fn the_chrome_export_has_a_units_track() {
+    let trace = boot();
+    let a = analyze(&trace);
+    let mut out = Vec::new();
+    export::chrome::write(&trace, &a, &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let units: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "unit").collect();
+    let slices: Vec<(&str, f64, f64)> = units
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| (e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(slices, [("app.service", 2000.0, 98000.0), ("helper.service", 30000.0, 60000.0)]);
+    assert_ne!(units[0]["tid"], units[1]["tid"], "overlapping starts on separate lanes");
+    let instants: Vec<&str> =
+        units.iter().filter(|e| e["ph"] == "i").map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(instants, ["basic.target active", "multi-user.target active"]);
+    let track =
+        events.iter().find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == units[0]["pid"]);
+    assert_eq!(track.map(|e| &e["args"]["name"]), Some(&serde_json::json!("systemd units")));
+}
