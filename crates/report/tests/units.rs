@@ -3,7 +3,7 @@
 //! the HTML report's units; and no trace of them for a trace without units.
 
 use coldstart_analyze::{Analysis, analyze};
-use coldstart_report::{export, svg, text};
+use coldstart_report::{export, html, svg, text};
 use coldstart_trace::{ReadyReason, Trace, Unit};
 
 mod common;
@@ -115,4 +115,54 @@ fn the_chrome_export_has_a_units_track() {
     let track =
         events.iter().find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == units[0]["pid"]);
     assert_eq!(track.map(|e| &e["args"]["name"]), Some(&serde_json::json!("systemd units")));
+}
+
+#[test]
+fn the_html_report_has_a_units_tab_with_the_chain_and_a_units_track() {
+    let test = "the_html_report_has_a_units_tab_with_the_chain_and_a_units_track";
+    let Some(chromium) = coldstart_testkit::chromium(test) else { return };
+    let trace = boot();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("boot.html");
+    let mut out = Vec::new();
+    html::write(&analyze(&trace), Some(&html::Timeline::new(&trace)), None, &mut out).unwrap();
+    std::fs::write(&path, out).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = coldstart_testkit::headless_tab(&chromium, profile.path(), &[]);
+    tab.navigate_to(&format!("file://{}", path.display())).unwrap().wait_until_navigated().unwrap();
+    coldstart_testkit::wait_until(
+        &tab,
+        "the page to be built",
+        "document.body.dataset.ready === 'true'",
+        String::new,
+    );
+    tab.find_element("#tab-units").unwrap().click().unwrap();
+    let rows = coldstart_testkit::eval_json(
+        &tab,
+        "return [...document.querySelectorAll('#units-table tbody tr')].map(r => [...r.cells].slice(0, 8).map(c => c.textContent));",
+    );
+    assert_eq!(
+        rows[0],
+        serde_json::json!([
+            "app.service",
+            "0.002 s",
+            "98.0 ms",
+            "29.0 ms",
+            "20.0 ms",
+            "libfoo.so",
+            "48.0 ms",
+            "1.0 ms"
+        ])
+    );
+    assert_eq!(rows.as_array().map(Vec::len), Some(4));
+    let chain = coldstart_testkit::eval_json(
+        &tab,
+        "return [...document.querySelectorAll('#unit-chain li b')].map(b => b.textContent);",
+    );
+    assert_eq!(chain, serde_json::json!(["multi-user.target", "app.service", "basic.target"]));
+    let track = coldstart_testkit::eval_json(
+        &tab,
+        "return [...document.querySelectorAll('.tl-label')].some(l => l.textContent === 'systemd units');",
+    );
+    assert_eq!(track, serde_json::json!(true), "a units track on the timeline");
 }
