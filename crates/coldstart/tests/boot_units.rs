@@ -1,7 +1,8 @@
 //! The units of a container boot in the reports: one boot recorded (the rootfs that
 //! `boot.rs` makes and caches), then `coldstart report` (text and JSON) and `coldstart
 //! export` checked on what systemd's units did: journald's process and CPU, the chain of
-//! units to multi-user.target in time order.
+//! units to multi-user.target in time order; and the boot's chart, HTML report and export
+//! are the kinds a bootchart2 log imported with `coldstart import bootchart2` gives.
 
 mod support;
 use support::{can_record, coldstart, json, private_dir, unavailable};
@@ -133,4 +134,36 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
         .filter(|e| e["cat"] == "unit" && e["ph"] == "X" && e["name"] == "systemd-journald.service")
         .count();
     assert_eq!(starts, 1, "journald's start is a slice of the units track");
+
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/data/example1");
+    let imported = dir.path().join("bootchart2.coldstart");
+    coldstart().args(["import", "bootchart2"]).arg(&example).arg("-o").arg(&imported).assert().success();
+    let graphs = |trace: &Path, name: &str| {
+        let chart = dir.path().join(name);
+        coldstart().arg("report").arg(trace).args(["-f", "svg", "-o"]).arg(&chart).assert().success();
+        let html = dir.path().join(format!("{name}.html"));
+        coldstart().arg("report").arg(trace).args(["-f", "html", "-o"]).arg(&html).assert().success();
+        let events = dir.path().join(format!("{name}.json"));
+        coldstart().arg("export").arg(trace).args(["-f", "chrome", "-o"]).arg(&events).assert().success();
+        let chart = std::fs::read_to_string(&chart).unwrap();
+        let mut names: Vec<String> = chart
+            .split("class=\"graph-name\"")
+            .skip(1)
+            .filter_map(|rest| Some(rest.split_once('>')?.1.split_once('<')?.0.to_owned()))
+            .collect();
+        names.sort();
+        names
+    };
+    let boot_graphs = graphs(&trace, "boot.svg");
+    let imported_graphs = graphs(&imported, "bootchart2.svg");
+    for graph in &imported_graphs {
+        assert!(boot_graphs.contains(graph), "the boot's chart has no {graph}: {boot_graphs:?}");
+    }
+    // What a bootchart2 log does not hold: block requests (the seek plot) and units.
+    let only_recorded: Vec<&String> = boot_graphs.iter().filter(|g| !imported_graphs.contains(g)).collect();
+    assert!(only_recorded.contains(&&"systemd units".to_owned()), "{boot_graphs:?}");
+    assert!(
+        only_recorded.iter().all(|g| *g == "systemd units" || g.ends_with(" seeks")),
+        "{only_recorded:?} not in the bootchart2 chart"
+    );
 }
