@@ -124,6 +124,16 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
     assert!(text.contains("\nChain to multi-user.target ("), "{text}");
     assert!(text.contains("systemd-journald.service"));
 
+    let chain = coldstart().arg("report").arg(&trace).args(["--chain-to", "dbus.service"]).output().unwrap();
+    let chain = String::from_utf8_lossy(&chain.stdout);
+    assert!(chain.contains("\nChain to dbus.service (") && chain.contains("\n  dbus.service @"), "{chain}");
+    let unknown =
+        coldstart().arg("report").arg(&trace).args(["--chain-to", "nope.service"]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no unit nope.service became active in this trace"), "{stderr}");
+
     let export = dir.path().join("boot.json");
     coldstart().arg("export").arg(&trace).args(["-f", "chrome", "-o"]).arg(&export).assert().success();
     let events = json(&export);
