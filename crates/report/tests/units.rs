@@ -166,3 +166,26 @@ fn the_html_report_has_a_units_tab_with_the_chain_and_a_units_track() {
     );
     assert_eq!(track, serde_json::json!(true), "a units track on the timeline");
 }
+
+#[test]
+fn every_field_of_the_units_json_is_documented() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/report-json.md")).unwrap();
+    let a = analyze(&boot());
+    let value = serde_json::json!({ "units": a.units, "unit_chain": a.unit_chain });
+    let mut keys = Vec::new();
+    let mut todo = vec![&value];
+    while let Some(v) = todo.pop() {
+        match v {
+            serde_json::Value::Object(map) => {
+                keys.extend(map.keys().cloned());
+                todo.extend(map.values());
+            }
+            serde_json::Value::Array(items) => todo.extend(items),
+            _ => {}
+        }
+    }
+    let missing: Vec<&String> = keys.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
+    assert!(missing.is_empty(), "fields missing from docs/report-json.md: {missing:?}");
+    assert!(keys.contains(&"io_files".to_owned()) && keys.contains(&"links".to_owned()));
+}
