@@ -212,31 +212,38 @@ pub(crate) fn unit_times(
     let processes = Processes::new(ctx);
     let manager = processes.manager(&started);
     let main_pids: FxHashSet<i32> = started.iter().filter_map(|u| u.pid).collect();
-    let mut claimed = main_pids.clone();
-    claimed.extend(manager);
+    // Each of the manager's children that is no unit's main process goes to the unit named
+    // like it, without a main process, whose start began nearest its fork.
+    let mut named: Vec<Vec<i32>> = vec![Vec::new(); started.len()];
+    for &child in manager.and_then(|m| processes.children.get(&m)).into_iter().flatten() {
+        let Some(process) = processes.by_pid.get(&child) else { continue };
+        let Some(forked) = process.start_ns else { continue };
+        if main_pids.contains(&child) {
+            continue;
+        }
+        let nearest = started
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.pid.is_none() && runs_unit(&process.comm, &u.name))
+            .filter(|(_, u)| {
+                processes.started_in(child, u.activating_ns.unwrap_or(0), u.active_ns.unwrap_or(0))
+            })
+            .min_by_key(|(i, u)| ((u.activating_ns.unwrap_or(0) - forked).abs(), *i));
+        if let Some((i, _)) = nearest {
+            named[i].push(child);
+        }
+    }
     let members: Vec<(Vec<i32>, UnitProcessesFrom)> = started
         .iter()
-        .map(|u| {
+        .zip(named)
+        .map(|(u, named)| {
             let (from, to) = (u.activating_ns.unwrap_or(0), u.active_ns.unwrap_or(0));
             if let Some(pid) = u.pid {
                 let others = main_pids.iter().copied().filter(|&p| p != pid).collect();
-                return (
-                    processes.with_descendants(vec![pid], from, to, &others),
-                    UnitProcessesFrom::MainPid,
-                );
-            }
-            let named: Vec<i32> = manager
-                .and_then(|m| processes.children.get(&m))
-                .into_iter()
-                .flatten()
-                .copied()
-                .filter(|&pid| !claimed.contains(&pid) && processes.started_in(pid, from, to))
-                .filter(|pid| processes.by_pid.get(pid).is_some_and(|p| runs_unit(&p.comm, &u.name)))
-                .collect();
-            if named.is_empty() {
+                (processes.with_descendants(vec![pid], from, to, &others), UnitProcessesFrom::MainPid)
+            } else if named.is_empty() {
                 (Vec::new(), UnitProcessesFrom::None)
             } else {
-                claimed.extend(&named);
                 (processes.with_descendants(named, from, to, &main_pids), UnitProcessesFrom::Name)
             }
         })

@@ -30,6 +30,8 @@ fn boot() -> Trace {
         .process(105, 104, "helper", Some(24 * MS))
         .process(106, 101, "unrelated", Some(21 * MS))
         .process(103, 101, "dbus-daemon", Some(50 * MS))
+        .process(107, 101, "mount", Some(33 * MS))
+        .process(108, 101, "mount", Some(36 * MS))
         .thread(1031, 103, "dbus-worker")
         .file(7, "/usr/lib/systemd/systemd-journald")
         .fill(19 * MS, 102, 102, 7, 0, 4)
@@ -58,6 +60,8 @@ fn boot() -> Trace {
         unit("-.slice", 1, 1, None, &[]),
         unit("systemd-journald.service", 10, 40, Some(102), &["-.slice"]),
         unit("systemd-remount-fs.service", 20, 30, None, &["-.slice"]),
+        unit("a.mount", 34, 44, None, &[]),
+        unit("b.mount", 37, 47, None, &[]),
         unit("basic.target", 45, 45, None, &["systemd-journald.service", "systemd-remount-fs.service"]),
         unit("dbus.service", 50, 80, Some(103), &["basic.target", "systemd-journald.service"]),
         unit(
@@ -115,6 +119,14 @@ fn a_unit_without_a_main_pid_takes_the_managers_child_named_like_it_and_its_desc
 }
 
 #[test]
+fn a_process_named_like_two_units_goes_to_the_one_whose_start_began_nearest_its_fork() {
+    let a = analyze(&boot());
+    assert_eq!(find(&a.units, "a.mount").pids, [107]);
+    assert_eq!(find(&a.units, "b.mount").pids, [108]);
+    assert_eq!(find(&a.units, "b.mount").pids_from, UnitProcessesFrom::Name);
+}
+
+#[test]
 fn units_are_by_took_and_a_unit_still_starting_is_left_out() {
     let a = analyze(&boot());
     let names: Vec<&str> = a.units.iter().map(|u| u.name.as_str()).collect();
@@ -124,6 +136,8 @@ fn units_are_by_took_and_a_unit_still_starting_is_left_out() {
             "systemd-journald.service",
             "dbus.service",
             "systemd-remount-fs.service",
+            "a.mount",
+            "b.mount",
             "-.slice",
             "basic.target",
             "multi-user.target"
