@@ -212,6 +212,11 @@ fn golden_chart_of_the_bootchart2_example() {
 }
 
 #[test]
+fn golden_chart_of_a_boot_with_its_units() {
+    golden("boot", &chart(&common::boot()));
+}
+
+#[test]
 fn the_chart_is_deterministic_and_stamped_with_the_version() {
     let a = chart(&recorded());
     assert_eq!(a, chart(&recorded()));
