@@ -297,7 +297,7 @@ pub(crate) fn unit_times(
                 time.after_active_ns = Some(active);
             }
             let tids = pids.iter().flat_map(|pid| tids_of_pid.get(pid).into_iter().flatten().copied());
-            split_interval(ctx, &mut time, tids, wait_top_file, |waker_tid| {
+            let waits = split_interval(ctx, &mut time, tids, wait_top_file, |waker_tid| {
                 let pid = ctx.pid_of(waker_tid);
                 if Some(pid) == manager {
                     Some(Doing::WokenByManager)
@@ -305,19 +305,12 @@ pub(crate) fn unit_times(
                     unit_of_pid.get(&pid).filter(|&&u| u != i).map(|&u| Doing::WokenByUnit(u))
                 }
             });
+            time.unit_waits =
+                waits.into_iter().map(|(u, ns)| UnitWait { unit: started[u].name.clone(), ns }).collect();
+            time.unit_waits.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.unit.cmp(&b.unit)));
             time
         })
         .collect();
-    // Unit indices become names now that every unit has its own.
-    let names: Vec<String> = started.iter().map(|u| u.name.clone()).collect();
-    for unit in &mut out {
-        for wait in &mut unit.unit_waits {
-            if let Ok(i) = wait.unit.parse::<usize>() {
-                wait.unit = names.get(i).cloned().unwrap_or_default();
-            }
-        }
-        unit.unit_waits.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.unit.cmp(&b.unit)));
-    }
     out.sort_by(|a, b| {
         b.took_ns.cmp(&a.took_ns).then(a.activating_ns.cmp(&b.activating_ns)).then(a.name.cmp(&b.name))
     });
@@ -326,14 +319,15 @@ pub(crate) fn unit_times(
 }
 
 /// Splits `unit`'s activating interval over what its threads did, by [`Doing`]'s
-/// precedence; `woken_by` says whose wakeup ended a sleep, by the waker's tid.
+/// precedence; `woken_by` says whose wakeup ended a sleep, by the waker's tid. Returns the
+/// waits on other units, by their index.
 fn split_interval(
     ctx: &Ctx,
     unit: &mut UnitTime,
     tids: impl Iterator<Item = i32>,
     wait_top_file: &[u32],
     woken_by: impl Fn(i32) -> Option<Doing>,
-) {
+) -> BTreeMap<usize, Nanos> {
     let (from, to) = (unit.activating_ns, unit.active_ns);
     let sched = &ctx.trace.sched;
     let mut events: Vec<(Nanos, Doing, i32)> = Vec::new();
@@ -397,5 +391,5 @@ fn split_interval(
     }
     unit.io_files = io.into_iter().map(|(file, ns)| UnitFileWait { file, ns }).collect();
     unit.io_files.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.file.cmp(&b.file)));
-    unit.unit_waits = waits.into_iter().map(|(u, ns)| UnitWait { unit: u.to_string(), ns }).collect();
+    waits
 }
