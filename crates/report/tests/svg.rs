@@ -16,6 +16,8 @@ use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
 use quick_xml::events::Event;
 
+#[path = "common/boot.rs"]
+mod boot;
 mod common;
 #[path = "common/session.rs"]
 mod session;
@@ -213,7 +215,7 @@ fn golden_chart_of_the_bootchart2_example() {
 
 #[test]
 fn golden_chart_of_a_boot_with_its_units() {
-    golden("boot", &chart(&common::boot()));
+    golden("boot", &chart(&boot::boot()));
 }
 
 #[test]

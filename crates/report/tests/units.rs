@@ -5,9 +5,12 @@
 use coldstart_analyze::{Analysis, analyze};
 use coldstart_report::{export, html, svg, text};
 
+#[path = "common/boot.rs"]
+mod boot;
 mod common;
 
-use common::{MS, boot, fixture};
+use boot::boot;
+use common::{MS, fixture};
 
 fn text_of(a: &Analysis) -> String {
     let mut out = Vec::new();

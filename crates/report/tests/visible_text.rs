@@ -16,6 +16,8 @@ use coldstart_analyze::doctor::{DoctorConfig, diagnose};
 use coldstart_report::{html, svg, text};
 use coldstart_trace::Trace;
 
+#[path = "common/boot.rs"]
+mod boot;
 mod common;
 #[path = "common/session.rs"]
 mod session;
@@ -38,7 +40,7 @@ fn traces() -> Vec<(String, Trace)> {
     out.push(("example1".to_owned(), coldstart_import::bootchart2::import(&example1).expect("example1")));
     out.push(("session".to_owned(), session::session()));
     out.push(("fixture".to_owned(), common::fixture()));
-    out.push(("boot".to_owned(), common::boot()));
+    out.push(("boot".to_owned(), boot::boot()));
     out
 }
 
