@@ -162,3 +162,29 @@ fn every_field_of_the_units_json_is_documented() {
     assert!(missing.is_empty(), "fields missing from docs/report-json.md: {missing:?}");
     assert!(keys.contains(&"io_files".to_owned()) && keys.contains(&"links".to_owned()));
 }
+
+/// The names of a chart's graphs (`class="graph-name"` texts), sorted.
+fn graph_names(trace: &coldstart_trace::Trace) -> Vec<String> {
+    let mut chart = Vec::new();
+    svg::write(trace, &analyze(trace), &svg::Options::default(), &mut chart).unwrap();
+    let chart = String::from_utf8(chart).unwrap();
+    let mut names: Vec<String> = chart
+        .split("class=\"graph-name\"")
+        .skip(1)
+        .filter_map(|rest| Some(rest.split_once('>')?.1.split_once('<')?.0.to_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_boot_and_a_bootchart2_import_are_drawn_with_the_same_graphs_but_units_and_seeks() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/data/example1");
+    let imported = coldstart_import::bootchart2::import(&dir).expect("import example1");
+    assert_eq!(graph_names(&imported), ["CPU", "Disk reads", "Phases", "Processes"]);
+    assert_eq!(
+        graph_names(&boot()),
+        ["CPU", "Disk reads", "Phases", "Processes", "systemd units", "vda seeks"],
+        "a log has neither units nor block requests"
+    );
+}
