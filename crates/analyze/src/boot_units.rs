@@ -289,6 +289,7 @@ pub(crate) fn unit_times(
             let last_after = unit
                 .after
                 .iter()
+                .filter(|name| **name != unit.name)
                 .filter_map(|name| Some((name.as_str(), *active_of.get(name.as_str())?)))
                 .filter(|&(_, active)| active <= from + CHAIN_SLACK_NS)
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)));

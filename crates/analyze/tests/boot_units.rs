@@ -166,3 +166,30 @@ fn a_trace_without_units_has_neither_units_nor_chain_in_its_json() {
     let json = serde_json::to_value(&a).expect("json");
     assert!(json.get("units").is_none() && json.get("unit_chain").is_none());
 }
+
+#[test]
+fn odd_units_neither_panic_nor_loop() {
+    let mut trace =
+        Builder::new().sched(100, 0, 5 * MS, Running).ready(20 * MS, "unit:user/a.target").build();
+    trace.units = vec![
+        unit("a.target", 10, 10, None, &["b.target", "a.target"]),
+        unit("b.target", 10, 10, None, &["a.target"]),
+        unit("backwards.service", 30, 20, Some(4242), &["a.target"]),
+        unit("nameless.service", -5, 2, Some(100), &["nowhere.target"]),
+        Unit { name: "never.service".into(), ..Unit::default() },
+    ];
+    let a = analyze(&trace);
+    assert_eq!(a.units.len(), 4);
+    let chain = a.unit_chain.expect("a chain to a.target, named as user/a.target");
+    assert_eq!(chain.links, ["a.target", "b.target"]);
+    let backwards = find(&a.units, "backwards.service");
+    assert_eq!((backwards.took_ns, backwards.pids.clone()), (0, vec![4242]));
+    let before_start = find(&a.units, "nameless.service");
+    assert_eq!(before_start.took_ns, 7 * MS);
+    assert_eq!(
+        before_start.cpu_ns + before_start.other_ns,
+        7 * MS,
+        "2 ms on a CPU after t = 0, the rest unknown"
+    );
+    assert_eq!(before_start.cpu_ns, 2 * MS);
+}
