@@ -67,6 +67,13 @@ pub struct Analysis {
     /// Where the CPU went, from the stack samples; absent when the trace has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_profile: Option<crate::cpu::CpuProfile>,
+    /// The systemd units that became active during the recording, longest start first;
+    /// absent when the trace has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<crate::boot_units::UnitTime>,
+    /// The chain of units to the unit the recording waited for (`--until unit:NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_chain: Option<crate::boot_units::UnitChain>,
 }
 
 /// What was traced, where, and how (from the trace's meta and disk tables).

@@ -48,7 +48,7 @@ struct Walk<'c, 't> {
     buffer: WaitFiles,
 }
 
-impl Walk<'_, '_> {
+impl<'t> Walk<'_, 't> {
     fn push(&mut self, tid: i32, start: Nanos, end: Nanos, kind: SegmentKind) {
         if start < end {
             let pid = self.ctx.pid_of(tid);
@@ -87,13 +87,8 @@ impl Walk<'_, '_> {
     }
 
     /// The wakeup that ended sleep `iv` of `tid`, if one was seen.
-    fn wakeup_ending(&self, tid: i32, iv: &SchedInterval, t: Nanos) -> Option<&Wakeup> {
-        let wakeups = self.ctx.wakeups_by_tid.rows_of(tid);
-        let bound = iv.end_ns.max(t) + WAKEUP_SLACK_NS;
-        let w = wakeups.partition_point(|&r| self.ctx.trace.wakeups[r as usize].t_ns <= bound);
-        w.checked_sub(1)
-            .map(|i| &self.ctx.trace.wakeups[wakeups[i] as usize])
-            .filter(|w| w.t_ns + WAKEUP_SLACK_NS >= iv.start_ns)
+    fn wakeup_ending(&self, tid: i32, iv: &SchedInterval, t: Nanos) -> Option<&'t Wakeup> {
+        wakeup_ending(self.ctx, tid, iv, t)
     }
 
     /// Where the polling loop that the sleep `rows[k]` of `tid` ends began: the start of
@@ -161,6 +156,16 @@ impl Walk<'_, '_> {
         };
         self.thread_of_at(parent_pid, t).filter(|&c| c != tid)
     }
+}
+
+/// The wakeup that ended sleep `iv` of `tid` (at `t` or later), if one was seen.
+pub(crate) fn wakeup_ending<'t>(ctx: &Ctx<'t>, tid: i32, iv: &SchedInterval, t: Nanos) -> Option<&'t Wakeup> {
+    let wakeups = ctx.wakeups_by_tid.rows_of(tid);
+    let bound = iv.end_ns.max(t) + WAKEUP_SLACK_NS;
+    let w = wakeups.partition_point(|&r| ctx.trace.wakeups[r as usize].t_ns <= bound);
+    w.checked_sub(1)
+        .map(|i| &ctx.trace.wakeups[wakeups[i] as usize])
+        .filter(|w| w.t_ns + WAKEUP_SLACK_NS >= iv.start_ns)
 }
 
 pub(crate) fn critical_path(

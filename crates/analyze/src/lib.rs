@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod analysis;
+mod boot_units;
 mod context;
 mod cpu;
 mod critical;
@@ -28,6 +29,7 @@ pub mod units;
 mod warnings;
 
 pub use analysis::*;
+pub use boot_units::{UnitChain, UnitFileWait, UnitProcessesFrom, UnitTime, UnitWait, chain_to, ready_unit};
 pub use cpu::{CpuFunction, CpuLibrary, CpuProfile, PhaseCpu, SegmentCpu};
 pub use offcpu::{KernelWait, OffCpuIndex, area_of, kernel_wait};
 pub use ranking::{RankBy, ReadFilter};
@@ -95,6 +97,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let problems = warnings::check(&ctx, trace_end, &times.anomalies, &mut warnings);
     warnings.sort_by(|a, b| a.code.cmp(&b.code).then(a.message.cmp(&b.message)));
 
+    let (units, unit_chain) = boot_units::unit_times(&ctx, &times.threads, &times.wait_top_file);
     let files = file_table(&ctx, &coalesced.file_uses, &disks, critical_path.as_ref());
     let cu = &coalesced.file_uses;
     let overview = Overview {
@@ -147,6 +150,8 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         losses: trace.losses.clone(),
         warnings,
         cpu_profile,
+        units,
+        unit_chain,
     };
     analysis.by_file = analysis.rank(RankBy::File, &ReadFilter::default());
     analysis.by_process = analysis.rank(RankBy::Process, &ReadFilter::default());

@@ -5,7 +5,10 @@
 use std::io::{self, Write};
 
 use coldstart_analyze::units::{base_name, bytes, count, duration, percent, plural, secs};
-use coldstart_analyze::{Analysis, CriticalPath, PathSegment, RankBy, ReadFilter, SegmentKind, WakerProcess};
+use coldstart_analyze::{
+    Analysis, CriticalPath, PathSegment, RankBy, ReadFilter, SegmentKind, UnitProcessesFrom, UnitTime,
+    WakerProcess,
+};
 use coldstart_trace::{CacheState, FileKind, Nanos, TextEnum};
 
 use crate::table::{Align, Table};
@@ -70,6 +73,8 @@ pub fn report_with_findings(
     cross_check(a, &mut out)?;
     start(a, &mut out)?;
     critical_path(a, options, &mut out)?;
+    units(a, options, &mut out)?;
+    unit_chain(a, &mut out)?;
     if let Some(d) = diagnosis {
         crate::findings::section(a, d, options.top, &mut out)?;
     }
@@ -712,6 +717,132 @@ fn cpu(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
                 .collect();
             writeln!(out, "    {}: {} samples: {}", ph.phase + 1, count(ph.samples), top.join(", "))?;
         }
+    }
+    Ok(())
+}
+
+/// A unit's processes, for a table cell.
+pub fn unit_processes(a: &Analysis, u: &UnitTime) -> String {
+    let how = match u.pids_from {
+        UnitProcessesFrom::MainPid => "main pid",
+        UnitProcessesFrom::Name => "by name",
+        UnitProcessesFrom::None => return "none found".to_owned(),
+    };
+    let shown: Vec<String> = u.pids.iter().take(3).map(|&p| who(a, p)).collect();
+    let more = u.pids.len().saturating_sub(shown.len());
+    let more = if more > 0 { format!(" +{more}") } else { String::new() };
+    format!("{}{more} ({how})", shown.join(" "))
+}
+
+/// The I/O wait of a unit with the file it waited for most.
+fn unit_io(a: &Analysis, u: &UnitTime) -> String {
+    match u.io_files.first() {
+        Some(f) if u.io_wait_ns > 0 => {
+            format!("{} ({})", duration(u.io_wait_ns), base_name(a.file_name(f.file)))
+        }
+        _ => duration(u.io_wait_ns),
+    }
+}
+
+/// The waits of a unit on other units and on the manager.
+fn unit_waits(u: &UnitTime) -> String {
+    let mut parts: Vec<(Nanos, String)> = u.unit_waits.iter().map(|w| (w.ns, w.unit.clone())).collect();
+    if u.manager_wait_ns > 0 {
+        parts.push((u.manager_wait_ns, "the manager".to_owned()));
+    }
+    parts.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+    let total: Nanos = parts.iter().map(|p| p.0).sum();
+    match parts.len() {
+        0 => duration(0),
+        1 => format!("{} ({})", duration(total), parts[0].1),
+        n => format!("{} ({} +{})", duration(total), parts[0].1, n - 1),
+    }
+}
+
+/// A unit's start split into CPU, I/O, waits and the rest, in words (zero parts left out).
+pub fn unit_split(a: &Analysis, u: &UnitTime) -> String {
+    let mut parts = Vec::new();
+    if u.cpu_ns > 0 {
+        parts.push(format!("CPU {}", duration(u.cpu_ns)));
+    }
+    if u.io_wait_ns > 0 {
+        parts.push(format!("I/O {}", unit_io(a, u)));
+    }
+    if u.manager_wait_ns > 0 || !u.unit_waits.is_empty() {
+        parts.push(format!("waiting on {}", unit_waits(u)));
+    }
+    if u.other_ns > 0 {
+        parts.push(format!("other {}", duration(u.other_ns)));
+    }
+    if u.pids.is_empty() && u.took_ns > 0 {
+        parts.push("no process of its own found".to_owned());
+    }
+    parts.join(", ")
+}
+
+fn units(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    if a.units.is_empty() {
+        return Ok(());
+    }
+    let timed: Vec<&UnitTime> = a.units.iter().filter(|u| u.took_ns > 0).collect();
+    let shown = timed.len().min(options.top.max(20));
+    writeln!(
+        out,
+        "\nsystemd units ({} became active, {} of them taking time; the longest {shown}, as systemd-analyze blame, with what their processes did meanwhile)",
+        a.units.len(),
+        timed.len()
+    )?;
+    let mut table = Table::new(&[
+        ("unit", Align::Left),
+        ("started", Align::Right),
+        ("took", Align::Right),
+        ("CPU", Align::Right),
+        ("I/O wait (top file)", Align::Right),
+        ("waiting on units", Align::Right),
+        ("other", Align::Right),
+        ("processes", Align::Left),
+    ]);
+    for u in &timed[..shown] {
+        table.row(vec![
+            u.name.clone(),
+            secs(u.activating_ns - a.overview.origin_ns),
+            duration(u.took_ns),
+            duration(u.cpu_ns),
+            unit_io(a, u),
+            unit_waits(u),
+            duration(u.other_ns),
+            unit_processes(a, u),
+        ]);
+    }
+    table.write(out, "  ")?;
+    writeln!(
+        out,
+        "  CPU: one of its processes on a CPU; I/O wait: none on a CPU, one waiting for a page of the file; waiting on units: asleep until a process of that unit (or the manager) woke it; other: the rest"
+    )
+}
+
+/// `@start +took` of a chain link, as `systemd-analyze critical-chain` prints it.
+pub fn unit_at(a: &Analysis, u: &UnitTime) -> String {
+    if u.took_ns > 0 {
+        format!("@{} +{}", secs(u.activating_ns - a.overview.origin_ns), duration(u.took_ns))
+    } else {
+        format!("@{}", secs(u.active_ns - a.overview.origin_ns))
+    }
+}
+
+fn unit_chain(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let Some(chain) = &a.unit_chain else { return Ok(()) };
+    writeln!(
+        out,
+        "\nChain to {} (as systemd-analyze critical-chain: each unit below is the After= unit that became active last before the one above started; @ started, + took)",
+        chain.target
+    )?;
+    for (depth, name) in chain.links.iter().enumerate() {
+        let Some(u) = a.units.iter().find(|u| &u.name == name) else { continue };
+        let branch = if depth == 0 { String::new() } else { format!("{}└─", "  ".repeat(depth - 1)) };
+        let split = unit_split(a, u);
+        let split = if split.is_empty() { String::new() } else { format!("  {split}") };
+        writeln!(out, "  {branch}{} {}{split}", u.name, unit_at(a, u))?;
     }
     Ok(())
 }

@@ -16,6 +16,8 @@ use coldstart_trace::ThreadState::*;
 use coldstart_trace::*;
 use quick_xml::events::Event;
 
+#[path = "common/boot.rs"]
+mod boot;
 mod common;
 #[path = "common/session.rs"]
 mod session;
@@ -209,6 +211,11 @@ fn golden_chart_of_a_sampled_start() {
 #[test]
 fn golden_chart_of_the_bootchart2_example() {
     golden("bootchart2-example1", &chart(&example1()));
+}
+
+#[test]
+fn golden_chart_of_a_boot_with_its_units() {
+    golden("boot", &chart(&boot::boot()));
 }
 
 #[test]

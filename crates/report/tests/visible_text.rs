@@ -1,8 +1,8 @@
 //! No report shows a value the code failed to compute: `null`, `undefined` or `NaN`
 //! as text (once a literal `null` showed under "Critical path:" in the HTML report).
 //! Checked on every trace the tests hold — the two real recordings of
-//! tests/fixtures, the bootchart2 example import, the synthetic login and the small
-//! synthetic start — in the text report, the SVG chart (its texts and tooltips) and
+//! tests/fixtures, the bootchart2 example import, the synthetic login, the small
+//! synthetic start and that start as a boot with systemd units — in the text report, the SVG chart (its texts and tooltips) and
 //! the HTML report, whose page is loaded in headless Chromium (`--dump-dom`: the page
 //! as its script built it, every tab's panel included) and read without its script,
 //! style and data.
@@ -16,6 +16,8 @@ use coldstart_analyze::doctor::{DoctorConfig, diagnose};
 use coldstart_report::{html, svg, text};
 use coldstart_trace::Trace;
 
+#[path = "common/boot.rs"]
+mod boot;
 mod common;
 #[path = "common/session.rs"]
 mod session;
@@ -38,6 +40,7 @@ fn traces() -> Vec<(String, Trace)> {
     out.push(("example1".to_owned(), coldstart_import::bootchart2::import(&example1).expect("example1")));
     out.push(("session".to_owned(), session::session()));
     out.push(("fixture".to_owned(), common::fixture()));
+    out.push(("boot".to_owned(), boot::boot()));
     out
 }
 

@@ -42,6 +42,7 @@ pub enum CriticalPathArg {
   coldstart report app.coldstart --format flamegraph -o flame.svg
   coldstart report app.coldstart --top 25 | less
   coldstart report app.coldstart --critical-path full
+  coldstart report boot.coldstart --chain-to dbus.service
 
 Lost events, unresolved files and other warnings are always printed; the diskstats
 cross-check shows how much of each disk's reads the recorded block requests account for.")]
@@ -60,11 +61,21 @@ pub struct Args {
     /// How much of the critical path the text report lists.
     #[arg(long, value_enum, default_value = "summary", value_name = "HOW")]
     pub critical_path: CriticalPathArg,
+    /// The systemd unit whose chain of units to show, as `systemd-analyze critical-chain
+    /// UNIT` (a boot's trace); by default the unit the recording waited for.
+    #[arg(long, value_name = "UNIT")]
+    pub chain_to: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
-    let analysis = coldstart_analyze::analyze(&trace);
+    let mut analysis = coldstart_analyze::analyze(&trace);
+    if let Some(unit) = &args.chain_to {
+        analysis.unit_chain =
+            Some(coldstart_analyze::chain_to(&analysis.units, unit).with_context(|| {
+                format!("no unit {unit} became active in this trace ({} units did)", analysis.units.len())
+            })?);
+    }
     let diagnosis = super::doctor::for_report(&trace, &analysis, &args.trace);
     let timeline = (args.format == FormatArg::Html).then(|| coldstart_report::html::Timeline::new(&trace));
     let chart = if args.format == FormatArg::Svg {

@@ -15,6 +15,9 @@
 //! - CPU and disk samples: `C` counters of a "machine" track;
 //! - the analysis's phases and critical path: `X` slices of a "coldstart analysis" track;
 //! - marks and the readiness point: global `i` instant events;
+//! - systemd units (a boot): a "systemd units" track, each unit's start an `X` slice from
+//!   activating to active (spread over lanes so that starts at the same time do not
+//!   overlap), with its split in `args`, and a unit that became active at once an `i` instant;
 //! - CPU stack samples: `i` instant events on their thread named after the innermost
 //!   frame, with the whole stack (outermost first) in `args.stack`.
 //!
@@ -36,6 +39,10 @@ use serde_json::{Map, Value, json};
 pub const MACHINE_PID: i64 = 5_000_000;
 /// The "coldstart analysis" pseudo-process: phases, critical path, marks.
 pub const ANALYSIS_PID: i64 = 5_000_001;
+/// The "systemd units" pseudo-process: unit starts.
+pub const UNITS_PID: i64 = 5_000_002;
+/// Its lane of units that became active at once; lanes of starts follow.
+const UNITS_INSTANT_TID: i64 = 0;
 /// Disk `k` (in the trace's order) is pseudo-process `DISK_PID + k`.
 pub const DISK_PID: i64 = 5_000_100;
 
@@ -216,6 +223,7 @@ pub fn write(trace: &Trace, analysis: &Analysis, out: &mut dyn Write) -> io::Res
     machine(&mut ev, trace);
     disks(&mut ev, trace, analysis, &path_of);
     analysis_tracks(&mut ev, analysis);
+    unit_tracks(&mut ev, analysis);
 
     name_everything(&mut ev, trace, analysis);
     let mut events = ev.events;
@@ -451,12 +459,51 @@ fn analysis_tracks(ev: &mut Events, a: &Analysis) {
     }
 }
 
+fn unit_tracks(ev: &mut Events, a: &Analysis) {
+    let mut by_start: Vec<&coldstart_analyze::UnitTime> = a.units.iter().collect();
+    by_start.sort_by(|x, y| x.activating_ns.cmp(&y.activating_ns).then(x.name.cmp(&y.name)));
+    let mut lane_free_at: Vec<Nanos> = Vec::new();
+    for u in by_start {
+        let waits: Vec<Value> =
+            u.unit_waits.iter().map(|w| json!({ "unit": w.unit, "us": us(w.ns) })).collect();
+        let files: Vec<Value> =
+            u.io_files.iter().map(|f| json!({ "file": a.file_name(f.file), "us": us(f.ns) })).collect();
+        let args = json!({
+            "manager": u.manager, "pids": u.pids, "after": u.after, "cpu_us": us(u.cpu_ns),
+            "io_wait_us": us(u.io_wait_ns), "io_files": files, "unit_waits": waits,
+            "manager_wait_us": us(u.manager_wait_ns), "other_us": us(u.other_ns),
+        });
+        if u.took_ns == 0 {
+            ev.instant(
+                (UNITS_PID, UNITS_INSTANT_TID),
+                "unit",
+                format!("{} active", u.name),
+                "t",
+                u.active_ns,
+                args,
+            );
+            continue;
+        }
+        let lane = match lane_free_at.iter().position(|&free| free <= u.activating_ns) {
+            Some(lane) => lane,
+            None => {
+                lane_free_at.push(Nanos::MIN);
+                lane_free_at.len() - 1
+            }
+        };
+        lane_free_at[lane] = u.active_ns;
+        ev.slice((UNITS_PID, 1 + lane as i64), "unit", u.name.clone(), (u.activating_ns, u.active_ns), args);
+    }
+}
+
 /// `M` events naming every process and thread an event uses, and ordering the tracks.
 fn name_everything(ev: &mut Events, trace: &Trace, a: &Analysis) {
     let mut process_names: BTreeMap<i64, String> = BTreeMap::new();
     let mut sort_index: BTreeMap<i64, i64> = BTreeMap::new();
     process_names.insert(MACHINE_PID, "machine (samples)".to_owned());
     process_names.insert(ANALYSIS_PID, "coldstart analysis".to_owned());
+    process_names.insert(UNITS_PID, "systemd units".to_owned());
+    sort_index.insert(UNITS_PID, 0);
     sort_index.insert(ANALYSIS_PID, 0);
     sort_index.insert(MACHINE_PID, 1);
     for (k, (dev, name)) in disk_devs(trace, a).iter().enumerate() {
@@ -477,6 +524,7 @@ fn name_everything(ev: &mut Events, trace: &Trace, a: &Analysis) {
     thread_names.insert((ANALYSIS_PID, PHASES_TID), "phases".to_owned());
     thread_names.insert((ANALYSIS_PID, PATH_TID), "critical path".to_owned());
     thread_names.insert((ANALYSIS_PID, MARKS_TID), "marks".to_owned());
+    thread_names.insert((UNITS_PID, UNITS_INSTANT_TID), "became active".to_owned());
     let used: Vec<(i64, i64)> = ev.used.iter().copied().collect();
     let pids: BTreeSet<i64> = used.iter().map(|u| u.0).collect();
     for pid in pids {
@@ -496,6 +544,7 @@ fn name_everything(ev: &mut Events, trace: &Trace, a: &Analysis) {
                     thread.cloned().unwrap_or_else(|| format!("tid {}", tid - SYSCALL_TRACK))
                 )
             }
+            _ if pid == UNITS_PID => format!("starts {tid}"),
             _ if pid >= DISK_PID && tid == 0 => "counters".to_owned(),
             _ if pid >= DISK_PID => format!("queue slot {tid}"),
             _ if tid == 0 => "counters".to_owned(),

@@ -1,5 +1,6 @@
 //! The bootchart-style chart (`coldstart report --format svg`), drawn from a saved
 //! trace and its analysis: a header, the CPU and disk graphs, the phases, one bar
+//! per systemd unit whose start took time (a boot), one bar
 //! per process in start order under its parent (short helpers folded) shaded by
 //! state, milestones across everything (each labelled, labels in lanes so none
 //! overlap), and a seek plot per disk.
@@ -14,6 +15,7 @@ mod header;
 mod processes;
 mod scale;
 mod seeks;
+mod units;
 mod xml;
 
 use std::io::{self, Write};
@@ -91,7 +93,10 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     let cpu_y = ticks_y + 6.0;
     let disk_y = cpu_y + CPU_HEIGHT + 12.0;
     let phases_y = disk_y + DISK_HEIGHT + 12.0;
-    let rows_y = phases_y + if analysis.phases.is_empty() { 0.0 } else { PHASES_HEIGHT + 8.0 } + 18.0;
+    let units_y = phases_y + if analysis.phases.is_empty() { 0.0 } else { PHASES_HEIGHT + 8.0 } + 18.0;
+    let unit_rows = units::rows(analysis);
+    let rows_y =
+        units_y + if unit_rows.is_empty() { 0.0 } else { unit_rows.len() as f64 * units::ROW + 8.0 + 18.0 };
     let rows_end = rows_y + rows.rows.len() as f64 * bars::ROW;
     let bottom_ticks_y = rows_end + 14.0;
     let seeks_y = bottom_ticks_y + 20.0;
@@ -151,6 +156,9 @@ pub fn write(trace: &Trace, analysis: &Analysis, options: &Options, out: &mut dy
     graphs::cpu(&mut svg, trace, &scale, cpu_y, CPU_HEIGHT)?;
     graphs::disk(&mut svg, trace, &scale, disk_y, DISK_HEIGHT)?;
     phases(&mut svg, analysis, &scale, phases_y)?;
+    if !unit_rows.is_empty() {
+        units::draw(&mut svg, analysis, &unit_rows, &scale, MARGIN, units_y)?;
+    }
     let process_what = match rows.source {
         StateSource::Sched => {
             "in start order under their parents, from fork to exit; states from the scheduler"

@@ -291,6 +291,40 @@ function buildTables() {
     return () => { title(); t.update(pathRows()); };
   });
 
+  if (A.units && A.units.length) {
+    addTab('units', 'Units', panel => {
+      const title = titled(panel, () => 'systemd units: ' + fmtCount(A.units.length) + ' became active; each start split into CPU, I/O wait, waits on other units and the rest (hover a row)');
+      const rows = A.units.map(u => Object.assign({
+        waits: u.unit_waits.reduce((s, w) => s + w.ns, 0) + u.manager_wait_ns,
+        top_file: u.io_files.length ? baseName(fileName(u.io_files[0].file)) : null,
+        procs: u.pids.map(who).join(' ') || 'none found',
+      }, u));
+      const t = sortableTable({ id: 'units-table', sort: { key: 'took_ns', desc: true }, limit: 200, tip: u => { const h = unitTip(u); return [h.title, h.rows]; },
+        onRowClick: u => { if (u.pids.length) FILTER.toggle(u.pids[0]); },
+        columns: [C.text('name', 'unit', null, 'wide'), C.num('activating_ns', 'started', fmtSecs), C.num('took_ns', 'took', fmtDur),
+          C.num('cpu_ns', 'CPU', fmtDur, 'Wall-clock time one of its processes ran'), C.num('io_wait_ns', 'I/O wait', fmtDur), C.text('top_file', 'top file'),
+          C.num('waits', 'waiting on units', fmtDur, 'Asleep until a process of another unit (or the manager) woke it'), C.num('other_ns', 'other', fmtDur),
+          C.text('procs', 'processes')] });
+      t.update(rows);
+      panel.append(t.node);
+      if (A.unit_chain) {
+        const byName = new Map(A.units.map(u => [u.name, u]));
+        const list = el('ol', { class: 'unit-chain', attrs: { id: 'unit-chain' } });
+        for (const name of A.unit_chain.links) {
+          const u = byName.get(name);
+          if (!u) continue;
+          const at = u.took_ns > 0 ? '@' + fmtSecs(u.activating_ns) + ' +' + fmtDur(u.took_ns) : '@' + fmtSecs(u.active_ns);
+          const waits = u.unit_waits.reduce((n, w) => n + w.ns, 0) + u.manager_wait_ns;
+          const split = u.took_ns > 0 ? ': CPU ' + fmtDur(u.cpu_ns) + ', I/O ' + fmtDur(u.io_wait_ns) + ', waiting on units ' + fmtDur(waits) + ', other ' + fmtDur(u.other_ns)
+            + (u.pids.length ? '' : ' (no process of its own found)') : '';
+          list.append(el('li', {}, el('b', { text: name }), ' ' + at + split));
+        }
+        panel.append(el('div', { class: 'section-title', text: 'Chain to ' + A.unit_chain.target + ' (as systemd-analyze critical-chain: each unit the After= unit that became active last before the one above started)' }), list);
+      }
+      return () => { title(); };
+    });
+  }
+
   if (A.cpu_profile) {
     addTab('cpu', 'CPU', panel => {
       const p = A.cpu_profile;

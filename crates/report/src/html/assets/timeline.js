@@ -81,6 +81,20 @@ const MILESTONES = (() => {
   return out.sort((a, b) => a.t - b.t || (a.label < b.label ? -1 : 1));
 })();
 const LANE_H = 13;
+// The unit starts that took time (a boot), packed into lanes so that none overlap, as
+// the export's units track does: {u, lane}, by start.
+const UNIT_H = 11;
+const UNIT_BARS = (() => {
+  const free = [];
+  return (A.units || []).filter(u => u.took_ns > 0).slice().sort((a, b) => a.activating_ns - b.activating_ns || a.name.localeCompare(b.name))
+    .map(u => {
+      let lane = free.findIndex(t => t <= u.activating_ns);
+      if (lane < 0) { lane = free.length; free.push(0); }
+      free[lane] = u.active_ns;
+      return { u, lane };
+    });
+})();
+const UNIT_LANES = UNIT_BARS.reduce((n, b) => Math.max(n, b.lane + 1), 0);
 const MAX_LANES = 8;
 const MARK_FONT = '11px system-ui, sans-serif';
 
@@ -193,6 +207,7 @@ class Timeline {
       tracks.push({ kind: 'marks', h: 6 + lanes * LANE_H, label: 'milestones' });
     }
     if (A.phases.length) tracks.push({ kind: 'phases', h: 22, label: 'phases' });
+    if (UNIT_LANES) tracks.push({ kind: 'units', h: 4 + UNIT_LANES * UNIT_H, label: 'systemd units' });
     if (A.critical_path) tracks.push({ kind: 'path', h: 16, label: 'critical path' });
     const cpu = DATA.timeline && DATA.timeline.cpu;
     if (cpu) tracks.push({ kind: 'cpu', h: 54, label: cpu.from === 'sched' ? 'threads running' : 'CPU (all)' });
@@ -459,6 +474,21 @@ class Timeline {
         ctx.fillText(fitText(ctx, ph.name, x1 - x0 - 8), Math.max(x0, GUTTER) + 4, t.y + t.h / 2);
       }
     }
+  }
+
+  paint_units(ctx, t) {
+    const chain = new Set(A.unit_chain ? A.unit_chain.links : []);
+    for (const { u, lane } of UNIT_BARS) {
+      const x0 = this.xOf(u.activating_ns), x1 = this.xOf(u.active_ns), y = t.y + 2 + lane * UNIT_H;
+      ctx.globalAlpha = u.pids.length && FILTER.pid !== null && !u.pids.includes(FILTER.pid) ? 0.25 : 1;
+      ctx.fillStyle = chain.has(u.name) ? '#c0392b' : '#e08a7a';
+      ctx.fillRect(x0, y, Math.max(1, x1 - x0), UNIT_H - 2);
+      if (x1 - x0 > 40) {
+        ctx.fillStyle = '#1f2937';
+        ctx.fillText(fitText(ctx, u.name, x1 - x0 - 6), Math.max(x0, GUTTER) + 3, y + (UNIT_H - 2) / 2);
+      }
+    }
+    ctx.globalAlpha = 1;
   }
 
   paint_path(ctx, t) {
@@ -735,6 +765,11 @@ class Timeline {
         const i = A.phases.findIndex(p => at >= p.start_ns && at < p.end_ns);
         return i < 0 ? null : phaseTip(A.phases[i], i);
       }
+      case 'units': {
+        const lane = Math.floor((y - t.y - 2) / UNIT_H);
+        const hit = UNIT_BARS.find(b => b.lane === lane && at >= b.u.activating_ns - near && at <= b.u.active_ns + near);
+        return hit ? unitTip(hit.u) : null;
+      }
       case 'path': {
         const segs = A.critical_path.segments;
         let i = lowerBound(this.pathEnd, at, segs.length);
@@ -840,6 +875,20 @@ function readTip(i) {
       ['file offset', fmtBytes(READS.first[i] * PAGE) + ' (page ' + fmtCount(READS.first[i]) + ')'],
       ['bytes', fmtBytes(READS.pages[i] * PAGE) + ' (' + fmtCount(READS.pages[i]) + ' pages)'],
       ['seek', READS.seek[i] ? 'yes: does not continue the previous read of this file' : 'no']] };
+}
+
+// A unit's start: when, how long, and what its processes did meanwhile.
+function unitTip(u) {
+  const waits = u.unit_waits.map(w => w.unit + ' ' + fmtDur(w.ns));
+  if (u.manager_wait_ns) waits.push('the manager ' + fmtDur(u.manager_wait_ns));
+  const files = u.io_files.slice(0, 3).map(f => baseName(fileName(f.file)) + ' ' + fmtDur(f.ns)).join(', ');
+  const from = { main_pid: 'its main process and descendants', name: 'the manager\'s children named like it', none: 'none found' }[u.pids_from] || u.pids_from;
+  return { key: 'unit' + u.name, title: 'Unit ' + u.name,
+    rows: [['started', fmtSecs(u.activating_ns)], ['active', fmtSecs(u.active_ns)], ['took', fmtDur(u.took_ns)],
+      ['CPU', fmtDur(u.cpu_ns)], ['I/O wait', fmtDur(u.io_wait_ns) + (files ? ' (' + files + ')' : '')],
+      ['waiting on units', waits.length ? waits.join(', ') : null], ['other', fmtDur(u.other_ns)],
+      ['processes', u.pids.length ? u.pids.map(who).join(', ') + ' (' + from + ')' : from],
+      ['after', u.after === null ? null : u.after + ' (active at ' + fmtSecs(u.after_active_ns) + ')']] };
 }
 
 function phaseTip(ph, i) {
