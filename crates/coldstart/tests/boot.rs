@@ -4,76 +4,13 @@
 //! by the host paths that open them, and nothing of the container is left running.
 
 mod support;
+use support::container::{ROOTFS, have, remove_nspawn_leftovers, rootfs};
 use support::{can_record, coldstart, private_dir, unavailable};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use coldstart_trace::Trace;
-
-const CACHE: &str = "/var/cache/coldstart-tests";
-const ROOTFS: &str = "/var/cache/coldstart-tests/bookworm-boot";
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The cached rootfs, made first if missing: built in a temporary folder and renamed
-/// into place when complete, so a killed build never leaves a half rootfs that a later
-/// run would trust.
-fn rootfs() -> PathBuf {
-    let root = PathBuf::from(ROOTFS);
-    if root.join("usr/lib/systemd/systemd").exists() {
-        return root;
-    }
-    std::fs::create_dir_all(CACHE).unwrap();
-    let building = tempfile::Builder::new().prefix(".bookworm-boot.").tempdir_in(CACHE).unwrap();
-    let target = building.path().join("rootfs");
-    let status = Command::new("mmdebstrap")
-        .args(["--quiet", "--variant=minbase", "--include=systemd-sysv,udev,dbus", "bookworm"])
-        .arg(&target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "mmdebstrap failed: {status}");
-    if std::fs::rename(&target, &root).is_err() {
-        assert!(root.join("usr/lib/systemd/systemd").exists(), "another run's rootfs is incomplete");
-    }
-    root
-}
-
-/// Removes an empty cgroup tree, deepest first.
-fn remove_cgroup_tree(dir: &Path) -> bool {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_cgroup_tree(&entry.path());
-            }
-        }
-    }
-    std::fs::remove_dir(dir).is_ok() || !dir.exists()
-}
-
-/// What `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd: the
-/// `payload` (with the container's own unit cgroups) and `supervisor` cgroups, and the
-/// propagation directory. A cgroup stays busy a moment while its last processes are reaped.
-fn remove_nspawn_leftovers() {
-    for _ in 0..50 {
-        let mut all = true;
-        for hierarchy in ["systemd", "unified"] {
-            for dir in ["payload", "supervisor"] {
-                all &= remove_cgroup_tree(&Path::new("/sys/fs/cgroup").join(hierarchy).join(dir));
-            }
-        }
-        if all {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = std::fs::remove_dir("/run/systemd/nspawn/propagate/bookworm-boot");
-}
 
 fn processes_rooted_at(root: &Path) -> Vec<String> {
     std::fs::read_dir("/proc")
@@ -111,7 +48,7 @@ fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole(
     let left = processes_rooted_at(&root);
     let nspawn_left =
         Command::new("pgrep").args(["-f", &format!("systemd-nspawn -b -D {ROOTFS}")]).output().unwrap();
-    remove_nspawn_leftovers();
+    remove_nspawn_leftovers("bookworm-boot");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(out.exists(), "no trace: {stderr}");
     assert!(left.is_empty(), "processes of the container still run: {left:?}");

@@ -4,6 +4,7 @@
 //! time before recording from the kernel's uptime, a private trace file.
 
 mod support;
+use support::container::{have, rootfs};
 use support::{can_record, ci, coldstart, private_dir, unavailable};
 
 use std::io::{BufRead, BufReader};
@@ -279,7 +280,6 @@ fn record_boot_records_the_system_from_its_start_and_says_how_long_before() {
     assert!(status.contains("boot-test.coldstart") && status.contains(&ready), "{status}");
 }
 
-const ROOTFS: &str = "/var/cache/coldstart-tests/bookworm-boot";
 /// What the recorder needs of a container that systemd-nspawn withholds by default:
 /// fanotify_init is refused (EPERM) without these.
 const NSPAWN_RECORDER_OPTIONS: [&str; 2] =
@@ -327,18 +327,20 @@ fn boot_enable_records_a_container_boot_from_inside() {
     if !can_record(test) {
         return;
     }
-    if !Path::new(ROOTFS).join("usr/lib/systemd/systemd").exists()
-        && unavailable(test, "no cached rootfs (crates/coldstart/tests/boot.rs makes it)")
+    if !(have("systemd-nspawn") && have("mmdebstrap"))
+        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
     {
         return;
     }
+    let root = rootfs();
     let dir = private_dir();
     let overlay = Overlay { merged: dir.path().join("merged"), upper: dir.path().join("upper") };
     for d in [&overlay.merged, &overlay.upper, &dir.path().join("work")] {
         std::fs::create_dir_all(d).unwrap();
     }
     let options = format!(
-        "lowerdir={ROOTFS},upperdir={},workdir={}",
+        "lowerdir={},upperdir={},workdir={}",
+        root.display(),
         overlay.upper.display(),
         dir.path().join("work").display()
     );

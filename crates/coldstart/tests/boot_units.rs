@@ -1,52 +1,14 @@
-//! The units of a container boot in the reports: one boot recorded (the rootfs that
-//! `boot.rs` makes and caches), then `coldstart report` (text and JSON) and `coldstart
+//! The units of a container boot in the reports: one boot recorded (the cached rootfs
+//! of `support::container`), then `coldstart report` (text and JSON) and `coldstart
 //! export` checked on what systemd's units did: journald's process and CPU, the chain of
 //! units to multi-user.target in time order; and the boot's chart, HTML report and export
 //! are the kinds a bootchart2 log imported with `coldstart import bootchart2` gives.
 
 mod support;
+use support::container::{have, remove_nspawn_leftovers, rootfs};
 use support::{can_record, coldstart, json, private_dir, unavailable};
 
 use std::path::Path;
-use std::process::Command;
-
-const ROOTFS: &str = "/var/cache/coldstart-tests/bookworm-boot";
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Removes an empty cgroup tree, deepest first.
-fn remove_cgroup_tree(dir: &Path) -> bool {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_cgroup_tree(&entry.path());
-            }
-        }
-    }
-    std::fs::remove_dir(dir).is_ok() || !dir.exists()
-}
-
-/// What `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd (as in `boot.rs`).
-fn remove_nspawn_leftovers() {
-    for _ in 0..50 {
-        let mut all = true;
-        for hierarchy in ["systemd", "unified"] {
-            for dir in ["payload", "supervisor"] {
-                all &= remove_cgroup_tree(&Path::new("/sys/fs/cgroup").join(hierarchy).join(dir));
-            }
-        }
-        if all {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = std::fs::remove_dir("/run/systemd/nspawn/propagate/bookworm-boot");
-}
 
 #[test]
 fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
@@ -54,11 +16,12 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
     if !can_record(test) {
         return;
     }
-    if !(have("systemd-nspawn") && Path::new(ROOTFS).join("usr/lib/systemd/systemd").exists())
-        && unavailable(test, "systemd-nspawn or the rootfs boot.rs makes is missing")
+    if !(have("systemd-nspawn") && have("mmdebstrap"))
+        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
     {
         return;
     }
+    let root = rootfs();
     let dir = private_dir();
     let trace = dir.path().join("boot.coldstart");
     let output = coldstart()
@@ -69,7 +32,7 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
             "systemd-nspawn",
             "-b",
             "-D",
-            ROOTFS,
+            root.to_str().unwrap(),
             "--register=no",
             "--keep-unit",
             "--console=passive",
@@ -77,7 +40,7 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
         .timeout(std::time::Duration::from_secs(180))
         .output()
         .unwrap();
-    remove_nspawn_leftovers();
+    remove_nspawn_leftovers("bookworm-boot");
     assert!(trace.exists(), "no trace: {}", String::from_utf8_lossy(&output.stderr));
 
     let report_json = dir.path().join("report.json");

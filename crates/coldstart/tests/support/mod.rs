@@ -7,6 +7,8 @@ use std::path::Path;
 use assert_cmd::Command;
 pub use coldstart_testkit::{can_record, ci, is_root, unavailable};
 
+pub mod container;
+
 pub fn coldstart() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
 }
