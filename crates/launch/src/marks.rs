@@ -124,6 +124,27 @@ pub fn read(path: &Path) -> Result<Marks> {
     Ok(parse(&String::from_utf8_lossy(&bytes)))
 }
 
+const MARKS_DIR_PREFIX: &str = "coldstart-marks-";
+
+/// Removes the marks directories under `tmp` left by launchers that no longer run:
+/// named `coldstart-marks-PID-…` for a PID with no process, and owned by this user.
+fn remove_stale_marks_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    let me = sys::effective_uid();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(MARKS_DIR_PREFIX)) else { continue };
+        let Some(pid) = rest.split_once('-').and_then(|(pid, _)| pid.parse::<u32>().ok()) else { continue };
+        let owned = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
+            Ok(m) if m.is_dir() => m,
+            _ => continue,
+        }) == me;
+        if owned && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A private marks file in its own temporary directory (mode 0700, or 0711 when the
 /// file is the command's user's), removed with it.
 pub(crate) struct MarksFile {
@@ -133,9 +154,12 @@ pub(crate) struct MarksFile {
 
 impl MarksFile {
     /// Creates the file, owned by `owner` (uid, gid) when the command runs as another user.
+    /// The directory's name carries this process's pid, so that the directories of a
+    /// launcher that was killed (and could not remove its own) are removed by the next.
     pub(crate) fn create(owner: Option<(u32, u32)>) -> Result<MarksFile> {
+        remove_stale_marks_dirs(&std::env::temp_dir());
         let dir = tempfile::Builder::new()
-            .prefix("coldstart-marks-")
+            .prefix(&format!("{MARKS_DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| LaunchError::io("cannot create the marks directory", e))?;
         let path = dir.path().join("marks");
@@ -197,6 +221,24 @@ impl MarksWatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marks_directories_of_launchers_that_are_gone_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        let stale = tmp.path().join(format!("{MARKS_DIR_PREFIX}{dead}-abc"));
+        let alive = tmp.path().join(format!("{MARKS_DIR_PREFIX}{}-def", std::process::id()));
+        let other = tmp.path().join(format!("{MARKS_DIR_PREFIX}not-a-pid"));
+        for dir in [&stale, &alive, &other] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("marks"), "").unwrap();
+        }
+        remove_stale_marks_dirs(tmp.path());
+        assert!(!stale.exists(), "a dead launcher's directory stays");
+        assert!(alive.exists() && other.exists(), "a running launcher's or an unknown directory went");
+    }
 
     #[test]
     fn parses_coldstart_mark_lines_and_bootchart_milestones() {
