@@ -5,7 +5,8 @@
 # multi-user.target (UNTIL=idle:1500 for a quiet machine instead).
 #
 #   bash bench/storage-boot.sh [ROUNDS]          # PROFILE=sd bash bench/storage-boot.sh 3
-#   PLAN_ARGS='--order disk' BENCH_ARGS='--depth 1' bash bench/storage-boot.sh 3   # other plans, replays
+#   PLAN_ARGS='--order disk' BENCH_ARGS='--ioprio rt:0 --depth 16' bash bench/storage-boot.sh 5   # other plans, replays
+#   PROFILE=none bash bench/storage-boot.sh 5    # on the machine's own disk, no emulated device
 #
 # The rootfs is made once (mmdebstrap, about 90 s) and kept in /var/cache/coldstart-tests, as the
 # tests keep it. The boot is recorded once, cold, on the real disk (its files are named by their
@@ -38,6 +39,8 @@ until=${UNTIL:-unit:multi-user.target}
 "$COLDSTART" record --cold --until "$until" --timeout 120 -o "$work/boot.coldstart" -- "${boot[@]}" >/dev/null 2>&1
 # shellcheck disable=SC2086 # PLAN_ARGS and BENCH_ARGS are lists of options
 "$COLDSTART" prefetch plan ${PLAN_ARGS:-} "$work/boot.coldstart" -o "$work/boot.plan"
+device=(--storage "${PROFILE:-hdd}" --trace "$work/boot.coldstart")
+[ "${PROFILE:-hdd}" = none ] && device=()
 # shellcheck disable=SC2086
-"$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" ${BENCH_ARGS:-} \
-    --trace "$work/boot.coldstart" --prefetch "$work/boot.plan" --until "$until" --timeout 180 -- "${boot[@]}"
+"$COLDSTART" bench --both --runs "$rounds" --no-progress "${device[@]}" ${BENCH_ARGS:-} \
+    --prefetch "$work/boot.plan" --until "$until" --timeout 180 -- "${boot[@]}"

@@ -4,6 +4,7 @@
 # interleaved in one run.
 #
 #   bash bench/storage-mate.sh [ROUNDS]          # PROFILE=sd bash bench/storage-mate.sh 3
+#   PLAN_ARGS='--order disk' BENCH_ARGS='--ioprio rt:0 --depth 16' bash bench/storage-mate.sh 2
 #
 # Records the login once (cold, on the real disk, until the panel's window), plans it, then
 # benchmarks it on the emulated device with the plan pointed at the copies. Needs root.
@@ -33,7 +34,9 @@ session() {
 login=(setsid dbus-run-session mate-session)
 session "$COLDSTART" record --cold --also Xvfb --until window:mate-panel --timeout 120 \
     -o "$work/mate.coldstart" -- "${login[@]}" >/dev/null 2>&1
-"$COLDSTART" prefetch plan "$work/mate.coldstart" -o "$work/mate.plan"
-session "$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" \
+# shellcheck disable=SC2086 # PLAN_ARGS and BENCH_ARGS are lists of options
+"$COLDSTART" prefetch plan ${PLAN_ARGS:-} "$work/mate.coldstart" -o "$work/mate.plan"
+# shellcheck disable=SC2086
+session "$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "${PROFILE:-hdd}" ${BENCH_ARGS:-} \
     --trace "$work/mate.coldstart" --prefetch "$work/mate.plan" --until window:mate-panel --timeout 120 \
     -- "${login[@]}" 2>&1 | grep -v -E '^(ALSA|\(|\[|$)|WARNING|CRITICAL|SpiRegistry'
