@@ -54,6 +54,14 @@ fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole(
     assert!(left.is_empty(), "processes of the container still run: {left:?}");
     assert!(nspawn_left.stdout.is_empty(), "systemd-nspawn still runs");
 
+    // A boot's plan is in disk order by default (`--order auto`).
+    let plan = dir.path().join("boot.plan");
+    let planned = coldstart().args(["prefetch", "plan"]).arg(&out).arg("-o").arg(&plan).output().unwrap();
+    let said = String::from_utf8_lossy(&planned.stderr);
+    assert!(planned.status.success() && said.contains("order: disk (a boot or a session"), "{said}");
+    let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(plan["settings"]["order"], "disk", "{plan:#}");
+
     let trace = Trace::read(&out).unwrap();
     let ready = trace.meta.ready.as_ref().expect("a ready time");
     assert_eq!(ready.reason.to_string(), "unit:multi-user.target", "{stderr}");

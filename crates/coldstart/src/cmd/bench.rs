@@ -265,10 +265,13 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         run_as: args.launch.run_as(),
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
-        prefetch: args
-            .prefetch
-            .as_ref()
-            .map(|plan| PrefetchSetup { plan: plan.clone(), options: args.replay.options() }),
+        prefetch: match &args.prefetch {
+            Some(plan) => {
+                let order = coldstart_prefetch::Plan::load(plan)?.settings.order;
+                Some(PrefetchSetup { plan: plan.clone(), options: args.replay.options_for(order) })
+            }
+            None => None,
+        },
     })
 }
 

@@ -37,8 +37,10 @@ pub enum Action {
     Run(RunArgs),
 }
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OrderArg {
+    /// Disk for a boot or a session (many programs at once), first-need for one program.
+    Auto,
     /// By the time each range was first needed (what the start needs first arrives first).
     FirstNeed,
     /// By position on the disk (fewest seeks, ureadahead style).
@@ -67,7 +69,10 @@ pub struct PlanArgs {
     #[arg(short, long, value_name = "PLAN")]
     pub output: PathBuf,
     /// Replay order.
-    #[arg(long, value_enum, default_value = "first-need")]
+    ///
+    /// `auto` takes `disk` for a boot or a session (the trace covers the system, ended at a
+    /// systemd unit, holds units, or recorded --also programs) and `first-need` otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
     pub order: OrderArg,
     /// Window of --order blend, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = values::positive_number)]
@@ -203,6 +208,23 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
+    /// The options for replaying a plan of `order`: a plan in disk order (a boot's or a
+    /// session's) is replayed with 16 requests in flight alongside a start too, and as
+    /// root at real-time I/O priority, unless --depth or --ioprio say otherwise, so that it
+    /// runs through the disk once while the start's own reads wait (BENCHMARKS.md).
+    pub fn options_for(&self, order: Order) -> ReplayOptions {
+        let mut options = self.options();
+        if order == Order::Disk {
+            if self.depth.is_none() {
+                options.alongside_depth = options.depth;
+            }
+            if self.ioprio.is_none() && coldstart_bench::evict::is_root() {
+                options.io_priority = Some(IoPriority::RealTime(0));
+            }
+        }
+        options
+    }
+
     pub fn options(&self) -> ReplayOptions {
         let defaults = ReplayOptions::default();
         ReplayOptions {
@@ -299,6 +321,18 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+/// A trace of a boot or a session: many programs read at once, so its plan is replayed
+/// in disk order (at real-time priority, see [`ReplayArgs::options_for`]), ureadahead's
+/// way, which is what made a container boot 0.50× of cold on a laptop disk where the
+/// first-need order gave 0.75× (BENCHMARKS.md).
+fn is_boot_or_session(trace: &Trace) -> bool {
+    let meta = &trace.meta;
+    meta.scope == coldstart_trace::Scope::System
+        || meta.ready.as_ref().is_some_and(|r| r.reason.to_string().starts_with("unit:"))
+        || !meta.also.is_empty()
+        || !trace.units.is_empty()
+}
+
 pub fn load_plan(path: &std::path::Path) -> anyhow::Result<Arc<Plan>> {
     Ok(Arc::new(Plan::load(path)?))
 }
@@ -310,7 +344,8 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace).context("cannot read the trace")?;
     let settings = PlanSettings {
         order: match args.order {
-            OrderArg::FirstNeed => Order::FirstNeed,
+            OrderArg::Auto if is_boot_or_session(&trace) => Order::Disk,
+            OrderArg::Auto | OrderArg::FirstNeed => Order::FirstNeed,
             OrderArg::Disk => Order::Disk,
             OrderArg::Blend => Order::Blend,
         },
@@ -335,6 +370,13 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         s.read_bytes as f64 / 1048576.0,
         if s.read_bytes > 0 { 100.0 * s.planned_read_bytes as f64 / s.read_bytes as f64 } else { 0.0 },
     );
+    if args.order == OrderArg::Auto {
+        let why = match settings.order {
+            Order::Disk => "a boot or a session: replayed deep, and as root at real-time I/O priority",
+            _ => "one program's start",
+        };
+        eprintln!("  order: {} ({why})", settings.order.name());
+    }
     for n in &plan.notes {
         eprintln!("  note: {n}");
     }
@@ -355,7 +397,8 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 
 fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = load_plan(&args.plan)?;
-    let report = coldstart_prefetch::replay(plan, &args.replay.options())?;
+    let options = args.replay.options_for(plan.settings.order);
+    let report = coldstart_prefetch::replay(plan, &options)?;
     if !args.quiet {
         eprint!("{}", coldstart_prefetch::summary::render(&report));
     }
@@ -424,6 +467,20 @@ mod tests {
         for bad in ["lots", "150%", "0%", "nan%", "-1", "nan", "", "1e400"] {
             assert!(budget(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_disk_ordered_plan_is_replayed_deep_and_as_root_at_real_time_priority_unless_told() {
+        use clap::Parser;
+        let args = |a: &[&str]| Cli::parse_from(std::iter::once("x").chain(a.iter().copied())).replay;
+        let root = coldstart_bench::evict::is_root();
+        let o = args(&[]).options_for(Order::Disk);
+        assert_eq!((o.depth, o.alongside_depth), (16, 16));
+        assert_eq!(o.io_priority, root.then_some(IoPriority::RealTime(0)));
+        let o = args(&["--depth", "2", "--ioprio", "be:4"]).options_for(Order::Disk);
+        assert_eq!((o.alongside_depth, o.io_priority), (2, Some(IoPriority::BestEffort(4))));
+        let o = args(&[]).options_for(Order::FirstNeed);
+        assert_eq!((o.alongside_depth, o.io_priority), (4, None), "one program's plan keeps the defaults");
     }
 
     #[test]

@@ -95,7 +95,10 @@ impl MilestoneReport {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let until = &args.launch.until;
     let plan = args.prefetch.as_deref().map(load_plan).transpose()?;
-    let options = args.replay.options();
+    let options = match &plan {
+        Some(plan) => args.replay.options_for(plan.settings.order),
+        None => args.replay.options(),
+    };
     let mut command = Command::new(args.command.clone());
     let watched = Output::Watch { echo: true };
     let output = if args.launch.watches_output() { watched } else { Output::Inherit };
