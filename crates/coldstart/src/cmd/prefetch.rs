@@ -209,8 +209,9 @@ pub struct ReplayArgs {
 
 impl ReplayArgs {
     /// The options for replaying a plan of `order`: a plan in disk order (a boot's or a
-    /// session's) is replayed with 16 requests in flight alongside a start too, and as
-    /// root at real-time I/O priority, unless --depth or --ioprio say otherwise, so that it
+    /// session's) is replayed with 16 requests in flight alongside a start too, and at
+    /// real-time I/O priority where this process may take it (root), unless --depth or
+    /// --ioprio say otherwise, so that it
     /// runs through the disk once while the start's own reads wait (BENCHMARKS.md).
     pub fn options_for(&self, order: Order) -> ReplayOptions {
         let mut options = self.options();
@@ -218,7 +219,7 @@ impl ReplayArgs {
             if self.depth.is_none() {
                 options.alongside_depth = options.depth;
             }
-            if self.ioprio.is_none() && coldstart_bench::evict::is_root() {
+            if self.ioprio.is_none() && real_time_io_allowed() {
                 options.io_priority = Some(IoPriority::RealTime(0));
             }
         }
@@ -253,6 +254,12 @@ impl ReplayArgs {
             ..defaults
         }
     }
+}
+
+/// Whether this process may take the real-time I/O class (root with CAP_SYS_ADMIN, not
+/// a sandboxed unit whose capabilities were bounded): tried on a thread of its own.
+fn real_time_io_allowed() -> bool {
+    std::thread::spawn(|| IoPriority::RealTime(0).apply_to_this_thread().is_ok()).join().unwrap_or(false)
 }
 
 fn max_memory_help() -> String {
@@ -473,10 +480,10 @@ mod tests {
     fn a_disk_ordered_plan_is_replayed_deep_and_as_root_at_real_time_priority_unless_told() {
         use clap::Parser;
         let args = |a: &[&str]| Cli::parse_from(std::iter::once("x").chain(a.iter().copied())).replay;
-        let root = coldstart_bench::evict::is_root();
+        let allowed = real_time_io_allowed();
         let o = args(&[]).options_for(Order::Disk);
         assert_eq!((o.depth, o.alongside_depth), (16, 16));
-        assert_eq!(o.io_priority, root.then_some(IoPriority::RealTime(0)));
+        assert_eq!(o.io_priority, allowed.then_some(IoPriority::RealTime(0)));
         let o = args(&["--depth", "2", "--ioprio", "be:4"]).options_for(Order::Disk);
         assert_eq!((o.alongside_depth, o.io_priority), (2, Some(IoPriority::BestEffort(4))));
         let o = args(&[]).options_for(Order::FirstNeed);
