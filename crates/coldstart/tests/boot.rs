@@ -4,8 +4,8 @@
 //! by the host paths that open them, and nothing of the container is left running.
 
 mod support;
-use support::container::{ROOTFS, have, remove_nspawn_leftovers, rootfs};
-use support::{can_record, coldstart, private_dir, unavailable};
+use support::container::{ROOTFS, bootable_rootfs, remove_nspawn_leftovers};
+use support::{coldstart, private_dir};
 
 use std::path::Path;
 use std::process::Command;
@@ -25,15 +25,7 @@ fn processes_rooted_at(root: &Path) -> Vec<String> {
 #[test]
 fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole() {
     let test = "a_container_boot_is_recorded";
-    if !can_record(test) {
-        return;
-    }
-    if !(have("systemd-nspawn") && have("mmdebstrap"))
-        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
-    {
-        return;
-    }
-    let root = rootfs();
+    let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
     let out = dir.path().join("boot.coldstart");
     let output = coldstart()

@@ -4,7 +4,7 @@
 //! time before recording from the kernel's uptime, a private trace file.
 
 mod support;
-use support::container::{have, rootfs};
+use support::container::{bootable_rootfs, remove_nspawn_leftovers};
 use support::{can_record, ci, coldstart, private_dir, unavailable};
 
 use std::io::{BufRead, BufReader};
@@ -295,44 +295,14 @@ struct Overlay {
 impl Drop for Overlay {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.merged).status();
-        fn remove_tree(dir: &Path) {
-            if let Ok(entries) = std::fs::read_dir(dir) {
-                for e in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
-                    remove_tree(&e.path());
-                }
-            }
-            let _ = std::fs::remove_dir(dir);
-        }
-        for _ in 0..50 {
-            for hierarchy in ["systemd", "unified"] {
-                for dir in ["payload", "supervisor"] {
-                    remove_tree(&Path::new("/sys/fs/cgroup").join(hierarchy).join(dir));
-                }
-            }
-            let left = ["systemd", "unified"].iter().any(|h| {
-                ["payload", "supervisor"].iter().any(|d| Path::new("/sys/fs/cgroup").join(h).join(d).exists())
-            });
-            if !left {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = std::fs::remove_dir("/run/systemd/nspawn/propagate/merged");
+        remove_nspawn_leftovers("merged");
     }
 }
 
 #[test]
 fn boot_enable_records_a_container_boot_from_inside() {
     let test = "boot_enable_records_a_container_boot";
-    if !can_record(test) {
-        return;
-    }
-    if !(have("systemd-nspawn") && have("mmdebstrap"))
-        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
-    {
-        return;
-    }
-    let root = rootfs();
+    let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
     let overlay = Overlay { merged: dir.path().join("merged"), upper: dir.path().join("upper") };
     for d in [&overlay.merged, &overlay.upper, &dir.path().join("work")] {

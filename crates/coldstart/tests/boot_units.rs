@@ -5,23 +5,15 @@
 //! are the kinds a bootchart2 log imported with `coldstart import bootchart2` gives.
 
 mod support;
-use support::container::{have, remove_nspawn_leftovers, rootfs};
-use support::{can_record, coldstart, json, private_dir, unavailable};
+use support::container::{bootable_rootfs, remove_nspawn_leftovers};
+use support::{coldstart, json, private_dir};
 
 use std::path::Path;
 
 #[test]
 fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
     let test = "a_recorded_boot_reports_its_units";
-    if !can_record(test) {
-        return;
-    }
-    if !(have("systemd-nspawn") && have("mmdebstrap"))
-        && unavailable(test, "systemd-nspawn or mmdebstrap is missing")
-    {
-        return;
-    }
-    let root = rootfs();
+    let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
     let trace = dir.path().join("boot.coldstart");
     let output = coldstart()

@@ -38,6 +38,20 @@ pub fn rootfs() -> PathBuf {
     root
 }
 
+/// The rootfs, made if missing, when this machine can record a container boot; `None`
+/// (the test skips, or fails under CI=true) when it cannot, with the reason said once.
+pub fn bootable_rootfs(test: &str) -> Option<PathBuf> {
+    if !crate::support::can_record(test) {
+        return None;
+    }
+    if !(have("systemd-nspawn") && have("mmdebstrap"))
+        && crate::support::unavailable(test, "systemd-nspawn or mmdebstrap is missing")
+    {
+        return None;
+    }
+    Some(rootfs())
+}
+
 /// Removes an empty cgroup tree, deepest first.
 fn remove_cgroup_tree(dir: &Path) -> bool {
     if let Ok(entries) = std::fs::read_dir(dir) {
