@@ -401,3 +401,101 @@ fn a_plan_of_a_recorded_process_tree_covers_every_process() {
         assert_eq!(bytes, (i as u64 + 1) * 64 * 1024, "{}: the whole file, as read", names[i]);
     }
 }
+
+/// A library that another process keeps mapped stays cached through `--cold` (eviction cannot
+/// drop mapped pages), so the recorded start maps it around its faults without reading it. The
+/// trace keeps those pages (`page_resident`) and the plan covers them, as a really cold machine
+/// must read them; a file nobody held is read and planned as usual, with no resident rows.
+#[test]
+fn pages_held_by_another_process_are_recorded_as_resident_and_planned() {
+    if !support::can_record("pages_held_by_another_process") {
+        return;
+    }
+    let dir = support::private_dir();
+    let (held, free) = (dir.path().join("held.so"), dir.path().join("free.so"));
+    for path in [&held, &free] {
+        std::fs::write(path, vec![b'h'; 64 * PAGE as usize]).unwrap();
+    }
+    let toucher = "import mmap, sys\n\
+        for path in sys.argv[1:]:\n\
+        \x20   with open(path, 'rb') as f:\n\
+        \x20       m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+        \x20       assert sum(m[i * 4096] for i in range(len(m) // 4096)) > 0\n";
+    let ready = dir.path().join("holder.ready");
+    let holder_script = format!(
+        "import mmap, sys, time\n\
+         f = open({held:?}, 'rb')\n\
+         m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+         total = sum(m[i * 4096] for i in range(len(m) // 4096))\n\
+         open({ready:?}, 'w').close()\n\
+         time.sleep(120)\n",
+        held = held.display().to_string(),
+        ready = ready.display().to_string()
+    );
+    let mut holder = std::process::Command::new("python3").args(["-c", &holder_script]).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(ready.exists(), "the holder mapped the library");
+    let trace_path = dir.path().join("held.coldstart");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["record", "--cold", "--timeout", "60", "-o"])
+        .arg(&trace_path)
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .args(["--", "python3", "-c", toucher])
+        .arg(&held)
+        .arg(&free)
+        .status()
+        .unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(status.success());
+    let trace = coldstart_trace::Trace::read(&trace_path).unwrap();
+    let id = |path: &Path| {
+        let path = std::fs::canonicalize(path).unwrap();
+        trace
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == path.to_str())
+            .map(|f| f.id)
+            .expect("file in the trace")
+    };
+    let pages_of = |rows: Vec<(u64, u32)>| -> std::collections::BTreeSet<u64> {
+        rows.into_iter().flat_map(|(i, n)| i..i + u64::from(n)).collect()
+    };
+    let resident = |file: u32| {
+        pages_of(
+            trace.page_residents.iter().filter(|r| r.file_id == file).map(|r| (r.index, r.pages)).collect(),
+        )
+    };
+    let filled = |file: u32| {
+        pages_of(trace.page_fills.iter().filter(|r| r.file_id == file).map(|r| (r.index, r.pages)).collect())
+    };
+    let (held_id, free_id) = (id(&held), id(&free));
+    assert!(filled(held_id).is_empty(), "the held library was never read: {:?}", filled(held_id));
+    assert_eq!(resident(held_id), (0..64).collect(), "every page of the held library was mapped cached");
+    assert!(!filled(free_id).is_empty(), "the free library was read");
+    assert!(
+        resident(free_id).is_empty(),
+        "no resident rows for a file the start read: {:?}",
+        resident(free_id)
+    );
+    assert!(trace.notes.iter().any(|n| n.text.contains("table page_resident")), "{:?}", trace.notes);
+
+    let plan_path = dir.path().join("held.plan");
+    coldstart().args(["prefetch", "plan"]).arg(&trace_path).arg("-o").arg(&plan_path).assert().success();
+    let plan = coldstart_prefetch::Plan::load(&plan_path).unwrap();
+    let planned = |path: &Path| -> u64 {
+        let path = std::fs::canonicalize(path).unwrap();
+        plan.files
+            .iter()
+            .filter(|f| Path::new(&f.path) == path)
+            .flat_map(|f| &f.ranges)
+            .map(|r| r.length)
+            .sum()
+    };
+    assert_eq!(planned(&held), 64 * PAGE, "the plan reads the held library whole");
+    assert_eq!(planned(&free), 64 * PAGE, "and the free one, as read and used");
+}

@@ -502,3 +502,83 @@ fn a_recording_on_the_device_names_the_original_paths_and_the_devices_requests()
         "the 2 MiB were read from the emulated device: {read_on_device} bytes"
     );
 }
+
+/// `storage run --prefetch PLAN`: the command finds the plan pointed at the copies in
+/// $COLDSTART_PLAN (the copy's device and inode), so a replay there reads the copies and
+/// skips nothing as stale; the moved plan is gone with the device.
+#[test]
+fn storage_run_points_a_plan_at_the_copies() {
+    if !can_make_devices("storage_run_prefetch") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    use coldstart_trace::{Dev, File, FileKind, Meta, PageFill, Process, Trace, TraceWriter};
+    use std::os::unix::fs::MetadataExt;
+    let dir = support::private_dir();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![5u8; 1 << 20]).unwrap();
+    let m = std::fs::metadata(&data).unwrap();
+    let trace = Trace {
+        meta: Meta { page_size: 4096, root_pid: Some(7), command: vec!["app".into()], ..Meta::default() },
+        processes: vec![Process { pid: 7, start_ns: Some(0), in_scope: true, ..Process::default() }],
+        files: vec![File {
+            id: 1,
+            dev: Dev::from_user(m.dev()),
+            ino: m.ino(),
+            path: Some(data.to_string_lossy().into_owned()),
+            kind: FileKind::Regular,
+            size: Some(m.size()),
+            mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+        }],
+        page_fills: vec![PageFill {
+            t_ns: 10,
+            pid: 7,
+            tid: 7,
+            file_id: 1,
+            index: 0,
+            pages: 64,
+            origin: None,
+        }],
+        ..Trace::default()
+    };
+    let trace_path = dir.path().join("app.coldstart");
+    let mut writer = TraceWriter::create(&trace_path).unwrap();
+    writer.all(&trace).unwrap();
+    writer.finish().unwrap();
+    let plan = dir.path().join("app.plan");
+    coldstart().args(["prefetch", "plan"]).arg(&trace_path).arg("-o").arg(&plan).assert().success();
+    let (seen, moved, replay) =
+        (dir.path().join("seen"), dir.path().join("moved.json"), dir.path().join("replay"));
+    let script = format!(
+        "stat -c '%d %i' {data} > {seen}; cp \"$COLDSTART_PLAN\" {moved}; echo \"$COLDSTART_PLAN\" >> {seen}; \
+         {bin} prefetch run \"$COLDSTART_PLAN\" > {replay} 2>&1",
+        data = data.display(),
+        seen = seen.display(),
+        moved = moved.display(),
+        replay = replay.display(),
+        bin = assert_cmd::cargo::cargo_bin!("coldstart").display()
+    );
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
+        .args(["storage", "run", "sd", "--trace"])
+        .arg(&trace_path)
+        .arg("--prefetch")
+        .arg(&plan)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the plan's 1 of 1 files on the device"), "{stderr}");
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let mut lines = seen.lines();
+    let mut ids = lines.next().unwrap().split(' ').map(|n| n.parse::<u64>().unwrap());
+    let (dev, ino) = (ids.next().unwrap(), ids.next().unwrap());
+    assert_ne!(dev, m.dev(), "the command sees the copy");
+    let moved_plan = coldstart_prefetch::Plan::load(&moved).unwrap();
+    assert_eq!(moved_plan.files[0].ino, ino, "the plan names the copy");
+    assert_eq!(moved_plan.files[0].dev, Dev::from_user(dev));
+    let replay = std::fs::read_to_string(&replay).unwrap();
+    assert!(!replay.contains("stale"), "{replay}");
+    assert!(!Path::new(lines.next().unwrap()).exists(), "the moved plan is removed with the device");
+}

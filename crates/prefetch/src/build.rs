@@ -1,8 +1,9 @@
 //! Building a plan from a trace (pure: nothing here touches the live system, so a
 //! trace recorded on one machine is planned on another).
 //!
-//! Per file, the used pages are `read ∪ fault ∪ (fills ∩ map_around)` of the
-//! trace's page accesses, or, for traces without accesses, the page fills (then
+//! Per file, the used pages are `read ∪ fault ∪ ((fills ∪ resident) ∩ map_around)`
+//! of the trace's page accesses (resident: the pages the kernel could map around a
+//! fault because another process held them cached, `page_resident`), or, for traces without accesses, the page fills (then
 //! readahead the start never used is planned too, and the plan says so). Used
 //! pages are merged into ranges; gaps between ranges of one file are read through
 //! when that saves a request: smallest gaps first, only where the file is
@@ -41,6 +42,8 @@ struct Candidate<'a> {
 #[derive(Default)]
 struct ByFile {
     fills: HashMap<u32, Vec<Piece>>,
+    /// Pages cached without a recorded fill (`page_resident`), time unknown.
+    resident: HashMap<u32, Vec<Piece>>,
     accesses: HashMap<u32, Vec<(AccessKind, Piece)>>,
     opened: HashMap<u32, Nanos>,
     extents: HashMap<u32, Vec<Extent>>,
@@ -51,6 +54,9 @@ impl ByFile {
         let mut by = ByFile::default();
         for f in &trace.page_fills {
             by.fills.entry(f.file_id).or_default().push(Piece::new(f.index, u64::from(f.pages), f.t_ns - t0));
+        }
+        for r in &trace.page_residents {
+            by.resident.entry(r.file_id).or_default().push(Piece::new(r.index, u64::from(r.pages), 0));
         }
         for a in &trace.page_accesses {
             let piece = Piece::new(a.index, u64::from(a.pages.max(1)), a.t_ns - t0);
@@ -109,6 +115,9 @@ fn used_pages(by: &ByFile, file: &File, fills: &[Piece], from: UsedPagesFrom) ->
             let around: Vec<Piece> =
                 accesses.iter().filter(|(k, _)| *k == AccessKind::MapAround).map(|(_, p)| *p).collect();
             used.extend(pages::clip(&around, fills));
+            if let Some(resident) = by.resident.get(&file.id) {
+                used.extend(pages::clip(&around, &pages::union(resident.clone())));
+            }
             used
         }
         _ => fills.to_vec(),

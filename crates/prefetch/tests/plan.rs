@@ -6,7 +6,8 @@ use std::path::Path;
 use coldstart_prefetch::plan::{PlanFileKind, Step, UsedPagesFrom};
 use coldstart_prefetch::{Order, Plan, PlanSettings, PrefetchError, build_plan};
 use coldstart_trace::{
-    AccessKind, Dev, Extent, File, FileKind, FileOpen, Meta, PageAccess, PageFill, Process, Trace,
+    AccessKind, Dev, Extent, File, FileKind, FileOpen, Meta, PageAccess, PageFill, PageResident, Process,
+    Trace,
 };
 use proptest::prelude::*;
 
@@ -107,6 +108,29 @@ fn used_pages_are_reads_faults_and_filled_map_around_pages_not_unused_readahead(
     assert_eq!(p.stats.used_cached_bytes, 2 * PAGE);
     assert_eq!(p.stats.planned_read_bytes, 3 * PAGE);
     assert!(p.notes.is_empty(), "{:?}", p.notes);
+}
+
+/// Pages mapped around a fault that no fill brought in are used when the trace found them
+/// cached (another process held them: `page_resident`), and left out when it did not.
+#[test]
+fn map_around_pages_held_cached_by_another_process_are_used() {
+    let mut t = trace();
+    add_file(&mut t, 1, "/lib/held.so", 64);
+    access(&mut t, 1, AccessKind::Fault, 20, 1, 5);
+    access(&mut t, 1, AccessKind::MapAround, 16, 16, 5);
+    access(&mut t, 1, AccessKind::MapAround, 48, 8, 7);
+    // Pages 16..28 and 50..52 were found cached; 28..32 and the rest of 48..56 were not.
+    t.page_residents.push(PageResident { file_id: 1, index: 16, pages: 12 });
+    t.page_residents.push(PageResident { file_id: 1, index: 50, pages: 2 });
+    // Cached but outside every window: not used.
+    t.page_residents.push(PageResident { file_id: 1, index: 60, pages: 4 });
+    let p = plan(&t, &PlanSettings { max_size_ratio: 0.0, ..PlanSettings::default() });
+    assert_eq!(ranges(&p, "/lib/held.so"), [(16, 12, 4), (50, 2, 6)]);
+    assert_eq!(p.stats.used_bytes, 14 * PAGE);
+    assert_eq!(p.stats.used_cached_bytes, 14 * PAGE);
+    t.page_residents.clear();
+    let p = plan(&t, &PlanSettings { max_size_ratio: 0.0, ..PlanSettings::default() });
+    assert_eq!(ranges(&p, "/lib/held.so"), [(20, 1, 4)], "without them only the fault is used");
 }
 
 #[test]

@@ -156,6 +156,16 @@ impl Mapping {
         }
         Ok(vec.iter().filter(|&&b| b & 1 != 0).count())
     }
+
+    /// Whether each page of the mapping is in the page cache (mincore), page by page.
+    pub fn resident_map(&self, page_size: usize) -> io::Result<Vec<bool>> {
+        let mut vec = vec![0u8; self.len.div_ceil(page_size)];
+        // SAFETY: `vec` has one byte per page of the mapping.
+        if unsafe { libc::mincore(self.addr.as_ptr(), self.len, vec.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(vec.iter().map(|&b| b & 1 != 0).collect())
+    }
 }
 
 impl Drop for Mapping {

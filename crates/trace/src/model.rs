@@ -27,6 +27,10 @@ pub struct Trace {
     pub file_opens: Vec<FileOpen>,
     pub page_fills: Vec<PageFill>,
     pub page_accesses: Vec<PageAccess>,
+    /// Pages of the fault-around windows found cached at the end with no recorded fill
+    /// (format 3, added later; empty in files without the table).
+    #[serde(default)]
+    pub page_residents: Vec<PageResident>,
     pub block_ios: Vec<BlockIo>,
     pub sched: Vec<SchedInterval>,
     pub wakeups: Vec<Wakeup>,
@@ -445,6 +449,20 @@ pub struct PageAccess {
     /// Number of pages (at least 1).
     pub pages: u32,
     pub kind: AccessKind,
+}
+
+/// Pages of a file that the kernel's fault-around windows covered, that were in the page
+/// cache when the recording ended, and that no recorded fill brought in: they were
+/// cached before the recording began (held by a process outside it, such as an X server
+/// that maps the same library: eviction cannot drop mapped pages) or filled outside its
+/// scope. The start used them without reading them; a cold machine must read them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageResident {
+    pub file_id: u32,
+    /// First page index in the file.
+    pub index: u64,
+    /// Number of pages (at least 1).
+    pub pages: u32,
 }
 
 /// The operation of a block request.

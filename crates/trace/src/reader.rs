@@ -372,6 +372,17 @@ impl Reader<'_> {
                     })
                 },
             )?,
+            page_residents: self.rows_if_table(
+                "page_resident",
+                "SELECT * FROM page_resident ORDER BY rowid",
+                |r| {
+                    Ok(PageResident {
+                        file_id: r.get("file_id")?,
+                        index: page_index(r, "page_resident", page_size)?,
+                        pages: r.get("pages")?,
+                    })
+                },
+            )?,
             block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
                 Ok(BlockIo {
                     issue_ns: time_or_null(r, "block_io", "issue_ns")?,

@@ -9,6 +9,9 @@
 ///
 /// 3 added the `mapping`, `frame`, `stack` and `stack_sample` tables (CPU samples with stacks)
 /// and the `mount`, `syscall`, `off_cpu_sample` and `unit` tables; files of format 2 read with none.
+/// The `page_resident` table came later within format 3: it is optional both ways (files
+/// without it read with none, and a reader that does not know it ignores it), so the
+/// version did not change.
 pub const FORMAT_VERSION: i32 = 3;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
@@ -115,6 +118,12 @@ CREATE TABLE page_access (
     page_index INTEGER NOT NULL,
     pages      INTEGER NOT NULL,
     kind       TEXT NOT NULL
+);
+
+CREATE TABLE page_resident (
+    file_id    INTEGER NOT NULL REFERENCES file(id),
+    page_index INTEGER NOT NULL,
+    pages      INTEGER NOT NULL
 );
 
 CREATE TABLE block_io (

@@ -221,6 +221,13 @@ impl TraceWriter {
         )
     }
 
+    pub fn page_resident(&mut self, r: &PageResident) -> Result<()> {
+        self.exec(
+            "INSERT INTO page_resident VALUES (?1, ?2, ?3)",
+            params![r.file_id, r.index as i64, r.pages],
+        )
+    }
+
     pub fn block_io(&mut self, b: &BlockIo) -> Result<()> {
         self.exec(
             "INSERT INTO block_io VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -379,6 +386,7 @@ impl TraceWriter {
         trace.file_opens.iter().try_for_each(|x| self.file_open(x))?;
         trace.page_fills.iter().try_for_each(|x| self.page_fill(x))?;
         trace.page_accesses.iter().try_for_each(|x| self.page_access(x))?;
+        trace.page_residents.iter().try_for_each(|x| self.page_resident(x))?;
         trace.block_ios.iter().try_for_each(|x| self.block_io(x))?;
         trace.sched.iter().try_for_each(|x| self.sched(x))?;
         trace.wakeups.iter().try_for_each(|x| self.wakeup(x))?;

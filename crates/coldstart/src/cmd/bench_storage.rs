@@ -67,8 +67,7 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
     if files.is_empty() {
         bail!("--storage: no files to put on the device (the file source named none that exist)");
     }
-    let originals: Vec<Option<(Dev, u64)>> =
-        files.iter().map(|f| std::fs::metadata(f).ok().map(|m| (Dev::from_user(m.dev()), m.ino()))).collect();
+    let originals = identities(&files);
     let staged =
         StagedFiles::stage(params.clone(), &files).context("putting the files on the emulated device")?;
     let list = staged.disk().run_dir().join("files.list");
@@ -77,33 +76,16 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
     let mut written = vec![list.clone()];
     config.files = FileSource::List(list);
     if let Some(prefetch) = config.prefetch.as_mut() {
-        let mut plan = Plan::load(&prefetch.plan)?;
-        let mut moved_files = 0;
-        for file in &mut plan.files {
-            let path = PathBuf::from(&file.path);
-            let original = files.iter().position(|f| *f == path).and_then(|i| originals[i]);
-            if file.kind == PlanFileKind::Regular
-                && original == Some((file.dev, file.ino))
-                && staged.holds(&path)
-                && let Ok(copy) = std::fs::metadata(&path)
-            {
-                file.dev = Dev::from_user(copy.dev());
-                file.ino = copy.ino();
-                file.mtime_ns = Some(copy.mtime() * 1_000_000_000 + copy.mtime_nsec());
-                moved_files += 1;
-            }
-        }
-        if moved_files < plan.files.len() {
+        let moved = staged.disk().run_dir().join("plan-on-device.json");
+        let (moved_files, total) = point_plan_at_copies(&prefetch.plan, &files, &originals, &staged, &moved)?;
+        written.push(moved.clone());
+        if moved_files < total {
             eprintln!(
-                "coldstart bench: {} of the plan's {} files are not on the emulated device (not read by \
+                "coldstart bench: {} of the plan's {total} files are not on the emulated device (not read by \
                  the commands, changed since, or the real disk's metadata): the replay skips them",
-                plan.files.len() - moved_files,
-                plan.files.len()
+                total - moved_files,
             );
         }
-        let moved = staged.disk().run_dir().join("plan-on-device.json");
-        written.push(moved.clone());
-        plan.save(&moved)?;
         prefetch.plan = moved;
     }
     let report = &staged.report;
@@ -120,6 +102,43 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
         }
     );
     Ok(OnStorage { staged, profile: profile.to_owned(), written })
+}
+
+/// The identities of `files` before they are staged (dev and inode), for
+/// [`point_plan_at_copies`].
+pub fn identities(files: &[PathBuf]) -> Vec<Option<(Dev, u64)>> {
+    files.iter().map(|f| std::fs::metadata(f).ok().map(|m| (Dev::from_user(m.dev()), m.ino()))).collect()
+}
+
+/// Writes to `out` the plan at `plan_path` with each of its regular files that `staged`
+/// holds (and that was the same file as the plan's, by `originals`) named by its copy's
+/// identity, so that the replay reads the copies; the others stay as they are and the
+/// replay skips them as stale. Returns how many files were moved, of how many.
+pub fn point_plan_at_copies(
+    plan_path: &std::path::Path,
+    files: &[PathBuf],
+    originals: &[Option<(Dev, u64)>],
+    staged: &StagedFiles,
+    out: &std::path::Path,
+) -> anyhow::Result<(usize, usize)> {
+    let mut plan = Plan::load(plan_path)?;
+    let mut moved_files = 0;
+    for file in &mut plan.files {
+        let path = PathBuf::from(&file.path);
+        let original = files.iter().position(|f| *f == path).and_then(|i| originals[i]);
+        if file.kind == PlanFileKind::Regular
+            && original == Some((file.dev, file.ino))
+            && staged.holds(&path)
+            && let Ok(copy) = std::fs::metadata(&path)
+        {
+            file.dev = Dev::from_user(copy.dev());
+            file.ino = copy.ino();
+            file.mtime_ns = Some(copy.mtime() * 1_000_000_000 + copy.mtime_nsec());
+            moved_files += 1;
+        }
+    }
+    plan.save(out)?;
+    Ok((moved_files, plan.files.len()))
 }
 
 impl OnStorage {

@@ -4,7 +4,7 @@
 //! such a device at their own paths (as `bench --storage` does) and runs a command there.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::thread;
 
@@ -27,6 +27,9 @@ Examples:
   sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
   # record a start with the files it read (app.coldstart) on an emulated laptop disk:
   sudo coldstart storage run hdd --trace app.coldstart -- coldstart record --cold -o hdd.coldstart -- app
+  # what the start still reads there after its plan was replayed ahead:
+  sudo coldstart storage run hdd --trace app.coldstart --prefetch app.plan -- sh -c \
+      'echo 3 > /proc/sys/vm/drop_caches && coldstart prefetch run \"$COLDSTART_PLAN\" && coldstart record -o ahead.coldstart -- app'
   sudo coldstart storage slowfs /opt/app --at /mnt/app --delay 2ms          # like NFS with noac
   sudo coldstart storage slowfs ./plug-ins --at /mnt/p --delay 2ms -- coldstart record -- ./scan /mnt/p
 
@@ -74,6 +77,10 @@ enum Action {
         /// Move the files of this list (one absolute path a line, # comments).
         #[arg(long, value_name = "LIST")]
         files: Option<PathBuf>,
+        /// A prefetch plan to point at the copies, as `bench --storage` does: COMMAND finds
+        /// the moved plan's path in $COLDSTART_PLAN (e.g. `coldstart prefetch run "$COLDSTART_PLAN"`).
+        #[arg(long, value_name = "PLAN")]
+        prefetch: Option<PathBuf>,
         /// The command to run with the files on the device.
         #[arg(last = true, value_name = "COMMAND", required = true)]
         command: Vec<String>,
@@ -103,7 +110,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Mount { profile, size, at, command } => mount(&profile, &size, at, command),
-        Action::Run { profile, trace, files, command } => run_on(&profile, trace, files, &command),
+        Action::Run { profile, trace, files, prefetch, command } => {
+            run_on(&profile, trace, files, prefetch.as_deref(), &command)
+        }
         Action::Slowfs { source, at, delay, command } => slowfs(&source, &at, delay, command),
     }
 }
@@ -152,7 +161,7 @@ fn run_while_mounted(
         eprintln!("coldstart storage: press Ctrl-C to {then}");
         return Ok((ExitCode::SUCCESS, signals.forever().next()));
     }
-    run_command(command, signals)
+    run_command(command, None, signals)
 }
 
 fn slowfs(
@@ -228,6 +237,7 @@ fn run_on(
     profile: &str,
     trace: Option<PathBuf>,
     files: Option<PathBuf>,
+    prefetch: Option<&Path>,
     command: &[String],
 ) -> anyhow::Result<ExitCode> {
     let params = coldstart_storage::resolve(profile)?;
@@ -247,7 +257,21 @@ fn run_on(
         bail!("coldstart storage run needs root (loop devices, FUSE, mounts and a private mount namespace)");
     }
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let originals = crate::cmd::bench_storage::identities(&paths);
     let staged = StagedFiles::stage(params, &paths).context("putting the files on the emulated device")?;
+    let moved_plan = match prefetch {
+        Some(plan) => {
+            let out = staged.disk().run_dir().join("plan-on-device.json");
+            let (moved, total) =
+                crate::cmd::bench_storage::point_plan_at_copies(plan, &paths, &originals, &staged, &out)?;
+            eprintln!(
+                "coldstart storage: the plan's {moved} of {total} files on the device are in $COLDSTART_PLAN ({})",
+                out.display()
+            );
+            Some(out)
+        }
+        None => None,
+    };
     let report = &staged.report;
     eprintln!(
         "coldstart storage: {} files ({:.1} MiB) of {} on an emulated {} ({}, {}), in their order on the real disk{}",
@@ -264,8 +288,11 @@ fn run_on(
     );
     let (status, signal) = match signals.pending().next() {
         Some(signal) => (ExitCode::SUCCESS, Some(signal)),
-        None => run_command(command, signals)?,
+        None => run_command(command, moved_plan.as_deref(), signals)?,
     };
+    if let Some(plan) = &moved_plan {
+        let _ = std::fs::remove_file(plan);
+    }
     let stats = staged.disk().stats();
     eprintln!(
         "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
@@ -279,12 +306,18 @@ fn run_on(
 
 /// Runs `command` to its end, ending it when one of `signals` arrives; its exit status
 /// (as a shell gives it) and the signal that ended it, if one did.
-fn run_command(command: &[String], mut signals: Signals) -> anyhow::Result<(ExitCode, Option<i32>)> {
+fn run_command(
+    command: &[String],
+    plan: Option<&Path>,
+    mut signals: Signals,
+) -> anyhow::Result<(ExitCode, Option<i32>)> {
     let handle = signals.handle();
-    let mut child = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .spawn()
-        .with_context(|| format!("cannot run {:?}", command[0]))?;
+    let mut child = std::process::Command::new(&command[0]);
+    child.args(&command[1..]);
+    if let Some(plan) = plan {
+        child.env("COLDSTART_PLAN", plan);
+    }
+    let mut child = child.spawn().with_context(|| format!("cannot run {:?}", command[0]))?;
     let pid = child.id();
     let forwarder = thread::spawn(move || {
         let first = signals.forever().next();

@@ -3,7 +3,7 @@
 //! trace with `meta.partial = true`, ending at the last thing the spool holds.
 //!
 //! [`assemble_with`] is a pipeline of named steps over the decoded spool; what it
-//! reads from the machine (mounts, disks, host, FIEMAP, the walk that names inodes,
+//! reads from the machine (mounts, disks, host, FIEMAP, page-cache residency, the walk that names inodes,
 //! /proc facts about tasks outside the tree) comes through a [`SystemView`].
 
 mod block;
@@ -16,6 +16,7 @@ mod pages;
 mod perf;
 mod procs;
 mod remarks;
+mod resident;
 mod samples;
 mod sched;
 mod stacks;
@@ -239,6 +240,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         file_opens: fp.file_opens,
         page_fills: fp.page_fills,
         page_accesses: fp.page_accesses,
+        page_residents: fp.page_residents,
         block_ios,
         sched,
         wakeups,
@@ -272,6 +274,10 @@ pub(crate) struct FilesAndPages {
     files: FileTable,
     page_fills: Vec<PageFill>,
     page_accesses: Vec<PageAccess>,
+    /// Unfilled pages of the fault-around windows found cached (`resident.rs`).
+    page_residents: Vec<PageResident>,
+    /// Files whose cached pages could not be asked (replaced or gone since).
+    residency_unknown: u64,
     file_opens: Vec<FileOpen>,
     extents: Vec<Extent>,
     /// Files with page fills.
@@ -337,10 +343,14 @@ fn files_and_pages(
     let mut read_or_used = filled.clone();
     read_or_used.extend(page_accesses.iter().map(|a| a.file_id));
     let (extents, fiemap_failed, deleted) = files.extents(&read_or_used, system);
+    let (page_residents, residency_unknown) =
+        resident::resident_pages(&files.files, &page_fills, &page_accesses, system, page_size);
     FilesAndPages {
         files,
         page_fills,
         page_accesses,
+        page_residents,
+        residency_unknown,
         file_opens,
         extents,
         filled_files: filled.len(),

@@ -94,6 +94,9 @@ pub fn notes(data: &SpoolData, spool: &Spool, fp: &FilesAndPages, requeues: u64)
     if fp.raw_access_count > 0 || fp.accesses_left_out > 0 {
         notes.push(note(NoteSource::Record, page_accesses(fp)));
     }
+    if !fp.page_residents.is_empty() || fp.residency_unknown > 0 {
+        notes.push(note(NoteSource::Files, resident_pages(fp)));
+    }
     if data.formats.requeue_traced {
         notes.push(note(
             NoteSource::Record,
@@ -117,6 +120,20 @@ fn spool_size(spool: &Spool) -> String {
         raw_text.join(", "),
         mib(other_bytes)
     )
+}
+
+fn resident_pages(fp: &FilesAndPages) -> String {
+    let pages: u64 = fp.page_residents.iter().map(|r| u64::from(r.pages)).sum();
+    let files: std::collections::HashSet<u32> = fp.page_residents.iter().map(|r| r.file_id).collect();
+    let mut text = format!(
+        "{pages} pages of {} files mapped around faults were in the page cache without being read during the \
+         recording (held by processes outside it, which eviction cannot drop): table page_resident",
+        files.len()
+    );
+    if fp.residency_unknown > 0 {
+        text.push_str(&format!("; {} files could not be asked (replaced or gone)", fp.residency_unknown));
+    }
+    text
 }
 
 fn page_accesses(fp: &FilesAndPages) -> String {

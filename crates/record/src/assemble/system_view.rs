@@ -73,6 +73,10 @@ pub trait SystemView {
     fn is_file_at(&self, _path: &Path, _dev: Dev, _ino: u64) -> bool {
         false
     }
+    /// Whether each page of the file (dev, ino) at `path` is in the page cache now.
+    fn resident_map(&self, _path: &Path, _dev: Dev, _ino: u64, _page_size: u64) -> Option<Vec<bool>> {
+        None
+    }
 }
 
 /// The machine the assembly runs on.
@@ -90,6 +94,10 @@ impl SystemView for LiveSystem {
 
     fn mounts(&self) -> Vec<Mount> {
         system::mounts()
+    }
+
+    fn resident_map(&self, path: &Path, dev: Dev, ino: u64, page_size: u64) -> Option<Vec<bool>> {
+        super::resident::resident_map(path, dev, ino, page_size).ok()
     }
 
     fn is_block_device(&self, dev: Dev) -> bool {

@@ -163,6 +163,7 @@ pub fn full_trace() -> Trace {
                 kind: AccessKind::MapAround,
             },
         ],
+        page_residents: vec![PageResident { file_id: 2, index: 10, pages: 6 }],
         block_ios: vec![
             BlockIo {
                 issue_ns: Some(15_000_000),
