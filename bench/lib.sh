@@ -37,3 +37,35 @@ use_bench_stats() {
 # evict: the benchmarks' system eviction: write dirty pages back, drop the page cache,
 # dentries and inodes, and give the aftermath a second to settle.
 evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
+
+# write_baselines DIR LIST: the classic prefetchers a distribution uses today, as wrappers
+# that start one alongside a command and stop it when the command ends (never left running
+# into the next run): DIR/vmtouch.sh (`vmtouch -t` of the files of LIST, one path a line,
+# in that order) and DIR/readahead.sh (whole files in that order, each read ahead with
+# WILLNEED from one thread, as readahead/ureadahead replay a list). Usage:
+# `sh DIR/vmtouch.sh CMD ARGS...`.
+write_baselines() {
+    local dir=$1 list=$2
+    printf 'vmtouch -tq -b %q &\nv=$!\ns=0\n"$@" || s=$?\nkill $v 2>/dev/null\nwait $v 2>/dev/null\nexit $s\n' \
+        "$list" > "$dir/vmtouch.sh"
+    cat > "$dir/readahead.py" <<'PY'
+import os, sys
+for path in open(sys.argv[1], encoding="utf-8", errors="surrogateescape").read().splitlines():
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        continue
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    os.close(fd)
+PY
+    printf 'python3 %q %q &\nv=$!\ns=0\n"$@" || s=$?\nkill $v 2>/dev/null\nwait $v 2>/dev/null\nexit $s\n' \
+        "$dir/readahead.py" "$list" > "$dir/readahead.sh"
+}
+
+# The slow-disk rig's throttle (bench/slow-disk-rig.sh: 100 read requests per second and
+# 60 MB/s, each request charged whatever its size, bios of up to 1 MiB) as an emulated
+# device profile, for `bench --storage "$RIG_PROFILE"` and the storage-*.sh scripts' PROFILE.
+RIG_PROFILE='custom:base=cloud,iops=100,bandwidth=60MB/s,iops_unit=0,queue_depth=32,request=0,max_request=1MiB'
