@@ -314,6 +314,27 @@ fn show_prints_every_parameter_with_its_unit_and_source() {
     assert!(text.contains("iops_unit_bytes        262144 bytes (0.25 MiB)"), "{text}");
     assert!(text.contains("bandwidth_bytes_per_s  125.0 MB/s"), "{text}");
     assert_eq!(text.matches("default of the cloud class").count(), 11, "{text}");
+    assert!(text.contains("elevator               none "), "{text}");
+    let hdd = coldstart().args(["storage", "show", "hdd"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&hdd.stdout).contains("elevator               mq-deadline "));
+}
+
+/// An emulated hard disk is scheduled as the kernel schedules a real one (mq-deadline, which
+/// serves real-time I/O priority first); an NVMe disk has no elevator.
+#[test]
+fn an_emulated_disk_has_the_elevator_of_its_kind() {
+    if !can_make_devices("an_emulated_disk_has_the_elevator_of_its_kind") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    for (profile, elevator) in [("hdd", "[mq-deadline]"), ("nvme", "[none]")] {
+        let params: DiskParams = profile.parse().unwrap();
+        let disk = EmulatedDisk::create(params, 64 << 20).unwrap();
+        let name = disk.device().file_name().unwrap().to_owned();
+        let scheduler =
+            std::fs::read_to_string(Path::new("/sys/block").join(name).join("queue/scheduler")).unwrap();
+        assert!(scheduler.contains(elevator), "{profile}: {scheduler}");
+    }
 }
 
 /// The mount namespace of every process now, by pid.

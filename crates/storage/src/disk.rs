@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use coldstart_analyze::doctor::DiskParams;
+use coldstart_analyze::doctor::{DiskClass, DiskParams};
 use coldstart_record::assemble::fiemap;
 use coldstart_trace::Dev;
 use fuser::{BackgroundSession, Config, MountOption};
@@ -46,6 +46,7 @@ impl EmulatedDisk {
     /// Makes a device of `size_bytes` under `params`, with an empty ext4 on it. Cleans up
     /// first what disks of dead processes left. Needs root.
     pub fn create(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
+        let class = params.class;
         if size_bytes < MIN_SIZE_BYTES {
             return Err(StorageError::Setup(format!(
                 "a device of {size_bytes} bytes is too small: at least {} MiB",
@@ -83,6 +84,7 @@ impl EmulatedDisk {
         let (device, device_file) = sys::attach_loop(&image, &image_path, BLOCK_SIZE)
             .map_err(StorageError::io(format!("attaching a loop device to {}", image_path.display())))?;
         drop(image);
+        set_elevator(&device, elevator_for(class));
         disk.device = device;
         disk.device_file = Some(device_file);
         make_ext4(&disk.device)?;
@@ -194,6 +196,27 @@ impl Drop for EmulatedDisk {
             let _ = timer.join();
         }
         leftovers::tear_down(&self.run_dir);
+    }
+}
+
+/// The I/O scheduler the kernel gives a real disk of `class`: mq-deadline for a device with
+/// one hardware queue (SATA hard and solid-state disks, SD cards and eMMC), none for NVMe and
+/// cloud volumes. A loop device gets none whatever it stands for; a hard disk without an
+/// elevator serves a prefetcher's real-time requests in the order they come, which no laptop
+/// does (measured on the MATE login, BENCHMARKS.md 2026-11-27: plan alongside 0.63× of cold
+/// with none, 0.40× with mq-deadline).
+pub fn elevator_for(class: DiskClass) -> &'static str {
+    match class {
+        DiskClass::Hdd | DiskClass::Hdd7200 | DiskClass::Ssd | DiskClass::Sd => "mq-deadline",
+        DiskClass::Nvme | DiskClass::Cloud | DiskClass::Custom | DiskClass::Measured => "none",
+    }
+}
+
+/// Best effort: a kernel without the elevator keeps the loop device's own (none).
+fn set_elevator(device: &Path, elevator: &str) {
+    if let Some(name) = device.file_name() {
+        let path = Path::new("/sys/block").join(name).join("queue/scheduler");
+        let _ = std::fs::write(path, elevator);
     }
 }
 

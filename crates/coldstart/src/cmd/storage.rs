@@ -146,6 +146,8 @@ fn describe(p: &DiskParams) -> String {
     for (param, value) in rows {
         out.push_str(&format!("  {param:<22} {value:<32} {}\n", p.source_of(param)));
     }
+    let elevator = coldstart_storage::disk::elevator_for(p.class);
+    out.push_str(&format!("  {:<22} {elevator:<32} the kernel's default for such a disk\n", "elevator"));
     out
 }
 
