@@ -38,12 +38,12 @@ const RUN_DIR: &str = "/run/coldstart";
 /// Run as PID 1, start the boot recording, then exec the real init (the init= wrapper).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  # on the kernel command line (the link is recognised by its name):
-  #   ln -s ../bin/coldstart /usr/local/sbin/coldstart-init
-  #   init=/usr/local/sbin/coldstart-init coldstart.until=unit:multi-user.target coldstart.timeout=120
-  # as the command a container runs as PID 1, booting its systemd under the recorder:
-  sudo systemd-nspawn -D /var/lib/machines/deb --capability=all \\
-      --system-call-filter='fanotify_init fanotify_mark perf_event_open bpf' \\
+  # the kernel's init (the link is recognised by its name):
+  sudo ln -s ../bin/coldstart /usr/local/sbin/coldstart-init
+  #   kernel command line: init=/usr/local/sbin/coldstart-init coldstart.timeout=300
+  # as the command a container runs as PID 1 (no -b), booting its systemd recorded:
+  sudo systemd-nspawn -D /var/lib/machines/deb --register=no --keep-unit \\
+      --capability=all --system-call-filter='fanotify_init fanotify_mark perf_event_open bpf' \\
       /usr/local/bin/coldstart boot init --timeout 60
 
 Options come from these flags, else from the kernel command line (coldstart.until=WHEN,
