@@ -7,7 +7,7 @@
 #
 #   sudo bash bench/qemu-boot.sh                 # both modes
 #   sudo bash bench/qemu-boot.sh init            # one: unit or init
-#   COLDSTART=/path/to/coldstart OUT=/tmp/qb sudo -E bash bench/qemu-boot.sh
+#   COLDSTART=/path/to/coldstart OUT=/tmp/qb MEM=8192 sudo -E bash bench/qemu-boot.sh   # guest MiB (2048)
 #
 # Not run by CI: QEMU emulates the CPU here (TCG, there is no usable /dev/kvm), so each boot
 # takes minutes. The figures are correct but slow, useless for timing a prefetch.
@@ -58,14 +58,39 @@ stage() {
     # / is mounted read-only by the initramfs and made writable by systemd-remount-fs.
     echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' >"$s/etc/fstab"
     install -m 0755 "$COLDSTART" "$s/usr/local/bin/coldstart"
+    mkdir -p "$s/usr/local/sbin"
+    cat >"$s/usr/local/sbin/coldstart-test-poweroff" <<'EOF'
+#!/bin/sh
+# Test image only (bench/qemu-boot.sh): power off once the boot trace is written, or once no
+# recorder runs and none was written (it failed), keeping the journal and a trace left in /run.
+for i in $(seq 400); do
+    for f in /var/log/coldstart/*.coldstart /run/coldstart/*.coldstart; do [ -e "$f" ] && break 2; done
+    rec=
+    for c in /proc/[0-9]*/cmdline; do
+        case "$(tr '\0' ' ' <"$c" 2>/dev/null)" in *"record --boot"*) rec=1 ;; esac
+    done
+    if [ -z "$rec" ] && [ "$i" -gt 5 ]; then
+        echo "coldstart-test-poweroff: no recorder runs and no trace was written" >/dev/console
+        break
+    fi
+    sleep 1
+done
+sleep 2
+mkdir -p /var/log/coldstart-run
+cp /run/coldstart/*.coldstart /var/log/coldstart-run/ 2>/dev/null
+journalctl -b --no-pager >/var/log/coldstart-journal.txt
+sync
+systemctl --no-block poweroff
+EOF
+    chmod 0755 "$s/usr/local/sbin/coldstart-test-poweroff"
     cat >"$s/etc/systemd/system/coldstart-test-poweroff.service" <<'EOF'
-# Test image only (bench/qemu-boot.sh): power off once the boot trace is written.
+# Test image only (bench/qemu-boot.sh).
 [Unit]
 Description=Power off once coldstart has written the boot trace
 
 [Service]
 Type=simple
-ExecStart=/bin/sh -c 'for i in $(seq 900); do for f in /var/log/coldstart/*.coldstart /run/coldstart/*.coldstart; do [ -e "$f" ] && break 2; done; sleep 1; done; sleep 2; mkdir -p /var/log/coldstart-run; cp /run/coldstart/*.coldstart /var/log/coldstart-run/ 2>/dev/null; journalctl -b --no-pager >/var/log/coldstart-journal.txt; sync; systemctl --no-block poweroff'
+ExecStart=/usr/local/sbin/coldstart-test-poweroff
 
 [Install]
 WantedBy=multi-user.target
@@ -74,8 +99,8 @@ EOF
     ln -s /etc/systemd/system/coldstart-test-poweroff.service \
         "$s/etc/systemd/system/multi-user.target.wants/coldstart-test-poweroff.service"
     case $mode in
-        unit) "$COLDSTART" boot enable --root "$s" --until unit:multi-user.target --timeout 600 >/dev/null ;;
-        init) mkdir -p "$s/usr/local/sbin" && ln -s ../bin/coldstart "$s/usr/local/sbin/coldstart-init" ;;
+        unit) "$COLDSTART" boot enable --root "$s" --until unit:multi-user.target --timeout 300 >/dev/null ;;
+        init) ln -s ../bin/coldstart "$s/usr/local/sbin/coldstart-init" ;;
     esac
 }
 
@@ -91,26 +116,27 @@ for mode in "${modes[@]}"; do
     rm -f "$work/disk.img"
     mkfs.ext4 -q -F -L root -d "$work/stage" "$work/disk.img" 3G
     rm -rf "$work/stage"
-    append="root=/dev/vda ro console=ttyS0 panic=-1"
+    # The journal goes to the console too: the recorder's lines (and any error) are in console.log.
+    append="root=/dev/vda ro console=ttyS0 panic=-1 systemd.journald.forward_to_console=1"
     if [ "$mode" = init ]; then
-        append+=" init=/usr/local/sbin/coldstart-init coldstart.until=unit:multi-user.target coldstart.timeout=600"
+        append+=" init=/usr/local/sbin/coldstart-init coldstart.until=unit:multi-user.target coldstart.timeout=300"
     fi
     echo "== $mode: booting (TCG; minutes) with: $append"
     exec 9>/var/lock/coldstart-bench.lock
     flock -x 9
     started=$(date +%s)
-    qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 2048 \
+    qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m "${MEM:-2048}" \
         -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$append" \
         -drive "file=$work/disk.img,format=raw,if=virtio" -nic none \
         -display none -monitor none -serial "file:$dest/console.log" -no-reboot &
     qemu_pid=$!
     status=0
-    for _ in $(seq 1800); do
+    for _ in $(seq 900); do
         kill -0 "$qemu_pid" 2>/dev/null || break
         sleep 1
     done
     if kill -0 "$qemu_pid" 2>/dev/null; then
-        echo "== $mode: the guest did not power off within 1800 s" >&2
+        echo "== $mode: the guest did not power off within 900 s" >&2
         kill -KILL "$qemu_pid"
         status=1
     fi
