@@ -9,6 +9,11 @@ mod cmd;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `init=/usr/local/sbin/coldstart-init`: the kernel gives no subcommand, and every
+    // argument it passes is the real init's.
+    if cmd::boot_init::invoked_as_init() {
+        return cmd::boot_init::run_as_link();
+    }
     let cli = <cli::Cli as clap::Parser>::parse();
     match cli::run(cli) {
         Ok(code) => code,

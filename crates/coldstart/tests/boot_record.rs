@@ -4,7 +4,7 @@
 //! time before recording from the kernel's uptime, a private trace file.
 
 mod support;
-use support::container::{bootable_rootfs, remove_nspawn_leftovers};
+use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs};
 use support::{can_record, ci, coldstart, private_dir, unavailable};
 
 use std::io::{BufRead, BufReader};
@@ -280,47 +280,12 @@ fn record_boot_records_the_system_from_its_start_and_says_how_long_before() {
     assert!(status.contains("boot-test.coldstart") && status.contains(&ready), "{status}");
 }
 
-/// What the recorder needs of a container that systemd-nspawn withholds by default:
-/// fanotify_init is refused (EPERM) without these.
-const NSPAWN_RECORDER_OPTIONS: [&str; 2] =
-    ["--capability=all", "--system-call-filter=fanotify_init fanotify_mark perf_event_open bpf"];
-
-/// The cached rootfs under an overlay whose upper layer is the test's: unmounted, and what
-/// `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd removed, when dropped.
-struct Overlay {
-    merged: PathBuf,
-    upper: PathBuf,
-}
-
-impl Drop for Overlay {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.merged).status();
-        remove_nspawn_leftovers("merged");
-    }
-}
-
 #[test]
 fn boot_enable_records_a_container_boot_from_inside() {
     let test = "boot_enable_records_a_container_boot";
     let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
-    let overlay = Overlay { merged: dir.path().join("merged"), upper: dir.path().join("upper") };
-    for d in [&overlay.merged, &overlay.upper, &dir.path().join("work")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let options = format!(
-        "lowerdir={},upperdir={},workdir={}",
-        root.display(),
-        overlay.upper.display(),
-        dir.path().join("work").display()
-    );
-    let mounted = Command::new("mount")
-        .args(["-t", "overlay", "overlay", "-o", &options])
-        .arg(&overlay.merged)
-        .status();
-    if !mounted.is_ok_and(|s| s.success()) && unavailable(test, "cannot mount an overlay") {
-        return;
-    }
+    let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
     let out = coldstart()
         .args(["boot", "enable", "--root"])
         .arg(&overlay.merged)

@@ -29,11 +29,20 @@ pub struct WaitOptions {
     /// Sample the tree's block I/O wait (needs `kernel.task_delayacct=1`; see
     /// [`TreeUsage::io_wait`]).
     pub sample_io_wait: bool,
+    /// PID 1 is not systemd yet but is about to become it (the init= wrapper of `coldstart
+    /// boot init` execs it once the recording has started): `unit:` conditions wait for the
+    /// system manager's private socket to appear, within the timeout, instead of ignoring it.
+    pub system_manager_later: bool,
 }
 
 impl Default for WaitOptions {
     fn default() -> WaitOptions {
-        WaitOptions { timeout: None, interrupt_grace: Duration::from_secs(2), sample_io_wait: false }
+        WaitOptions {
+            timeout: None,
+            interrupt_grace: Duration::from_secs(2),
+            sample_io_wait: false,
+            system_manager_later: false,
+        }
     }
 }
 
@@ -472,7 +481,13 @@ impl Running {
             true => None,
             false => {
                 let specs: Vec<(usize, UnitSpec)> = unit_specs.iter().map(|(i, s)| (*i, s.clone())).collect();
-                Some(UnitWatcher::start(&specs, l.shepherd, l.uid, l.started_ns)?)
+                Some(UnitWatcher::start(
+                    &specs,
+                    l.shepherd,
+                    l.uid,
+                    l.started_ns,
+                    options.system_manager_later,
+                )?)
             }
         };
         let mut unit_manager: Option<Manager> = None;

@@ -10,7 +10,10 @@
 //!   PID 1 of its own PID namespace and has `/run/systemd/private` under its root
 //!   (`systemd-nspawn -b`), reached through `/proc/PID/root/run/systemd/private` as soon
 //!   as the socket appears (looked for every 20 ms, until the wait ends);
-//! - the host's **system** manager when PID 1 is systemd;
+//! - the host's **system** manager when PID 1 is systemd; or, when PID 1 is an init=
+//!   wrapper that is about to exec systemd (`WaitOptions::system_manager_later`), as soon
+//!   as PID 1 is systemd and its private socket appears (looked for every 20 ms, until the
+//!   wait ends);
 //! - the **user** manager of the user the command runs as, when it runs
 //!   (`/run/user/UID/systemd/private`).
 //!
@@ -619,12 +622,14 @@ impl Shared {
 
 impl UnitWatcher {
     /// Starts watching `conditions` (index, spec) for a command started at `started_ns`
-    /// whose tree descends from `tree_root` and runs as `uid`.
+    /// whose tree descends from `tree_root` and runs as `uid`. With `system_later`, PID 1
+    /// is about to become systemd (an init= wrapper): the system manager is waited for.
     pub(crate) fn start(
         conditions: &[(usize, UnitSpec)],
         tree_root: i32,
         uid: u32,
         started_ns: BootNanos,
+        system_later: bool,
     ) -> Result<UnitWatcher> {
         let (tx, events) = channel();
         let shared = Shared {
@@ -643,9 +648,17 @@ impl UnitWatcher {
             None => by_manager.push((manager, vec![(index, name.to_owned())])),
         };
         let mut container_units = Vec::new();
+        // The system manager, when PID 1 has not become systemd yet but will.
+        let system_now = Manager::system();
+        let wait_for_system = system_now.is_none() && system_later;
+        let mut later_units = Vec::new();
         for (index, spec) in conditions {
+            if wait_for_system && spec.manager != ManagerChoice::User {
+                later_units.push((*index, spec.name.clone()));
+            }
             let hosts: Vec<Manager> = match spec.manager {
-                ManagerChoice::System => vec![Manager::system().ok_or_else(|| LaunchError::NoManager {
+                ManagerChoice::System if wait_for_system => Vec::new(),
+                ManagerChoice::System => vec![system_now.clone().ok_or_else(|| LaunchError::NoManager {
                     unit: spec.to_string(),
                     which: "PID 1 is not systemd (or /run/systemd/private is missing)".to_owned(),
                 })?],
@@ -655,10 +668,11 @@ impl UnitWatcher {
                 })?],
                 ManagerChoice::Any => {
                     container_units.push((*index, spec.name.clone()));
-                    Manager::system().into_iter().chain(Manager::user(uid)).collect()
+                    system_now.clone().into_iter().chain(Manager::user(uid)).collect()
                 }
             };
-            host_managers.insert(*index, hosts.len());
+            let later = usize::from(wait_for_system && spec.manager != ManagerChoice::User);
+            host_managers.insert(*index, hosts.len() + later);
             for manager in hosts {
                 add(manager, *index, &spec.name);
             }
@@ -666,6 +680,25 @@ impl UnitWatcher {
         for (manager, units) in by_manager {
             let shared = shared.clone_for_thread();
             std::thread::spawn(move || watch(&manager, &units, &shared));
+        }
+        if !later_units.is_empty() {
+            let shared = shared.clone_for_thread();
+            std::thread::spawn(move || {
+                let coming =
+                    Manager { kind: ManagerKind::System, socket: PathBuf::from("/run/systemd/private") };
+                for (index, _) in &later_units {
+                    let state = "waiting for PID 1 to become systemd (its /run/systemd/private)".to_owned();
+                    let _ =
+                        shared.tx.send(UnitEvent::State { index: *index, manager: coming.clone(), state });
+                }
+                while !shared.stop.load(Ordering::Relaxed) {
+                    if let Some(manager) = Manager::system() {
+                        watch(&manager, &later_units, &shared);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
         }
         if !container_units.is_empty() {
             let shared = shared.clone_for_thread();

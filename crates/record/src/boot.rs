@@ -13,6 +13,10 @@ use crate::error::{IoContext, Result};
 /// Where boot traces go unless `-o` says otherwise.
 pub const BOOT_TRACE_DIR: &str = "/var/log/coldstart";
 
+/// Where a boot trace goes when [`BOOT_TRACE_DIR`] cannot be written when the recording
+/// ends (the root filesystem still read-only, /var not mounted).
+pub const BOOT_FALLBACK_DIR: &str = "/run/coldstart";
+
 /// Where the spool of a boot recording lives: /run is there from the start of the boot,
 /// while / may still be read-only and /var not mounted.
 pub const BOOT_SPOOL_ROOT: &str = "/run/coldstart/spool";

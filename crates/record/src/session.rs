@@ -58,6 +58,9 @@ pub struct RecordConfig {
     /// trace holds the time before recording began, and systemd is told `READY=1` once
     /// tracing is on.
     pub boot: bool,
+    /// PID 1 is an init= wrapper (`coldstart boot init`) that execs systemd once tracing is
+    /// on: `unit:` conditions wait for the system manager to appear.
+    pub system_manager_later: bool,
 }
 
 impl Default for RecordConfig {
@@ -78,6 +81,7 @@ impl Default for RecordConfig {
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
             boot: false,
+            system_manager_later: false,
         }
     }
 }
@@ -501,14 +505,39 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     unfinished_spool.0 = None;
 
     let kept = |e: RecordError| RecordError::Kept { spool: spool.dir.clone(), source: Box::new(e) };
-    let assembled = assemble(&spool).map_err(kept)?;
+    let mut assembled = assemble(&spool).map_err(kept)?;
     let start = spool.start()?;
-    if config.boot
-        && let Some(dir) = output.parent()
-    {
-        crate::boot::create_trace_dir(dir).map_err(kept)?;
-    }
-    write_trace(&assembled.trace, &output, start.chown).map_err(kept)?;
+    let write = |trace: &coldstart_trace::Trace, output: &Path| -> Result<()> {
+        if config.boot
+            && let Some(dir) = output.parent()
+        {
+            crate::boot::create_trace_dir(dir)?;
+        }
+        write_trace(trace, output, start.chown)
+    };
+    let output = match write(&assembled.trace, &output) {
+        Ok(()) => output,
+        // A boot whose / is still read-only (or whose /var/log is not mounted) when the
+        // recording ends: the trace goes to /run, which is there from the start.
+        Err(e) if config.boot && config.output.is_none() => {
+            let fallback = crate::boot::boot_output(
+                Path::new(crate::boot::BOOT_FALLBACK_DIR),
+                start.start_unix_ns / 1_000_000_000,
+            );
+            assembled.trace.notes.push(coldstart_trace::Note {
+                source: coldstart_trace::NoteSource::Record,
+                text: format!(
+                    "{} could not be written ({}): the trace went to {} instead",
+                    output.display(),
+                    coldstart_trace::error_chain(&e),
+                    fallback.display()
+                ),
+            });
+            write(&assembled.trace, &fallback).map_err(kept)?;
+            fallback
+        }
+        Err(e) => return Err(kept(e)),
+    };
     spool.remove()?;
     Ok(Recorded {
         path: output,
@@ -658,7 +687,11 @@ fn run_command(
         notes.push(format!("systemd was not told the recording had started (NOTIFY_SOCKET): {e}"));
     }
     let mut running = paused.resume()?;
-    let options = WaitOptions { timeout: config.timeout, ..WaitOptions::default() };
+    let options = WaitOptions {
+        timeout: config.timeout,
+        system_manager_later: config.system_manager_later,
+        ..WaitOptions::default()
+    };
     let outcome = running.wait_all(&config.until, &options)?;
     let t_end_boot_ns = boottime_ns();
     let diskstats_end = crate::system::diskstats();

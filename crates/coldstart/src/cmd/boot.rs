@@ -1,7 +1,8 @@
 //! `coldstart boot enable|disable|status`: installs, removes and describes the systemd
 //! unit that records each boot (`record --boot`), in this machine or in another root (an
-//! image, a container's tree), as `systemctl --root` would; and the hidden `boot hold`, the
-//! process a boot recording keeps running while it waits, since a boot has no command.
+//! image, a container's tree), as `systemctl --root` would; `boot init`, the init= wrapper
+//! (in `boot_init`); and the hidden `boot hold`, the process a boot recording keeps running
+//! while it waits, since a boot has no command.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -36,6 +37,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
   sudo coldstart boot enable --root /srv/image --install-binary
   sudo coldstart boot status
   sudo coldstart boot disable
+  # or earlier than any unit, before systemd: init=/usr/local/sbin/coldstart-init (see boot init --help)
 
 Traces go to /var/log/coldstart/boot-YYYYMMDD-HHMMSS.coldstart (UTC). See docs/boot.md.")]
 pub struct Args {
@@ -50,6 +52,7 @@ pub enum Action {
     Disable(RootArgs),
     /// Say whether the unit is enabled, with which options, and list the boot traces written.
     Status(RootArgs),
+    Init(crate::cmd::boot_init::InitArgs),
     /// The process a boot recording keeps while it waits (started by `record --boot`).
     #[command(hide = true)]
     Hold,
@@ -95,6 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Action::Enable(a) => enable(&a),
         Action::Disable(a) => disable(&a),
         Action::Status(a) => status(&a),
+        Action::Init(a) => crate::cmd::boot_init::run(a),
         Action::Hold => hold(),
     }
 }

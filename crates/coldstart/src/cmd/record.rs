@@ -46,6 +46,10 @@ pub struct Args {
     /// tracing is on. Exits 0 when the conditions were met, 1 when not. See `coldstart boot`.
     #[arg(long, conflicts_with_all = ["command", "also", "cold", "as_root"])]
     pub boot: bool,
+    /// PID 1 is `coldstart boot init`, which execs systemd once tracing is on: `unit:`
+    /// conditions wait for the system manager to appear (set by the wrapper).
+    #[arg(long, hide = true, requires = "boot")]
+    pub under_init_wrapper: bool,
     /// Record this process too, outside the command's tree (repeatable): a pid, or a command
     /// name that names every process running under it when the command starts (an X server,
     /// a D-Bus daemon). Processes started later under that name are recorded only if they
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let until = crate::cmd::boot::boot_conditions(&args.launch.until)?;
         if let Some(unit) = until.iter().find(|u| matches!(u, coldstart_launch::Until::Unit(_)))
             && coldstart_launch::Manager::system().is_none()
+            && !args.under_init_wrapper
         {
             anyhow::bail!(
                 "--until {unit}: PID 1 is not systemd here, so no unit will become active: use mark:NAME, idle or a window"
@@ -123,6 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output,
         system: args.system || args.boot,
         boot: args.boot,
+        system_manager_later: args.under_init_wrapper,
         also: args.also,
         until,
         timeout,

@@ -1,6 +1,6 @@
 //! The Debian container the boot tests start: its rootfs, made once with mmdebstrap and
-//! cached outside the clone, and the removal of what `systemd-nspawn --keep-unit` leaves
-//! on a host whose PID 1 is not systemd.
+//! cached outside the clone, an overlay of it for a test to write in, and the removal of
+//! what `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,4 +82,49 @@ pub fn remove_nspawn_leftovers(machine: &str) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let _ = std::fs::remove_dir(Path::new("/run/systemd/nspawn/propagate").join(machine));
+}
+
+/// What the recorder needs of a container that systemd-nspawn withholds by default:
+/// fanotify_init is refused (EPERM) without these.
+pub const NSPAWN_RECORDER_OPTIONS: [&str; 2] =
+    ["--capability=all", "--system-call-filter=fanotify_init fanotify_mark perf_event_open bpf"];
+
+/// The cached rootfs under an overlay whose upper layer is the test's: unmounted, and what
+/// `systemd-nspawn --keep-unit` leaves on a host whose PID 1 is not systemd removed, when dropped.
+pub struct Overlay {
+    pub merged: PathBuf,
+    pub upper: PathBuf,
+}
+
+impl Overlay {
+    /// `root` under an overlay in `dir` (merged, upper, work); `None` (the test skips, or
+    /// fails under CI=true) when overlays cannot be mounted here.
+    pub fn mount(test: &str, root: &Path, dir: &Path) -> Option<Overlay> {
+        let overlay = Overlay { merged: dir.join("merged"), upper: dir.join("upper") };
+        for d in [&overlay.merged, &overlay.upper, &dir.join("work")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let options = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            root.display(),
+            overlay.upper.display(),
+            dir.join("work").display()
+        );
+        let mounted = Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &options])
+            .arg(&overlay.merged)
+            .status();
+        if !mounted.is_ok_and(|s| s.success()) && crate::support::unavailable(test, "cannot mount an overlay")
+        {
+            return None;
+        }
+        Some(overlay)
+    }
+}
+
+impl Drop for Overlay {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.merged).status();
+        remove_nspawn_leftovers("merged");
+    }
 }

@@ -227,6 +227,13 @@ impl Replay {
     ) {
         let tree = &mut self.tree;
         tree.pid_of.insert(tid, pid);
+        if tree.system_wide && !self.current.contains_key(&pid) {
+            // A process from before the recording that execs during it, recorded system-wide:
+            // PID 1 exec'ing systemd under the init= wrapper (`coldstart boot init`).
+            self.current.insert(pid, tree.processes.len());
+            tree.in_scope.insert(pid);
+            tree.processes.push(Process { pid, in_scope: true, ..Process::default() });
+        }
         let Some(&i) = self.current.get(&pid) else { return };
         let file = self
             .exec_files
@@ -352,5 +359,24 @@ mod tests {
         assert_eq!(tree.tgid(101), 100);
         assert_eq!(tree.threads.iter().filter(|t| t.pid == 100).count(), 2);
         assert!(!tree.in_scope.contains(&400));
+    }
+
+    #[test]
+    fn system_wide_the_exec_of_a_process_from_before_the_recording_is_kept() {
+        let recs = vec![ProcRecord::Exec { t: 40, tid: 1, pid: 1, exe: None, argv: None, comm: None }];
+        let exec = Timed {
+            ts: 40,
+            cpu: 0,
+            event: Event::Exec { tid: 1, old_tid: 1, filename: "/sbin/init".into() },
+        };
+        let tree =
+            ProcTree::from_records(&recs, std::slice::from_ref(&exec), None, &[], true, |t| t, |t| t as i64);
+        assert_eq!(tree.execs, [Exec { pid: 1, t_ns: 40, path: "/sbin/init".into(), argv: Vec::new() }]);
+        assert_eq!(tree.processes.len(), 1);
+        assert_eq!((tree.processes[0].pid, tree.processes[0].start_ns), (1, None), "it existed before");
+        assert_eq!(tree.processes[0].exe.as_deref(), Some("/sbin/init"));
+        // A command's recording keeps to its tree.
+        let tree = ProcTree::from_records(&recs, &[exec], Some(100), &[], false, |t| t, |t| t as i64);
+        assert!(tree.execs.is_empty() && tree.processes.is_empty());
     }
 }
