@@ -8,6 +8,8 @@ pub mod boot;
 pub mod demo;
 pub mod doctor;
 pub mod export;
+mod export_parquet;
+pub mod fleet;
 pub mod generate;
 pub mod import;
 pub mod info;
