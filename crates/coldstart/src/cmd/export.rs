@@ -1,6 +1,7 @@
-//! `coldstart export FILE --format chrome|csv|folded`: the trace in other tools' formats —
-//! Trace Event Format JSON for the Perfetto UI and chrome://tracing, CSV tables
-//! of page fills, coalesced reads and block requests, or collapsed stacks of the CPU samples.
+//! `coldstart export FILE --format chrome|csv|folded|parquet`: the trace in other tools'
+//! formats — Trace Event Format JSON for the Perfetto UI and chrome://tracing, CSV tables
+//! of page fills, coalesced reads and block requests, collapsed stacks of the CPU samples,
+//! or many traces into a Parquet dataset (`export_parquet.rs`).
 
 use std::fs;
 use std::io::Write;
@@ -23,6 +24,9 @@ pub enum FormatArg {
     /// Collapsed stacks of the CPU samples (`process;outer;…;inner COUNT`), for
     /// flamegraph.pl, inferno-flamegraph or speedscope.
     Folded,
+    /// Many traces into one Parquet dataset (-o DIR): one folder per table, one file per
+    /// trace; for DuckDB, Spark and `coldstart fleet` (docs/dataset-format.md).
+    Parquet,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,7 +49,8 @@ impl From<TableArg> for Table {
     }
 }
 
-/// Export a trace for other tools: Perfetto / chrome://tracing JSON, or CSV tables.
+/// Export a trace for other tools: Perfetto / chrome://tracing JSON, CSV tables, collapsed
+/// stacks, or many traces into a Parquet dataset for fleet queries.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   coldstart export app.coldstart --format chrome -o app.json     # then open it in ui.perfetto.dev
@@ -53,14 +58,22 @@ impl From<TableArg> for Table {
   coldstart export app.coldstart --format csv --table reads | head
   coldstart export app.coldstart --format folded --phase 2 | inferno-flamegraph > phase2.svg
   coldstart export app.coldstart --format folded --critical-path > on-the-path.folded
+  coldstart export --format parquet -o fleet/ --build 41.2 --machine-class laptop-ssd boots/*.coldstart
+  coldstart export --format parquet -o fleet/ --anonymize --build 41.3 new-boots/*.coldstart
 
 In the Chrome/Perfetto view, each process and thread is a track with its scheduler states
 as slices and its page fills as instant events; each disk is a track of its block requests;
 \"coldstart analysis\" holds the phases, the critical path and the marks. Times are
-microseconds since the start of the recording. CSV times are nanoseconds.")]
+microseconds since the start of the recording. CSV times are nanoseconds.
+
+A Parquet dataset grows: exporting more traces adds files and rewrites none, and a trace
+already in the dataset (the same bytes) is skipped. Query it with `coldstart fleet`, DuckDB
+or Spark; docs/dataset-format.md is its schema.")]
 pub struct Args {
-    /// The trace file (from `coldstart record` or `coldstart import`).
-    pub trace: PathBuf,
+    /// The trace files (from `coldstart record` or `coldstart import`); several only with
+    /// --format parquet.
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short = 'f', value_enum)]
     pub format: FormatArg,
@@ -80,9 +93,37 @@ pub struct Args {
     /// Folded only: the samples of the critical path's CPU segments (its thread, its time).
     #[arg(long)]
     pub critical_path: bool,
+    /// Parquet only: the build or image id the traces' machines ran (the `build` column).
+    #[arg(long, value_name = "ID")]
+    pub build: Option<String>,
+    /// Parquet only: the kind of machine the traces were recorded on, e.g. `laptop-ssd`.
+    #[arg(long, value_name = "CLASS")]
+    pub machine_class: Option<String>,
+    /// Parquet only: anonymise each trace first, as `coldstart anonymize` does.
+    #[arg(long)]
+    pub anonymize: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let parquet_only = args.build.is_some() || args.machine_class.is_some() || args.anonymize;
+    if args.format == FormatArg::Parquet {
+        if args.table.is_some() || !args.pid.is_empty() || args.phase.is_some() || args.critical_path {
+            bail!("--table, --pid, --phase and --critical-path do not apply to --format parquet");
+        }
+        let dir = args.output.context("a Parquet dataset is a folder: name it with -o DIR")?;
+        let labels = super::export_parquet::Labels {
+            build: args.build,
+            machine_class: args.machine_class,
+            anonymize: args.anonymize,
+        };
+        return super::export_parquet::run(&dir, &args.traces, &labels);
+    }
+    if parquet_only {
+        bail!("--build, --machine-class and --anonymize apply to --format parquet only");
+    }
+    let [trace_path] = args.traces.as_slice() else {
+        bail!("{} traces given: --format parquet takes several, the other formats one", args.traces.len());
+    };
     if args.format != FormatArg::Csv && args.table.is_some() {
         bail!("--table applies to --format csv only; the other exports always hold everything");
     }
@@ -96,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!("--pid, --phase and --critical-path apply to --format folded only");
     }
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = Trace::read(trace_path).context("cannot read the trace")?;
     let analysis = coldstart_analyze::analyze(&trace);
     match (args.format, args.table) {
         (FormatArg::Folded, _) => {
@@ -143,6 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .and_then(|()| out.flush())
                 .context("cannot write the export")?;
         }
+        (FormatArg::Parquet, _) => unreachable!("handled above"),
         (FormatArg::Csv, None) => {
             let dir = args.output.context("no output folder")?;
             fs::DirBuilder::new()

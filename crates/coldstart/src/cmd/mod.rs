@@ -9,6 +9,8 @@ pub mod boot_init;
 pub mod demo;
 pub mod doctor;
 pub mod export;
+mod export_parquet;
+pub mod fleet;
 pub mod generate;
 pub mod import;
 pub mod info;

@@ -1,0 +1,365 @@
+//! The dataset's tables: what each holds and how a trace (and its analysis) fills it.
+//!
+//! One function per table, in the order of [`TABLES`]; docs/dataset-format.md is the
+//! contract for their columns. Trace tables keep the trace's own columns and words
+//! (`coldstart_trace::TextEnum`); `page_use`, `critical_path`, `critical_path_file` and
+//! `finding` are computed at export time by `coldstart_analyze`.
+
+use std::collections::HashMap;
+
+use arrow_array::RecordBatch;
+use coldstart_analyze::Analysis;
+use coldstart_analyze::doctor::Diagnosis;
+use coldstart_trace::{TextEnum, Trace};
+use serde::Serialize;
+
+use crate::DATASET_VERSION;
+use crate::batch::{Batch, to_i64};
+
+/// Every table of the dataset, one folder each. `traces` is written last: a trace
+/// counts as exported once its `traces` file is in place.
+pub const TABLES: &[&str] = &[
+    "process",
+    "thread",
+    "file",
+    "page_fill",
+    "page_access",
+    "page_use",
+    "block_io",
+    "sched",
+    "mark",
+    "unit",
+    "disk",
+    "loss",
+    "cpu_sample",
+    "disk_sample",
+    "process_sample",
+    "critical_path",
+    "critical_path_file",
+    "finding",
+    "traces",
+];
+
+/// Pages per aligned block that a `page_use` run never crosses (1 MiB of 4 KiB pages),
+/// so SQL can expand runs into pages with a 256-row numbers table.
+pub const PAGE_USE_BLOCK: u64 = 256;
+
+/// What the exporter says about a trace besides its contents.
+#[derive(Clone, Debug, Default)]
+pub struct TraceLabels {
+    /// The build or image the machine ran (`--build`).
+    pub build: Option<String>,
+    /// The kind of machine (`--machine-class`), e.g. `laptop-ssd`.
+    pub machine_class: Option<String>,
+    /// The trace file's name, without its folder.
+    pub source_name: String,
+    /// The trace file's size in bytes.
+    pub source_bytes: u64,
+    /// Whether the trace was anonymised before export.
+    pub anonymized: bool,
+}
+
+/// A trace, its analysis and diagnosis, ready to be cut into tables.
+pub struct Exported<'a> {
+    pub id: &'a str,
+    pub trace: &'a Trace,
+    pub analysis: &'a Analysis,
+    pub diagnosis: &'a Diagnosis,
+    pub labels: &'a TraceLabels,
+}
+
+/// The serde word of a value serialized as a string (analysis enums).
+fn word<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn opt_u64(v: Option<u64>) -> Option<i64> {
+    v.map(to_i64)
+}
+
+impl Exported<'_> {
+    /// The table named `name` (one of [`TABLES`]).
+    pub fn table(&self, name: &str) -> RecordBatch {
+        let id = self.id;
+        let t = self.trace;
+        match name {
+            "process" => Batch::new(id, &t.processes)
+                .i32("pid", |r| r.pid)
+                .opt_i32("ppid", |r| r.ppid)
+                .str("comm", |r| &r.comm)
+                .opt_str("exe", |r| r.exe.as_deref())
+                .str("argv", |r| r.argv.join(" "))
+                .opt_i64("start_ns", |r| r.start_ns)
+                .opt_i64("end_ns", |r| r.end_ns)
+                .opt_i32("exit_code", |r| r.exit_code)
+                .bool("in_scope", |r| r.in_scope)
+                .finish(),
+            "thread" => Batch::new(id, &t.threads)
+                .i32("tid", |r| r.tid)
+                .i32("pid", |r| r.pid)
+                .str("comm", |r| &r.comm)
+                .opt_i64("start_ns", |r| r.start_ns)
+                .opt_i64("end_ns", |r| r.end_ns)
+                .finish(),
+            "file" => Batch::new(id, &t.files)
+                .i64("file_id", |r| r.id.into())
+                .str("dev", |r| r.dev.to_string())
+                .i64("ino", |r| to_i64(r.ino))
+                .opt_str("path", |r| r.path.as_deref())
+                .str("kind", |r| r.kind.as_str())
+                .opt_i64("size", |r| opt_u64(r.size))
+                .opt_i64("mtime_ns", |r| r.mtime_ns)
+                .finish(),
+            "page_fill" => Batch::new(id, &t.page_fills)
+                .i64("t_ns", |r| r.t_ns)
+                .i32("pid", |r| r.pid)
+                .i32("tid", |r| r.tid)
+                .i64("file_id", |r| r.file_id.into())
+                .i64("page_index", |r| to_i64(r.index))
+                .i64("pages", |r| r.pages.into())
+                .opt_str("origin", |r| r.origin.map(|o| o.as_str()))
+                .finish(),
+            "page_access" => Batch::new(id, &t.page_accesses)
+                .i64("t_ns", |r| r.t_ns)
+                .i32("pid", |r| r.pid)
+                .i32("tid", |r| r.tid)
+                .i64("file_id", |r| r.file_id.into())
+                .i64("page_index", |r| to_i64(r.index))
+                .i64("pages", |r| r.pages.into())
+                .str("kind", |r| r.kind.as_str())
+                .finish(),
+            "page_use" => {
+                let runs = page_use(t);
+                Batch::new(id, &runs)
+                    .i64("file_id", |r| r.file_id.into())
+                    .i64("first_page", |r| to_i64(r.first_page))
+                    .i64("pages", |r| to_i64(r.pages))
+                    .i64("first_t_ns", |r| r.first_t_ns)
+                    .finish()
+            }
+            "block_io" => Batch::new(id, &t.block_ios)
+                .opt_i64("issue_ns", |r| r.issue_ns)
+                .opt_i64("complete_ns", |r| r.complete_ns)
+                .str("dev", |r| r.dev.to_string())
+                .opt_i64("sector", |r| opt_u64(r.sector))
+                .i64("bytes", |r| r.bytes.into())
+                .str("op", |r| r.op.as_str())
+                .str("rwbs", |r| &r.rwbs)
+                .i32("pid", |r| r.pid)
+                .str("comm", |r| &r.comm)
+                .opt_i64("file_id", |r| r.file_id.map(i64::from))
+                .i32("error", |r| r.error)
+                .finish(),
+            "sched" => Batch::new(id, &t.sched)
+                .i32("tid", |r| r.tid)
+                .i64("start_ns", |r| r.start_ns)
+                .i64("end_ns", |r| r.end_ns)
+                .str("state", |r| r.state.as_str())
+                .finish(),
+            "mark" => Batch::new(id, &t.marks)
+                .i64("t_ns", |r| r.t_ns)
+                .opt_i32("pid", |r| r.pid)
+                .opt_i32("tid", |r| r.tid)
+                .str("name", |r| &r.name)
+                .str("source", |r| r.source.as_str())
+                .finish(),
+            "unit" => Batch::new(id, &t.units)
+                .str("name", |r| &r.name)
+                .str("manager", |r| &r.manager)
+                .opt_i64("activating_ns", |r| r.activating_ns)
+                .opt_i64("active_ns", |r| r.active_ns)
+                .opt_i64("deactivating_ns", |r| r.deactivating_ns)
+                .opt_i32("pid", |r| r.pid)
+                .str("after", |r| r.after.join(" "))
+                .finish(),
+            "disk" => Batch::new(id, &t.disks)
+                .str("dev", |r| r.dev.to_string())
+                .str("name", |r| &r.name)
+                .opt_str("model", |r| r.model.as_deref())
+                .opt_bool("rotational", |r| r.rotational)
+                .opt_i64("size_bytes", |r| opt_u64(r.size_bytes))
+                .opt_i64("read_bytes", |r| opt_u64(r.read_bytes))
+                .opt_i64("read_ios", |r| opt_u64(r.read_ios))
+                .opt_i64("write_bytes", |r| opt_u64(r.write_bytes))
+                .opt_i64("write_ios", |r| opt_u64(r.write_ios))
+                .finish(),
+            "loss" => Batch::new(id, &t.losses)
+                .str("source", |r| r.source.as_str())
+                .str("what", |r| &r.what)
+                .i64("count", |r| to_i64(r.count))
+                .finish(),
+            "cpu_sample" => Batch::new(id, &t.cpu_samples)
+                .i64("t_ns", |r| r.t_ns)
+                .i64("dt_ns", |r| r.dt_ns)
+                .f64("user", |r| r.user)
+                .f64("system", |r| r.system)
+                .f64("iowait", |r| r.iowait)
+                .f64("idle", |r| r.idle)
+                .i64("running", |r| r.running.into())
+                .i64("blocked", |r| r.blocked.into())
+                .finish(),
+            "disk_sample" => Batch::new(id, &t.disk_samples)
+                .i64("t_ns", |r| r.t_ns)
+                .i64("dt_ns", |r| r.dt_ns)
+                .str("dev", |r| r.dev.to_string())
+                .i64("read_bytes", |r| to_i64(r.read_bytes))
+                .i64("read_ios", |r| to_i64(r.read_ios))
+                .i64("write_bytes", |r| to_i64(r.write_bytes))
+                .i64("write_ios", |r| to_i64(r.write_ios))
+                .f64("busy", |r| r.busy)
+                .finish(),
+            "process_sample" => Batch::new(id, &t.process_samples)
+                .i64("t_ns", |r| r.t_ns)
+                .i64("dt_ns", |r| r.dt_ns)
+                .i32("pid", |r| r.pid)
+                .str("state", |r| r.state.to_string())
+                .f64("cpu_user", |r| r.cpu_user)
+                .f64("cpu_system", |r| r.cpu_system)
+                .i64("major_faults", |r| to_i64(r.major_faults))
+                .opt_i64("rss_bytes", |r| opt_u64(r.rss_bytes))
+                .finish(),
+            "critical_path" => self.critical_path(),
+            "critical_path_file" => self.critical_path_files(),
+            "finding" => Batch::new(id, &self.diagnosis.findings)
+                .str("kind", |r| word(&r.kind))
+                .str("title", |r| &r.title)
+                .i64("gain_ns", |r| r.gain.ns)
+                .opt_i64("gain_ahead_ns", |r| r.gain.ahead_ns)
+                .str("confidence", |r| word(&r.confidence))
+                .finish(),
+            "traces" => self.traces(),
+            other => unreachable!("{other} is not one of TABLES"),
+        }
+    }
+
+    fn comms(&self) -> HashMap<i32, &str> {
+        self.trace.processes.iter().map(|p| (p.pid, p.comm.as_str())).collect()
+    }
+
+    fn critical_path(&self) -> RecordBatch {
+        let segments: Vec<_> =
+            self.analysis.critical_path.iter().flat_map(|p| p.segments.iter()).enumerate().collect();
+        let comms = self.comms();
+        Batch::new(self.id, &segments)
+            .i32("seq", |(i, _)| i32::try_from(*i).unwrap_or(i32::MAX))
+            .i64("start_ns", |(_, s)| s.start_ns)
+            .i64("end_ns", |(_, s)| s.end_ns)
+            .i64("duration_ns", |(_, s)| s.end_ns - s.start_ns)
+            .i32("pid", |(_, s)| s.pid)
+            .i32("tid", |(_, s)| s.tid)
+            .str("comm", |(_, s)| comms.get(&s.pid).copied().unwrap_or(""))
+            .str("kind", |(_, s)| word(&s.kind))
+            .opt_str("waited_in", |(_, s)| s.waited_in.as_ref().map(|w| w.syscall.clone()))
+            .opt_str("waker_comm", |(_, s)| s.waker_process.as_ref().map(|w| w.comm.clone()))
+            .finish()
+    }
+
+    fn critical_path_files(&self) -> RecordBatch {
+        let paths: HashMap<u32, &str> =
+            self.trace.files.iter().filter_map(|f| Some((f.id, f.path.as_deref()?))).collect();
+        let rows: Vec<(usize, i32, u32, i64)> = self
+            .analysis
+            .critical_path
+            .iter()
+            .flat_map(|p| p.segments.iter())
+            .enumerate()
+            .flat_map(|(i, s)| s.files.iter().map(move |f| (i, s.pid, f.file, f.ns)))
+            .collect();
+        Batch::new(self.id, &rows)
+            .i32("seq", |r| i32::try_from(r.0).unwrap_or(i32::MAX))
+            .i32("pid", |r| r.1)
+            .i64("file_id", |r| r.2.into())
+            .opt_str("path", |r| paths.get(&r.2).copied())
+            .i64("wait_ns", |r| r.3)
+            .finish()
+    }
+
+    fn traces(&self) -> RecordBatch {
+        let m = &self.trace.meta;
+        let l = self.labels;
+        let ready = self.analysis.overview.ready.as_ref();
+        let disks: Vec<String> = self
+            .trace
+            .disks
+            .iter()
+            .map(|d| {
+                let kind = match d.rotational {
+                    Some(true) => "rotational",
+                    Some(false) => "non-rotational",
+                    None => "unknown",
+                };
+                format!("{} {} {kind}", d.name, d.model.as_deref().unwrap_or("?"))
+            })
+            .collect();
+        let rotational = self.trace.disks.iter().filter_map(|d| d.rotational).reduce(|a, b| a || b);
+        Batch::new(self.id, &[()])
+            .i32("dataset_version", |_| DATASET_VERSION)
+            .opt_str("build", |_| l.build.as_deref())
+            .opt_str("machine_class", |_| l.machine_class.as_deref())
+            .str("host", |_| &m.host)
+            .str("kernel", |_| &m.kernel)
+            .str("cpu_model", |_| &m.cpu_model)
+            .i64("cpu_count", |_| m.cpu_count.into())
+            .i64("mem_total_bytes", |_| to_i64(m.mem_total_bytes))
+            .str("disks", |_| disks.join(", "))
+            .opt_bool("rotational", |_| rotational)
+            .str("command", |_| m.command.join(" "))
+            .str("program", |_| {
+                m.command.first().map(|c| c.rsplit('/').next().unwrap_or(c).to_owned()).unwrap_or_default()
+            })
+            .str("scope", |_| m.scope.as_str())
+            .str("source", |_| m.source.as_str())
+            .str("cache", |_| m.cache.as_str())
+            .str("tool", |_| &m.tool)
+            .i64("start_unix_ns", |_| m.start_unix_ns)
+            .i64("duration_ns", |_| m.duration_ns)
+            .opt_str("ready_reason", |_| ready.map(|r| r.reason.to_string()))
+            .opt_i64("time_to_ready_ns", |_| ready.map(|r| r.time_to_ready_ns))
+            .bool("partial", |_| m.partial)
+            .bool("anonymized", |_| l.anonymized)
+            .str("source_name", |_| &l.source_name)
+            .i64("source_bytes", |_| to_i64(l.source_bytes))
+            .finish()
+    }
+}
+
+/// A run of pages of one file that entered the page cache during the start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageRun {
+    pub file_id: u32,
+    pub first_page: u64,
+    pub pages: u64,
+    /// When the first of its pages entered the cache.
+    pub first_t_ns: i64,
+}
+
+/// The pages each file had filled, merged into runs that never cross a
+/// [`PAGE_USE_BLOCK`] boundary; a page filled twice (evicted and read again) counts once.
+pub fn page_use(trace: &Trace) -> Vec<PageRun> {
+    let mut pages: Vec<(u32, u64, i64)> = Vec::new();
+    for f in &trace.page_fills {
+        for page in f.index..f.index.saturating_add(f.pages.into()) {
+            pages.push((f.file_id, page, f.t_ns));
+        }
+    }
+    pages.sort_unstable();
+    pages.dedup_by_key(|p| (p.0, p.1));
+    let mut runs: Vec<PageRun> = Vec::new();
+    for (file_id, page, t_ns) in pages {
+        if let Some(run) = runs.last_mut()
+            && run.file_id == file_id
+            && run.first_page + run.pages == page
+            && page % PAGE_USE_BLOCK != 0
+        {
+            run.pages += 1;
+            run.first_t_ns = run.first_t_ns.min(t_ns);
+            continue;
+        }
+        runs.push(PageRun { file_id, first_page: page, pages: 1, first_t_ns: t_ns });
+    }
+    runs
+}
