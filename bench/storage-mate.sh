@@ -9,6 +9,7 @@
 #   PLAN_ARGS='--order disk' BENCH_ARGS='--ioprio rt:0 --depth 16' bash bench/storage-mate.sh 2
 #   BASELINES=1 bash bench/storage-mate.sh 3
 #   PROFILE=rig bash bench/storage-mate.sh 2     # the throttle rig: 100 requests/s, 60 MB/s ($RIG_PROFILE)
+#   PROFILE=none bash bench/storage-mate.sh 3    # on the machine's own disk, no emulated device
 #
 # Records the login once (cold, on the real disk, until the panel's window), plans it, then
 # benchmarks it on the emulated device with the plan pointed at the copies. Needs root.
@@ -50,7 +51,9 @@ if [ "${BASELINES:-0}" = 1 ]; then
     commands=(-n login -c "${login[*]}" -n vmtouch -c "sh $work/vmtouch.sh ${login[*]}"
         -n readahead -c "sh $work/readahead.sh ${login[*]}")
 fi
+device=(--storage "$profile" --trace "$work/mate.coldstart")
+[ "$profile" = none ] && device=()
 # shellcheck disable=SC2086
-session "$COLDSTART" bench --both --runs "$rounds" --no-progress --storage "$profile" ${BENCH_ARGS:-} \
-    --trace "$work/mate.coldstart" --prefetch "$work/mate.plan" --until window:mate-panel --timeout 120 \
+session "$COLDSTART" bench --both --runs "$rounds" --no-progress "${device[@]}" ${BENCH_ARGS:-} \
+    --prefetch "$work/mate.plan" --until window:mate-panel --timeout 120 \
     "${commands[@]}" 2>&1 | grep -v -E '^(ALSA|\(|\[|$)|WARNING|CRITICAL|SpiRegistry'

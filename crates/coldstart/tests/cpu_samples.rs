@@ -2,7 +2,7 @@
 //! function (spinning for 0.4 s of its CPU time, called from `main` through a named caller) and a cold
 //! one, compiled with and without frame pointers. Most of its samples land on the hot
 //! function, and its callers are found, by DWARF unwinding where there are no frame
-//! pointers. `--no-cpu-samples` records none.
+//! pointers. `--no-cpu-samples` records none. Samples stop at half the spool's free space.
 
 mod support;
 use support::{can_record, coldstart, private_dir, unavailable};
@@ -165,4 +165,49 @@ fn no_cpu_samples_records_none() {
     assert!(trace.stack_samples.is_empty() && trace.stacks.is_empty() && trace.mappings.is_empty());
     assert!(trace.off_cpu_samples.is_empty(), "--no-cpu-samples turns the off-CPU stacks off too");
     assert!(!trace.processes.is_empty());
+}
+
+/// The spool is bounded: with it on a small tmpfs (as a boot's is, in /run), CPU samples stop
+/// once they took half the free space, the recording still ends with a trace, and the trace
+/// says the samples stopped.
+#[test]
+fn samples_stop_at_half_the_spools_free_space() {
+    if !can_record("samples-spool-budget") {
+        return;
+    }
+    let dir = private_dir();
+    let spool = dir.path().join("small-run");
+    std::fs::create_dir(&spool).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs"])
+        .arg(&spool)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "a tmpfs for the spool");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&spool);
+    let out = dir.path().join("busy.coldstart");
+    let busy = "import time\nt = time.time()\nwhile time.time() - t < 4:\n    pass\n";
+    coldstart()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(spool.join("spool"))
+        .args(["--", "python3", "-c", busy])
+        .assert()
+        .success();
+    let trace = Trace::read(&out).unwrap();
+    let stopped = trace.losses.iter().find(|l| l.what.contains("stopped once")).unwrap_or_else(|| {
+        panic!("no loss says the samples stopped: {:?}", trace.losses);
+    });
+    assert_eq!(stopped.count, 1);
+    let samples = trace.stack_samples.len();
+    assert!(samples > 100, "samples were taken until the budget was spent: {samples}");
+    assert!(samples < 3000, "4 s of CPU at 1 kHz were not all kept: {samples}");
 }

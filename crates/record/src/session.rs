@@ -465,11 +465,25 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         }
     };
     let (pages, opens, procs_lost, _samples) = (pages?, opens?, procs_lost?, samples?);
-    if let Some(bytes) = perf_bytes {
-        notes.push(format!("{} KiB of CPU samples with stacks copied", bytes? / 1024));
+    let mut perf_loss = None;
+    if let Some(copied) = perf_bytes {
+        let copied = copied?;
+        notes.push(format!("{} KiB of CPU samples with stacks copied", copied.bytes / 1024));
+        if copied.stopped_early {
+            perf_loss = Some((
+                "perf".into(),
+                format!(
+                    "CPU samples and off-CPU stacks stopped once {} MiB were copied, half the free space of the \
+                     spool's filesystem: the rest of the recording has none",
+                    copied.budget >> 20
+                ),
+                1,
+            ));
+        }
     }
     let paths = paths.transpose()?;
     let mut end = end_partial;
+    end.losses.extend(perf_loss);
     for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
         for &cpu in &cpus {
             for (key, value) in inst.cpu_stats(cpu) {
@@ -569,7 +583,7 @@ fn run_command(
     page_size: usize,
     tracefs: &Path,
     notes: &mut Vec<String>,
-    perf_thread: &mut Option<Handle<u64>>,
+    perf_thread: &mut Option<Handle<crate::capture::perf::PerfCopied>>,
 ) -> Result<(SpoolEnd, i32, Vec<String>)> {
     let mut command = Command::new(config.command.iter().cloned());
     command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
