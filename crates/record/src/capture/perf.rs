@@ -164,7 +164,7 @@ const MIN_BUDGET: u64 = 16 << 20;
 
 fn spool_budget(dir: &Path) -> u64 {
     nix::sys::statvfs::statvfs(dir)
-        .map(|v| (v.blocks_available() as u64).saturating_mul(v.fragment_size() as u64) / 2)
+        .map(|v| v.blocks_available().saturating_mul(v.fragment_size()) / 2)
         .unwrap_or(u64::MAX)
         .max(MIN_BUDGET)
 }
