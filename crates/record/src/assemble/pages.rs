@@ -295,7 +295,7 @@ pub struct Usage {
 }
 
 /// Sorted, disjoint page ranges.
-fn union(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+pub(super) fn union(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     ranges.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
     for (s, e) in ranges {

@@ -14,6 +14,7 @@ use std::path::Path;
 use coldstart_trace::{AccessKind, Dev, File, FileKind, PageAccess, PageFill, PageResident};
 use nix::fcntl::OFlag;
 
+use super::pages::union;
 use super::system_view::SystemView;
 
 /// Whether each page of `path` is in the page cache, if it is still the file (dev, ino).
@@ -32,19 +33,6 @@ pub fn resident_map(path: &Path, dev: Dev, ino: u64, page_size: u64) -> io::Resu
     }
     let len = usize::try_from(md.len()).map_err(|_| io::Error::other("file too large to map"))?;
     crate::sys::Mapping::new(&file, len)?.resident_map(page_size as usize)
-}
-
-/// Sorted, merged `[start, end)` page ranges.
-fn union(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    ranges.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-    for (s, e) in ranges {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
 }
 
 /// `a` without the pages of `b` (both sorted and merged).
