@@ -26,7 +26,17 @@ fn start_helper(dir: &Path) -> Child {
         go = dir.join("go").display(),
         done = dir.join("done").display()
     );
-    Command::new(&shell).args(["-c", &script]).stdin(Stdio::null()).spawn().unwrap()
+    // Another test thread may fork while the copy's write descriptor is open, and its child
+    // holds it until it execs: the exec here then fails with ETXTBSY for that moment.
+    for _ in 0..100 {
+        match Command::new(&shell).args(["-c", &script]).stdin(Stdio::null()).spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            spawned => return spawned.unwrap(),
+        }
+    }
+    panic!("{}: still busy after 2 s", shell.display())
 }
 
 /// Records the command waiting on a helper, with `--also <helper pid>` when `also`; `None`
