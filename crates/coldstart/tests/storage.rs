@@ -299,6 +299,29 @@ fn bad_profiles_are_one_line_errors_with_exit_2() {
             assert!(stderr.contains(says), "{args:?}: {stderr}");
         }
     }
+    let data = dir.path().join("data");
+    std::fs::write(&data, b"x").unwrap();
+    let list = dir.path().join("files");
+    std::fs::write(&list, format!("{}\n", data.display())).unwrap();
+    let not_a_plan = dir.path().join("bad.plan");
+    std::fs::write(&not_a_plan, "{\"x\": 1}").unwrap();
+    for (plan, says) in [
+        (not_a_plan.as_path(), "not a usable prefetch plan"),
+        (&dir.path().join("none.plan"), "No such file"),
+    ] {
+        let out = coldstart()
+            .args(["storage", "run", "sd", "--files"])
+            .arg(&list)
+            .arg("--prefetch")
+            .arg(plan)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "checked before anything is staged: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
     let out = coldstart().args(["storage", "mount", "sd", "--size", "lots", "--at", "/"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--size lots"));

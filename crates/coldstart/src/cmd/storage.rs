@@ -243,6 +243,9 @@ fn run_on(
     command: &[String],
 ) -> anyhow::Result<ExitCode> {
     let params = coldstart_storage::resolve(profile)?;
+    if let Some(plan) = prefetch {
+        coldstart_prefetch::Plan::load(plan)?;
+    }
     let set = match (trace, files) {
         (Some(trace), _) => coldstart_bench::fileset::read_only_from_trace(&trace)?,
         (None, Some(list)) => coldstart_bench::fileset::from_list(&list)?,
