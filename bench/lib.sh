@@ -69,3 +69,23 @@ PY
 # 60 MB/s, each request charged whatever its size, bios of up to 1 MiB) as an emulated
 # device profile, for `bench --storage "$RIG_PROFILE"` and the storage-*.sh scripts' PROFILE.
 RIG_PROFILE='custom:base=cloud,iops=100,bandwidth=60MB/s,iops_unit=0,queue_depth=32,request=0,max_request=1MiB'
+
+# ensure_boot_rootfs ROOTFS: the Debian bookworm container the boot benchmarks start
+# (mmdebstrap, about 90 s, made once and kept, as the tests keep theirs).
+ensure_boot_rootfs() {
+    local rootfs=$1 tmp
+    [ -x "$rootfs/usr/lib/systemd/systemd" ] && return 0
+    mkdir -p "$(dirname "$rootfs")"
+    tmp=$(mktemp -d "$(dirname "$rootfs")/.rootfs.XXXXXX")
+    mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus bookworm "$tmp"
+    rm -rf "$rootfs"
+    mv "$tmp" "$rootfs"
+}
+
+# stop_boots ROOTFS: stops a container boot of ROOTFS still running and removes what
+# systemd-nspawn leaves behind (bench/nspawn-boot.sh --clean).
+stop_boots() {
+    pkill -KILL -f "systemd-nspawn -b -D $1" 2>/dev/null || true
+    sleep 1
+    bash bench/nspawn-boot.sh --clean "$1"
+}

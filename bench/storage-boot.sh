@@ -23,18 +23,10 @@ use_coldstart
 profile=${PROFILE:-hdd}
 [ "$profile" = rig ] && profile=$RIG_PROFILE
 rootfs=${ROOTFS:-/var/cache/coldstart-tests/bookworm-boot}
-if [ ! -x "$rootfs/usr/lib/systemd/systemd" ]; then
-    mkdir -p "$(dirname "$rootfs")"
-    tmp=$(mktemp -d "$(dirname "$rootfs")/.rootfs.XXXXXX")
-    mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus bookworm "$tmp"
-    rm -rf "$rootfs"
-    mv "$tmp" "$rootfs"
-fi
+ensure_boot_rootfs "$rootfs"
 work=$(mktemp -d /var/tmp/coldstart-storage-boot.XXXXXX)
 cleanup() {
-    pkill -KILL -f "systemd-nspawn -b -D $rootfs" 2>/dev/null || true
-    sleep 1
-    bash bench/nspawn-boot.sh --clean "$rootfs"
+    stop_boots "$rootfs"
     rm -rf "$work"
 }
 trap cleanup EXIT

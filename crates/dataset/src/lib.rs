@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+pub mod reader;
 pub mod survey;
 pub mod tables;
 mod writer;
@@ -21,7 +22,7 @@ pub use tables::{Exported, PAGE_USE_BLOCK, PageRun, TABLES, TraceLabels, page_us
 pub use writer::{ExportStatus, contains, export, table_file, trace_id_of_file, write_file};
 
 /// The version of docs/dataset-format.md that this crate writes and reads.
-pub const DATASET_VERSION: i32 = 1;
+pub const DATASET_VERSION: i32 = 2;
 
 /// Keys of every file's Parquet key-value metadata.
 pub const META_VERSION: &str = "coldstart.dataset_version";
@@ -42,6 +43,14 @@ pub enum DatasetError {
         #[source]
         source: parquet::errors::ParquetError,
     },
+    #[error("cannot read the Parquet file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    #[error("{} is not a table of this dataset version: {reason}", path.display())]
+    Schema { path: PathBuf, reason: String },
     #[error("{} is not a coldstart dataset (no traces/ folder); make one with `coldstart export --format parquet -o DIR TRACE…`", .0.display())]
     NotADataset(PathBuf),
 }

@@ -3,13 +3,16 @@
 //! One function per table, in the order of [`TABLES`]; docs/dataset-format.md is the
 //! contract for their columns. Trace tables keep the trace's own columns and words
 //! (`coldstart_trace::TextEnum`); `page_use`, `critical_path`, `critical_path_file` and
-//! `finding` are computed at export time by `coldstart_analyze`.
+//! `finding` are computed at export time by `coldstart_analyze`, `page_used` by
+//! `coldstart_prefetch` (the pages a plan counts as used).
 
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::Diagnosis;
+use coldstart_prefetch::build::{is_boot_or_session, used_by_file};
+use coldstart_prefetch::plan::UsedPagesFrom;
 use coldstart_trace::{TextEnum, Trace};
 use serde::Serialize;
 
@@ -25,6 +28,8 @@ pub const TABLES: &[&str] = &[
     "page_fill",
     "page_access",
     "page_use",
+    "page_resident",
+    "page_used",
     "block_io",
     "sched",
     "mark",
@@ -139,6 +144,20 @@ impl Exported<'_> {
                     .i64("first_page", |r| to_i64(r.first_page))
                     .i64("pages", |r| to_i64(r.pages))
                     .i64("first_t_ns", |r| r.first_t_ns)
+                    .finish()
+            }
+            "page_resident" => Batch::new(id, &t.page_residents)
+                .i64("file_id", |r| r.file_id.into())
+                .i64("page_index", |r| to_i64(r.index))
+                .i64("pages", |r| r.pages.into())
+                .finish(),
+            "page_used" => {
+                let runs = page_used(t);
+                Batch::new(id, &runs)
+                    .i64("file_id", |r| r.file_id.into())
+                    .i64("first_page", |r| to_i64(r.first_page))
+                    .i64("pages", |r| to_i64(r.pages))
+                    .i64("first_need_ns", |r| r.first_t_ns)
                     .finish()
             }
             "block_io" => Batch::new(id, &t.block_ios)
@@ -315,6 +334,12 @@ impl Exported<'_> {
             .str("source", |_| m.source.as_str())
             .str("cache", |_| m.cache.as_str())
             .str("tool", |_| &m.tool)
+            .i64("page_size", |_| i64::from(if m.page_size == 0 { 4096 } else { m.page_size }))
+            .str("used_pages_from", |_| match used_by_file(self.trace).0 {
+                UsedPagesFrom::Fills => "fills",
+                _ => "accesses",
+            })
+            .bool("boot_or_session", |_| is_boot_or_session(self.trace))
             .i64("start_unix_ns", |_| m.start_unix_ns)
             .i64("duration_ns", |_| m.duration_ns)
             .opt_str("ready_reason", |_| ready.map(|r| r.reason.to_string()))
@@ -357,6 +382,35 @@ pub fn page_use(trace: &Trace) -> Vec<PageRun> {
         {
             run.pages += 1;
             run.first_t_ns = run.first_t_ns.min(t_ns);
+            continue;
+        }
+        runs.push(PageRun { file_id, first_page: page, pages: 1, first_t_ns: t_ns });
+    }
+    runs
+}
+
+/// The pages each file used, as `coldstart prefetch plan` counts them (reads, faults,
+/// and the map-around pages that were filled or already cached), in runs of consecutive
+/// pages first needed at one time that never cross a [`PAGE_USE_BLOCK`] boundary; each
+/// page once, at its earliest need (`first_t_ns`, from the command's start).
+pub fn page_used(trace: &Trace) -> Vec<PageRun> {
+    let mut pages: Vec<(u32, u64, i64)> = Vec::new();
+    for (file_id, pieces) in used_by_file(trace).1 {
+        for p in pieces {
+            pages.extend((p.start..p.end).map(|page| (file_id, page, p.t)));
+        }
+    }
+    pages.sort_unstable();
+    pages.dedup_by_key(|p| (p.0, p.1));
+    let mut runs: Vec<PageRun> = Vec::new();
+    for (file_id, page, t_ns) in pages {
+        if let Some(run) = runs.last_mut()
+            && run.file_id == file_id
+            && run.first_page + run.pages == page
+            && run.first_t_ns == t_ns
+            && page % PAGE_USE_BLOCK != 0
+        {
+            run.pages += 1;
             continue;
         }
         runs.push(PageRun { file_id, first_page: page, pages: 1, first_t_ns: t_ns });

@@ -76,6 +76,17 @@ impl ByFile {
     }
 }
 
+/// Whether `trace` is of a boot or a session (many programs at once), whose plans are
+/// replayed in disk order: it covers the system, ended at a systemd unit, holds units, or
+/// recorded `--also` programs.
+pub fn is_boot_or_session(trace: &Trace) -> bool {
+    let meta = &trace.meta;
+    meta.scope == coldstart_trace::Scope::System
+        || meta.ready.as_ref().is_some_and(|r| r.reason.to_string().starts_with("unit:"))
+        || !meta.also.is_empty()
+        || !trace.units.is_empty()
+}
+
 /// The start of the traced command: the root process's fork, else the trace's zero.
 fn command_start(trace: &Trace) -> Nanos {
     trace
@@ -124,8 +135,50 @@ fn used_pages(by: &ByFile, file: &File, fills: &[Piece], from: UsedPagesFrom) ->
     }
 }
 
+/// [`used_pages`], without pages past the end of a regular file.
+fn clipped_used_pages(
+    by: &ByFile,
+    file: &File,
+    fills: &[Piece],
+    from: UsedPagesFrom,
+    page: u64,
+) -> Vec<Piece> {
+    let mut used = used_pages(by, file, fills, from);
+    if let (Some(size), FileKind::Regular) = (file.size, file.kind) {
+        let last = size.div_ceil(page);
+        used.retain_mut(|p| {
+            p.end = p.end.min(last);
+            p.start < p.end
+        });
+    }
+    used
+}
+
+/// The pages each file of `trace` used, as [`build_plan`] counts them, as recorded (they
+/// may overlap; times relative to the command's start), and where they came from. Files
+/// that used none are absent. This is what a trace contributes to a plan made from many
+/// (`crate::fleet`).
+pub fn used_by_file(trace: &Trace) -> (UsedPagesFrom, BTreeMap<u32, Vec<Piece>>) {
+    let page = u64::from(if trace.meta.page_size == 0 { 4096 } else { trace.meta.page_size });
+    let by = ByFile::new(trace, command_start(trace));
+    let from = if trace.page_accesses.is_empty() { UsedPagesFrom::Fills } else { UsedPagesFrom::Accesses };
+    let mut out = BTreeMap::new();
+    for file in &trace.files {
+        let fills = pages::union(by.fills.get(&file.id).cloned().unwrap_or_default());
+        let used = clipped_used_pages(&by, file, &fills, from, page);
+        if !used.is_empty() {
+            out.insert(file.id, used);
+        }
+    }
+    (from, out)
+}
+
 /// Why a trace file is left out of the plan, or `None` when it is planned.
-fn exclusion(file: &File, settings: &PlanSettings, recording_start_unix_ns: i64) -> Option<&'static str> {
+pub(crate) fn exclusion(
+    file: &File,
+    settings: &PlanSettings,
+    recording_start_unix_ns: i64,
+) -> Option<&'static str> {
     if file.path.is_none() {
         return Some("path unknown (unresolved inode)");
     }
@@ -263,14 +316,7 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
         } else {
             PlanFileKind::Regular
         };
-        let mut used_raw = used_pages(&by, file, &fills, used_from);
-        if let (Some(size), PlanFileKind::Regular) = (file.size, kind) {
-            let last = size.div_ceil(page);
-            used_raw.retain_mut(|p| {
-                p.end = p.end.min(last);
-                p.start < p.end
-            });
-        }
+        let mut used_raw = clipped_used_pages(&by, file, &fills, used_from, page);
         let first = [opened_ns, used_raw.iter().map(|p| p.t).min(), fills.iter().map(|p| p.t).min()]
             .into_iter()
             .flatten()
@@ -380,6 +426,7 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
             recorded_unix_ns: trace.meta.start_unix_ns,
             page_size: page as u32,
             used_pages_from: used_from,
+            fleet: None,
         },
         settings: settings.clone(),
         files,

@@ -29,6 +29,10 @@ pub enum PrefetchError {
     )]
     NothingToPlan,
 
+    /// A plan from a fleet's dataset cannot be made (the sentence says why).
+    #[error("{0}")]
+    Fleet(String),
+
     #[error("cannot start the replay threads")]
     Threads(#[source] std::io::Error),
 

@@ -5,6 +5,8 @@
 //!   ranges, each with the time it was first needed and its position on the disk;
 //!   filesystem metadata as block-device ranges; the directories to warm; the
 //!   replay order ([`order`]: first need, disk position, or a blend).
+//! - [`fleet`] makes a plan from many traces (a dataset): the pages a share of them
+//!   used, checked against this machine's files.
 //! - [`plan`] is the file format (versioned JSON, docs/plan-format.md) and
 //!   [`show`] its readable dump.
 //! - [`replay`] reads a plan into the page cache with bounded parallelism, checking
@@ -13,6 +15,7 @@
 
 pub mod build;
 pub mod error;
+pub mod fleet;
 pub mod order;
 pub mod pages;
 pub mod plan;

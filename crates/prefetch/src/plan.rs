@@ -53,6 +53,9 @@ pub struct PlanSource {
     /// accesses of the trace) or `fills` (pages that entered the page cache, when the
     /// trace has no accesses: readahead the start never used is then included).
     pub used_pages_from: UsedPagesFrom,
+    /// Plans made from a dataset of many traces (`prefetch plan --dataset`): how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetSource>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

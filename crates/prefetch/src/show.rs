@@ -63,7 +63,32 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
         "plan        format {} version {}, written by {}",
         plan.format, plan.version, plan.tool
     );
-    let _ = writeln!(out, "trace       {} ({} on {})", src.trace, src.command.join(" "), src.host);
+    match &src.fleet {
+        Some(f) => {
+            let _ = writeln!(
+                out,
+                "dataset     {} ({} traces from {} hosts{}; {})",
+                f.dataset,
+                f.traces,
+                f.hosts,
+                match f.builds.as_slice() {
+                    [] => String::new(),
+                    builds => format!(", builds {}", builds.join(" ")),
+                },
+                src.command.join(" ")
+            );
+            let _ = writeln!(
+                out,
+                "fleet       pages used by at least {} of the {} traces ({:.0} %)",
+                f.min_traces,
+                f.traces,
+                f.min_share * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(out, "trace       {} ({} on {})", src.trace, src.command.join(" "), src.host);
+        }
+    }
     let used_from = match src.used_pages_from {
         UsedPagesFrom::Accesses => "page accesses (read, fault, map-around of filled pages)",
         UsedPagesFrom::Fills => {

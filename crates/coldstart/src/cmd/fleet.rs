@@ -161,27 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         params.push(format!("{name}={value}"));
     }
-    let survey = coldstart_dataset::survey(&args.dataset)?;
-    for p in survey.problems.iter().take(MAX_PROBLEMS_SHOWN) {
-        eprintln!("coldstart: {}: {p}", args.dataset.display());
-    }
-    if survey.problems.len() > MAX_PROBLEMS_SHOWN {
-        eprintln!("coldstart: … and {} more", survey.problems.len() - MAX_PROBLEMS_SHOWN);
-    }
-    if survey.has_errors() {
-        let errors = survey.errors().count();
-        bail!(
-            "the dataset has {errors} error{}: nothing was queried (fix or remove the files named)",
-            if errors == 1 { "" } else { "s" }
-        );
-    }
-    let warnings = survey.problems.iter().filter(|p| p.severity == Severity::Warning).count();
-    eprintln!(
-        "coldstart: {} traces, {} files{}",
-        survey.traces,
-        survey.files,
-        if warnings > 0 { format!(", {warnings} warnings") } else { String::new() }
-    );
+    checked_survey(&args.dataset, "queried")?;
     let python = python();
     let mut command = Command::new(&python);
     command.arg("-c").arg(RUNNER).arg("--engine").arg("duckdb").arg("--dataset").arg(&args.dataset);
@@ -216,6 +196,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("the query failed ({}): {}", out.status, last.trim_start_matches("run_query: "))
         }
     }
+}
+
+/// Surveys the dataset at `dir` and prints what it found; fails, saying nothing was
+/// `done` (queried, planned), when it found errors.
+pub fn checked_survey(dir: &std::path::Path, done: &str) -> anyhow::Result<coldstart_dataset::Survey> {
+    let survey = coldstart_dataset::survey(dir)?;
+    for p in survey.problems.iter().take(MAX_PROBLEMS_SHOWN) {
+        eprintln!("coldstart: {}: {p}", dir.display());
+    }
+    if survey.problems.len() > MAX_PROBLEMS_SHOWN {
+        eprintln!("coldstart: … and {} more", survey.problems.len() - MAX_PROBLEMS_SHOWN);
+    }
+    if survey.has_errors() {
+        let errors = survey.errors().count();
+        bail!(
+            "the dataset has {errors} error{}: nothing was {done} (fix or remove the files named)",
+            if errors == 1 { "" } else { "s" }
+        );
+    }
+    let warnings = survey.problems.iter().filter(|p| p.severity == Severity::Warning).count();
+    eprintln!(
+        "coldstart: {} traces, {} files{}",
+        survey.traces,
+        survey.files,
+        if warnings > 0 { format!(", {warnings} warnings") } else { String::new() }
+    );
+    Ok(survey)
 }
 
 #[cfg(test)]

@@ -56,15 +56,34 @@ Examples:
   coldstart prefetch plan app.coldstart -o app.plan
   coldstart prefetch plan app.coldstart -o app-disk.plan --order disk
   coldstart prefetch plan app.coldstart -o vmtouch-like.plan --whole-files      # a classic baseline
+  coldstart prefetch plan --dataset fleet/ --min-share 0.5 --build 41.2 -o image.plan   # from a fleet
 
 Used pages are the trace's read and fault accesses plus the map-around pages that were
 filled; for a trace without page accesses, the pages that entered the page cache (the
 plan says so). Gaps between used ranges of a file, up to --gap-kib, are read through,
 smallest first, where the file is contiguous on the disk, while the plan stays within
---max-size times the bytes the start read. The format is docs/plan-format.md.")]
+--max-size times the bytes the start read. The format is docs/plan-format.md.
+
+From a fleet (--dataset, from `coldstart export --format parquet`): the pages that at least
+--min-share of the traces used, for the files this machine has at the same size and
+modification time (others are another build's and are left out, as are files missing here),
+in this machine's disk order; each page first needed at the mean time of the traces that used
+it. Filesystem metadata and files only opened are not planned from a fleet.")]
 pub struct PlanArgs {
     /// The trace (from `coldstart record`, best with --cold).
-    pub trace: PathBuf,
+    #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
+    pub trace: Option<PathBuf>,
+    /// Make the plan from a dataset of many traces instead (`coldstart export --format parquet`).
+    #[arg(long, value_name = "DIR", conflicts_with = "whole_files")]
+    pub dataset: Option<PathBuf>,
+    #[arg(long, value_name = "SHARE", value_parser = share, requires = "dataset", help = "With --dataset: plan the pages at least this share of the traces used, 0 < SHARE ≤ 1 [default: 0.5]")]
+    pub min_share: Option<f64>,
+    /// With --dataset: only the traces of this build (`export --build`).
+    #[arg(long, value_name = "BUILD", requires = "dataset")]
+    pub build: Option<String>,
+    /// With --dataset: only the traces of this machine class (`export --machine-class`).
+    #[arg(long, value_name = "CLASS", requires = "dataset")]
+    pub machine_class: Option<String>,
     /// The plan file to write.
     #[arg(short, long, value_name = "PLAN")]
     pub output: PathBuf,
@@ -332,26 +351,22 @@ pub struct RunArgs {
 /// in disk order (at real-time priority, see [`ReplayArgs::options_for`]), ureadahead's
 /// way, which is what made a container boot 0.50× of cold on a laptop disk where the
 /// first-need order gave 0.75× (BENCHMARKS.md).
-fn is_boot_or_session(trace: &Trace) -> bool {
-    let meta = &trace.meta;
-    meta.scope == coldstart_trace::Scope::System
-        || meta.ready.as_ref().is_some_and(|r| r.reason.to_string().starts_with("unit:"))
-        || !meta.also.is_empty()
-        || !trace.units.is_empty()
-}
-
 pub fn load_plan(path: &std::path::Path) -> anyhow::Result<Arc<Plan>> {
     Ok(Arc::new(Plan::load(path)?))
 }
 
-fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    if args.output.exists() && !args.force {
-        bail!("{} exists; use --force to overwrite it", args.output.display());
+/// `--min-share`: a share of the traces, above 0 and at most 1.
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("{text} is not a share above 0 and at most 1 (e.g. 0.5 for half of the traces)")),
     }
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
-    let settings = PlanSettings {
+}
+
+fn settings(args: &PlanArgs, boot_or_session: bool) -> PlanSettings {
+    PlanSettings {
         order: match args.order {
-            OrderArg::Auto if is_boot_or_session(&trace) => Order::Disk,
+            OrderArg::Auto if boot_or_session => Order::Disk,
             OrderArg::Auto | OrderArg::FirstNeed => Order::FirstNeed,
             OrderArg::Disk => Order::Disk,
             OrderArg::Blend => Order::Blend,
@@ -362,19 +377,74 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         max_range_bytes: args.max_range_kib.max(4) * 1024,
         whole_files: args.whole_files,
         metadata: !args.no_metadata,
+    }
+}
+
+fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    if args.output.exists() && !args.force {
+        bail!("{} exists; use --force to overwrite it", args.output.display());
+    }
+    if args.dataset.is_none()
+        && (args.min_share.is_some() || args.build.is_some() || args.machine_class.is_some())
+    {
+        bail!(
+            "--min-share, --build and --machine-class choose traces of a dataset: use them with --dataset DIR"
+        );
+    }
+    let (plan, settings) = match (&args.trace, &args.dataset) {
+        (_, Some(dataset)) => {
+            let selection = crate::cmd::prefetch_fleet::Selection {
+                build: args.build.clone(),
+                machine_class: args.machine_class.clone(),
+            };
+            let fleet = crate::cmd::prefetch_fleet::read(dataset, &selection)?;
+            if fleet.pages.traces() == 0 {
+                bail!(
+                    "none of the dataset's {} traces is of {}: nothing to plan",
+                    fleet.not_selected,
+                    [
+                        args.build.as_deref().map(|b| format!("build {b}")),
+                        args.machine_class.as_deref().map(|c| format!("machine class {c}"))
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+                );
+            }
+            let settings = settings(&args, 2 * fleet.boots_or_sessions >= fleet.pages.traces());
+            let plan =
+                crate::cmd::prefetch_fleet::plan(&fleet, args.min_share.unwrap_or(0.5), &settings, dataset)?;
+            if fleet.not_selected > 0 {
+                eprintln!("  {} traces of other builds or machine classes were not read", fleet.not_selected);
+            }
+            (plan, settings)
+        }
+        (Some(trace_path), None) => {
+            let trace = Trace::read(trace_path).context("cannot read the trace")?;
+            let settings = settings(&args, coldstart_prefetch::build::is_boot_or_session(&trace));
+            let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
+            (
+                coldstart_prefetch::build_plan(&trace, &trace_path.to_string_lossy(), &settings, &tool)?,
+                settings,
+            )
+        }
+        (None, None) => bail!("give a trace, or a dataset with --dataset DIR"),
     };
-    let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
-    let plan = coldstart_prefetch::build_plan(&trace, &args.trace.to_string_lossy(), &settings, &tool)?;
     plan.save(&args.output)?;
     let s = &plan.stats;
     eprintln!(
-        "coldstart: wrote {}: {} files, {} ranges, {:.1} MiB ({:.2}× the {:.1} MiB the start read; covers {:.1}% of it)",
+        "coldstart: wrote {}: {} files, {} ranges, {:.1} MiB ({:.2}× the {:.1} MiB {}; covers {:.1}% of it)",
         args.output.display(),
         s.files,
         s.ranges,
         s.planned_bytes as f64 / 1048576.0,
         if s.read_bytes > 0 { s.planned_bytes as f64 / s.read_bytes as f64 } else { 0.0 },
         s.read_bytes as f64 / 1048576.0,
+        match &plan.source.fleet {
+            Some(f) => format!("at least {} of the {} traces read", f.min_traces, f.traces),
+            None => "the start read".to_owned(),
+        },
         if s.read_bytes > 0 { 100.0 * s.planned_read_bytes as f64 / s.read_bytes as f64 } else { 0.0 },
     );
     if args.order == OrderArg::Auto {
@@ -386,6 +456,12 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     }
     for n in &plan.notes {
         eprintln!("  note: {n}");
+    }
+    if plan.source.fleet.is_some() {
+        for e in &s.excluded {
+            let files = if e.files == 1 { "1 file".to_owned() } else { format!("{} files", e.files) };
+            eprintln!("  left out: {files} ({:.1} MiB): {}", e.read_bytes as f64 / 1048576.0, e.reason);
+        }
     }
     eprintln!("next: coldstart prefetch show {}", args.output.display());
     Ok(ExitCode::SUCCESS)

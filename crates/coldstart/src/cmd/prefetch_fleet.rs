@@ -1,0 +1,157 @@
+//! `coldstart prefetch plan --dataset DIR`: a plan made from a fleet's dataset. The
+//! dataset is surveyed, its traces read one at a time (`coldstart_dataset::reader`) into
+//! `coldstart_prefetch::fleet`, and the plan checked against this machine's files, whose
+//! extents (FIEMAP) give the disk order.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use anyhow::Context;
+use coldstart_dataset::reader::{self, RunRow};
+use coldstart_prefetch::fleet::{FleetFile, FleetPages, FleetTrace, Image, ImageFile, PageRun};
+use coldstart_prefetch::plan::UsedPagesFrom;
+use coldstart_prefetch::{Plan, PlanSettings};
+use coldstart_record::assemble::{LiveSystem, SystemView};
+use coldstart_trace::{Dev, Extent, FileKind, TextEnum};
+
+/// Which traces of the dataset a plan is made from.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub build: Option<String>,
+    pub machine_class: Option<String>,
+}
+
+/// The fleet's pages, and whether most of the traces were boots or sessions.
+pub struct Fleet {
+    pub pages: FleetPages,
+    pub boots_or_sessions: usize,
+    /// Traces of the dataset not selected (another build or machine class).
+    pub not_selected: usize,
+}
+
+fn runs(rows: Vec<RunRow>) -> Vec<PageRun> {
+    rows.into_iter()
+        .map(|r| PageRun { file_id: r.file_id, first_page: r.first_page, pages: r.pages, t_ns: r.t_ns })
+        .collect()
+}
+
+/// Reads the selected traces of the dataset at `dir` (surveyed first: a dataset with
+/// errors is refused).
+pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
+    crate::cmd::fleet::checked_survey(dir, "planned")?;
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("traces"))
+        .with_context(|| format!("cannot list {}", dir.join("traces").display()))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".parquet").map(str::to_owned))
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    ids.sort();
+    let progress = Progress::new(ids.len());
+    let mut fleet = Fleet { pages: FleetPages::new(), boots_or_sessions: 0, not_selected: 0 };
+    for (i, id) in ids.iter().enumerate() {
+        progress.show(i);
+        let row = reader::trace_row(dir, id)?;
+        let wanted = |want: &Option<String>, have: &Option<String>| want.is_none() || want == have;
+        if !wanted(&selection.build, &row.build) || !wanted(&selection.machine_class, &row.machine_class) {
+            fleet.not_selected += 1;
+            continue;
+        }
+        let files = reader::file_rows(dir, id)?
+            .into_iter()
+            .map(|f| FleetFile {
+                file_id: f.file_id,
+                kind: FileKind::from_word(&f.kind).unwrap_or(FileKind::Other),
+                path: f.path,
+                size: f.size,
+                mtime_ns: f.mtime_ns,
+            })
+            .collect();
+        let trace = FleetTrace {
+            id: row.trace_id.clone(),
+            host: row.host,
+            build: row.build,
+            command: row.command,
+            kernel: row.kernel,
+            start_unix_ns: row.start_unix_ns,
+            page_size: row.page_size,
+            used_from: if row.used_pages_from == "fills" {
+                UsedPagesFrom::Fills
+            } else {
+                UsedPagesFrom::Accesses
+            },
+            files,
+            used: runs(reader::run_rows(dir, "page_used", id)?),
+            filled: runs(reader::run_rows(dir, "page_use", id)?),
+        };
+        fleet.pages.add(&trace)?;
+        fleet.boots_or_sessions += usize::from(row.boot_or_session);
+    }
+    progress.done();
+    Ok(fleet)
+}
+
+/// Progress on stderr for large datasets (a line every 5 %, when stderr is a terminal).
+struct Progress {
+    total: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        Progress { total, shown: total >= 200 && std::io::stderr().is_terminal() }
+    }
+
+    fn show(&self, done: usize) {
+        if self.shown && done.is_multiple_of((self.total / 20).max(1)) {
+            eprint!("\rcoldstart: reading traces {done}/{}", self.total);
+        }
+    }
+
+    fn done(&self) {
+        if self.shown {
+            eprintln!("\rcoldstart: read {} traces          ", self.total);
+        }
+    }
+}
+
+/// This machine's files, as the plan will find them.
+pub struct LiveImage;
+
+impl Image for LiveImage {
+    fn file(&self, path: &str) -> ImageFile {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => ImageFile::Regular {
+                dev: Dev::from_user(m.dev()),
+                ino: m.ino(),
+                size: m.size(),
+                mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            },
+            Ok(_) => ImageFile::NotRegular,
+            Err(_) => ImageFile::Missing,
+        }
+    }
+
+    fn extents(&self, path: &str, dev: Dev, ino: u64) -> Vec<Extent> {
+        let (disk, start) = LiveSystem.whole_disk(dev);
+        LiveSystem
+            .extents(Path::new(path), dev, ino)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| Extent {
+                file_id: 0,
+                disk,
+                logical: e.logical,
+                physical: start.saturating_add(e.physical),
+                length: e.length,
+                flags: e.flags,
+            })
+            .collect()
+    }
+}
+
+/// The plan of the fleet's pages that at least `min_share` of its traces used.
+pub fn plan(fleet: &Fleet, min_share: f64, settings: &PlanSettings, dataset: &Path) -> anyhow::Result<Plan> {
+    let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
+    Ok(fleet.pages.plan(&LiveImage, min_share, settings, &dataset.to_string_lossy(), &tool)?)
+}

@@ -1,0 +1,222 @@
+//! Reading a dataset's rows back, one trace's table at a time, for the commands that
+//! work on a fleet in Rust (`prefetch plan --dataset`); the fleet's SQL questions go to
+//! DuckDB or Spark instead. Columns are found by name and type, so a file whose schema
+//! is not the one docs/dataset-format.md gives is a clear error, never a misread.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::DatasetError;
+use crate::writer::table_file;
+
+/// One row of the `traces` table (the columns a fleet's plan needs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceRow {
+    pub trace_id: String,
+    pub dataset_version: i32,
+    pub build: Option<String>,
+    pub machine_class: Option<String>,
+    pub host: String,
+    pub kernel: String,
+    pub command: String,
+    pub page_size: u32,
+    /// `accesses` or `fills` (docs/dataset-format.md).
+    pub used_pages_from: String,
+    pub boot_or_session: bool,
+    pub start_unix_ns: i64,
+}
+
+/// One row of the `file` table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileRow {
+    pub file_id: u32,
+    pub dev: String,
+    pub ino: u64,
+    pub path: Option<String>,
+    /// The trace format's word (`regular`, `device_metadata`, …).
+    pub kind: String,
+    pub size: Option<u64>,
+    pub mtime_ns: Option<i64>,
+}
+
+/// One row of `page_use` (`t_ns`: `first_t_ns`) or `page_used` (`t_ns`: `first_need_ns`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunRow {
+    pub file_id: u32,
+    pub first_page: u64,
+    pub pages: u64,
+    pub t_ns: i64,
+}
+
+/// The record batches of one Parquet file.
+fn batches(path: &Path) -> Result<Vec<RecordBatch>, DatasetError> {
+    let file = File::open(path).map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
+    let parquet_err = |source| DatasetError::Read { path: path.to_owned(), source };
+    let reader =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?.build().map_err(parquet_err)?;
+    reader
+        .map(|batch| batch.map_err(|e| DatasetError::Read { path: path.to_owned(), source: e.into() }))
+        .collect()
+}
+
+/// Column access by name, with the file named in every error.
+struct Columns<'a> {
+    path: &'a Path,
+    batch: &'a RecordBatch,
+}
+
+impl<'a> Columns<'a> {
+    fn column(&self, name: &str) -> Result<&'a dyn Array, DatasetError> {
+        self.batch.column_by_name(name).map(|c| c.as_ref()).ok_or_else(|| self.bad(name, "is missing"))
+    }
+
+    fn bad(&self, name: &str, what: &str) -> DatasetError {
+        DatasetError::Schema { path: self.path.to_owned(), reason: format!("its column {name} {what}") }
+    }
+
+    fn i64(&self, name: &str) -> Result<Vec<Option<i64>>, DatasetError> {
+        let c = self.column(name)?;
+        let a = c.as_primitive_opt::<Int64Type>().ok_or_else(|| self.bad(name, "is not 64-bit integers"))?;
+        Ok(a.iter().collect())
+    }
+
+    fn i32(&self, name: &str) -> Result<Vec<Option<i32>>, DatasetError> {
+        let c = self.column(name)?;
+        let a = c.as_primitive_opt::<Int32Type>().ok_or_else(|| self.bad(name, "is not 32-bit integers"))?;
+        Ok(a.iter().collect())
+    }
+
+    fn str(&self, name: &str) -> Result<Vec<Option<String>>, DatasetError> {
+        let c = self.column(name)?;
+        let a = c.as_string_opt::<i32>().ok_or_else(|| self.bad(name, "is not text"))?;
+        Ok(a.iter().map(|v| v.map(str::to_owned)).collect())
+    }
+
+    fn bool(&self, name: &str) -> Result<Vec<Option<bool>>, DatasetError> {
+        let c = self.column(name)?;
+        let a = c.as_boolean_opt().ok_or_else(|| self.bad(name, "is not true/false"))?;
+        Ok(a.iter().collect())
+    }
+}
+
+fn required<T>(path: &Path, column: &str, value: Option<T>) -> Result<T, DatasetError> {
+    value.ok_or_else(|| DatasetError::Schema {
+        path: path.to_owned(),
+        reason: format!("its column {column} has a null"),
+    })
+}
+
+fn unsigned(path: &Path, column: &str, value: i64) -> Result<u64, DatasetError> {
+    u64::try_from(value).map_err(|_| DatasetError::Schema {
+        path: path.to_owned(),
+        reason: format!("its column {column} is negative"),
+    })
+}
+
+fn file_id(path: &Path, value: i64) -> Result<u32, DatasetError> {
+    u32::try_from(value).map_err(|_| DatasetError::Schema {
+        path: path.to_owned(),
+        reason: format!("its column file_id holds {value}, not a file id"),
+    })
+}
+
+/// The `traces` file of trace `id`.
+pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
+    let path = table_file(dir, "traces", id);
+    let mut rows = Vec::new();
+    for batch in batches(&path)? {
+        let c = Columns { path: &path, batch: &batch };
+        let ids = c.str("trace_id")?;
+        let versions = c.i32("dataset_version")?;
+        let builds = c.str("build")?;
+        let classes = c.str("machine_class")?;
+        let hosts = c.str("host")?;
+        let kernels = c.str("kernel")?;
+        let commands = c.str("command")?;
+        let page_sizes = c.i64("page_size")?;
+        let used = c.str("used_pages_from")?;
+        let boot = c.bool("boot_or_session")?;
+        let starts = c.i64("start_unix_ns")?;
+        for i in 0..batch.num_rows() {
+            rows.push(TraceRow {
+                trace_id: required(&path, "trace_id", ids[i].clone())?,
+                dataset_version: required(&path, "dataset_version", versions[i])?,
+                build: builds[i].clone(),
+                machine_class: classes[i].clone(),
+                host: hosts[i].clone().unwrap_or_default(),
+                kernel: kernels[i].clone().unwrap_or_default(),
+                command: commands[i].clone().unwrap_or_default(),
+                page_size: u32::try_from(required(&path, "page_size", page_sizes[i])?).unwrap_or(0),
+                used_pages_from: used[i].clone().unwrap_or_default(),
+                boot_or_session: boot[i].unwrap_or(false),
+                start_unix_ns: starts[i].unwrap_or(0),
+            });
+        }
+    }
+    match <[TraceRow; 1]>::try_from(rows) {
+        Ok([row]) => Ok(row),
+        Err(rows) => Err(DatasetError::Schema {
+            path,
+            reason: format!("it holds {} rows; a traces file holds one", rows.len()),
+        }),
+    }
+}
+
+/// The `file` rows of trace `id`.
+pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
+    let path = table_file(dir, "file", id);
+    let mut rows = Vec::new();
+    for batch in batches(&path)? {
+        let c = Columns { path: &path, batch: &batch };
+        let (ids, devs, inos, paths) = (c.i64("file_id")?, c.str("dev")?, c.i64("ino")?, c.str("path")?);
+        let (kinds, sizes, mtimes) = (c.str("kind")?, c.i64("size")?, c.i64("mtime_ns")?);
+        for i in 0..batch.num_rows() {
+            rows.push(FileRow {
+                file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
+                dev: devs[i].clone().unwrap_or_default(),
+                ino: unsigned(&path, "ino", inos[i].unwrap_or(0))?,
+                path: paths[i].clone(),
+                kind: required(&path, "kind", kinds[i].clone())?,
+                size: sizes[i].map(|s| unsigned(&path, "size", s)).transpose()?,
+                mtime_ns: mtimes[i],
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows of trace `id` in `page_use` (time column `first_t_ns`) or `page_used`
+/// (`first_need_ns`).
+pub fn run_rows(dir: &Path, table: &str, id: &str) -> Result<Vec<RunRow>, DatasetError> {
+    let time = match table {
+        "page_use" => "first_t_ns",
+        "page_used" => "first_need_ns",
+        other => {
+            return Err(DatasetError::Schema {
+                path: PathBuf::from(other),
+                reason: "is not a table of page runs".into(),
+            });
+        }
+    };
+    let path = table_file(dir, table, id);
+    let mut rows = Vec::new();
+    for batch in batches(&path)? {
+        let c = Columns { path: &path, batch: &batch };
+        let (ids, firsts, pages, times) =
+            (c.i64("file_id")?, c.i64("first_page")?, c.i64("pages")?, c.i64(time)?);
+        for i in 0..batch.num_rows() {
+            rows.push(RunRow {
+                file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
+                first_page: unsigned(&path, "first_page", required(&path, "first_page", firsts[i])?)?,
+                pages: unsigned(&path, "pages", required(&path, "pages", pages[i])?)?,
+                t_ns: required(&path, time, times[i])?,
+            });
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,411 @@
+//! A plan made from many traces (a fleet's dataset): the pages that at least a share of
+//! the traces used, checked against this machine's files, in this machine's disk order.
+//!
+//! Pure like [`crate::build`]: the traces come in as [`FleetTrace`]s (the dataset crate
+//! reads them from Parquet) and this machine's files through [`Image`]. Files are matched
+//! across traces by path, size and modification time (inode numbers differ between
+//! machines); a file whose size or mtime differs on this machine is another build's and is
+//! left out. The chosen pages become one trace (each page first needed at the mean time
+//! of the traces that used it, its extents this machine's), and [`build_plan`] plans it,
+//! so a fleet's plan merges gaps, splits ranges and orders steps as a single trace's does.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use coldstart_trace::{AccessKind, Dev, Extent, File, FileKind, Nanos, PageAccess, PageFill, Trace};
+use serde::{Deserialize, Serialize};
+
+use crate::build::{build_plan, exclusion};
+use crate::error::{PrefetchError, Result};
+use crate::plan::{Exclusion, Plan, PlanSettings, UsedPagesFrom};
+
+/// A file of a trace of the fleet, as the dataset's `file` table has it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetFile {
+    pub file_id: u32,
+    pub path: Option<String>,
+    pub kind: FileKind,
+    pub size: Option<u64>,
+    pub mtime_ns: Option<i64>,
+}
+
+/// Pages `first_page..first_page + pages` of a trace's file, first needed (or filled) at
+/// `t_ns` after the command's start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageRun {
+    pub file_id: u32,
+    pub first_page: u64,
+    pub pages: u64,
+    pub t_ns: Nanos,
+}
+
+/// What one trace of the fleet contributes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetTrace {
+    pub id: String,
+    pub host: String,
+    pub build: Option<String>,
+    pub command: String,
+    pub kernel: String,
+    pub start_unix_ns: i64,
+    pub page_size: u32,
+    pub used_from: UsedPagesFrom,
+    pub files: Vec<FleetFile>,
+    /// The pages the start used (the dataset's `page_used`).
+    pub used: Vec<PageRun>,
+    /// The pages that entered the page cache (the dataset's `page_use`).
+    pub filled: Vec<PageRun>,
+}
+
+/// A path as this machine has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageFile {
+    Missing,
+    NotRegular,
+    Regular { dev: Dev, ino: u64, size: u64, mtime_ns: i64 },
+}
+
+/// This machine's files: what a fleet's plan is checked against and ordered by.
+pub trait Image {
+    fn file(&self, path: &str) -> ImageFile;
+    /// The extents of the file at `path` (which is `dev`, `ino`), placed on whole disks;
+    /// empty when unknown (the plan then orders its ranges by first need).
+    fn extents(&self, path: &str, dev: Dev, ino: u64) -> Vec<Extent>;
+}
+
+/// How a fleet's plan was made (the plan's `source.fleet`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetSource {
+    /// The dataset as given to `prefetch plan --dataset`.
+    pub dataset: String,
+    /// Traces the plan was made from.
+    pub traces: usize,
+    /// A page is planned when at least this share of the traces used it.
+    pub min_share: f64,
+    /// That is, at least this many traces.
+    pub min_traces: usize,
+    /// The builds of those traces (`export --build`), sorted.
+    pub builds: Vec<String>,
+    /// Distinct hosts among them.
+    pub hosts: usize,
+}
+
+/// A file across the fleet: one path at one size and modification time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Variant {
+    path: String,
+    size: Option<u64>,
+    mtime_ns: Option<i64>,
+}
+
+/// Pages of a file, each with the mean time the traces first needed (or filled) it.
+type TimedPages = Vec<(u64, Nanos)>;
+
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    used: u32,
+    filled: u32,
+    used_t_sum: i64,
+    filled_t_sum: i64,
+}
+
+/// The fleet's traces, added one at a time (a dataset of thousands of traces is never
+/// held in memory at once): per file variant and page, how many traces used and filled it.
+#[derive(Default)]
+pub struct FleetPages {
+    traces: usize,
+    page_size: u32,
+    from_fills: usize,
+    variants: Vec<Variant>,
+    variant_ids: HashMap<Variant, u32>,
+    pages: HashMap<(u32, u64), Tally>,
+    /// Reasons files of the traces were left out, with the paths and the bytes filled
+    /// (summed over the traces).
+    left_out: BTreeMap<&'static str, (BTreeSet<String>, u64)>,
+    builds: BTreeSet<String>,
+    hosts: BTreeSet<String>,
+    commands: BTreeMap<String, usize>,
+    kernels: BTreeMap<String, usize>,
+    latest_start_unix_ns: i64,
+}
+
+/// Pages of `runs` that belong to `file_id`s in `keep`, each once, with its earliest time.
+fn distinct_pages(runs: &[PageRun], keep: &HashMap<u32, u32>) -> Vec<(u32, u64, Nanos)> {
+    let mut pages: Vec<(u32, u64, Nanos)> = Vec::new();
+    for r in runs {
+        if let Some(&variant) = keep.get(&r.file_id) {
+            let end = r.first_page.saturating_add(r.pages);
+            pages.extend((r.first_page..end).map(|p| (variant, p, r.t_ns)));
+        }
+    }
+    pages.sort_unstable();
+    pages.dedup_by_key(|p| (p.0, p.1));
+    pages
+}
+
+impl FleetPages {
+    pub fn new() -> FleetPages {
+        FleetPages::default()
+    }
+
+    /// Traces added so far.
+    pub fn traces(&self) -> usize {
+        self.traces
+    }
+
+    /// Counts the pages `trace` used and filled. A trace of another page size than the
+    /// first one's is refused (its page indexes mean other bytes).
+    pub fn add(&mut self, trace: &FleetTrace) -> Result<()> {
+        let page_size = if trace.page_size == 0 { 4096 } else { trace.page_size };
+        if self.traces == 0 {
+            self.page_size = page_size;
+        } else if page_size != self.page_size {
+            return Err(PrefetchError::Fleet(format!(
+                "trace {} has pages of {page_size} bytes, the traces before it {}: make one plan per page size",
+                trace.id, self.page_size
+            )));
+        }
+        let settings = PlanSettings { metadata: false, ..PlanSettings::default() };
+        let mut filled_pages: HashMap<u32, u64> = HashMap::new();
+        for r in &trace.filled {
+            *filled_pages.entry(r.file_id).or_default() += r.pages;
+        }
+        let filled_bytes = |file_id: u32| {
+            filled_pages.get(&file_id).copied().unwrap_or(0).saturating_mul(u64::from(page_size))
+        };
+        let mut keep: HashMap<u32, u32> = HashMap::new();
+        for f in &trace.files {
+            let file = File {
+                id: f.file_id,
+                path: f.path.clone(),
+                kind: f.kind,
+                size: f.size,
+                mtime_ns: f.mtime_ns,
+                ..File::default()
+            };
+            if let Some(reason) = exclusion(&file, &settings, trace.start_unix_ns) {
+                let bytes = filled_bytes(f.file_id);
+                if bytes > 0 {
+                    let e = self.left_out.entry(reason).or_default();
+                    e.0.insert(f.path.clone().unwrap_or_else(|| format!("inode {}", f.file_id)));
+                    e.1 = e.1.saturating_add(bytes);
+                }
+                continue;
+            }
+            let variant =
+                Variant { path: f.path.clone().unwrap_or_default(), size: f.size, mtime_ns: f.mtime_ns };
+            let next = self.variants.len() as u32;
+            let id = *self.variant_ids.entry(variant.clone()).or_insert_with(|| {
+                self.variants.push(variant);
+                next
+            });
+            keep.insert(f.file_id, id);
+        }
+        for (variant, page, t) in distinct_pages(&trace.used, &keep) {
+            let tally = self.pages.entry((variant, page)).or_default();
+            tally.used += 1;
+            tally.used_t_sum = tally.used_t_sum.saturating_add(t);
+        }
+        for (variant, page, t) in distinct_pages(&trace.filled, &keep) {
+            let tally = self.pages.entry((variant, page)).or_default();
+            tally.filled += 1;
+            tally.filled_t_sum = tally.filled_t_sum.saturating_add(t);
+        }
+        self.traces += 1;
+        if trace.used_from == UsedPagesFrom::Fills {
+            self.from_fills += 1;
+        }
+        if let Some(build) = &trace.build {
+            self.builds.insert(build.clone());
+        }
+        self.hosts.insert(trace.host.clone());
+        *self.commands.entry(trace.command.clone()).or_default() += 1;
+        *self.kernels.entry(trace.kernel.clone()).or_default() += 1;
+        self.latest_start_unix_ns = self.latest_start_unix_ns.max(trace.start_unix_ns);
+        Ok(())
+    }
+
+    /// The least number of traces that make `min_share` of them (at least one).
+    pub fn min_traces(&self, min_share: f64) -> usize {
+        ((min_share * self.traces as f64) - 1e-9).ceil().max(1.0) as usize
+    }
+
+    /// The plan of the pages at least `min_share` of the traces used, for this machine's
+    /// files (`image`): files missing here, or here at another size or mtime, are left out
+    /// and counted in the plan's exclusions.
+    pub fn plan(
+        &self,
+        image: &dyn Image,
+        min_share: f64,
+        settings: &PlanSettings,
+        dataset: &str,
+        tool: &str,
+    ) -> Result<Plan> {
+        if self.traces == 0 {
+            return Err(PrefetchError::Fleet("the dataset holds no traces to plan from".into()));
+        }
+        let need = self.min_traces(min_share) as u32;
+        let page = u64::from(self.page_size);
+        // Per variant: chosen pages (page -> mean time), used and filled.
+        let mut chosen: BTreeMap<u32, (TimedPages, TimedPages)> = BTreeMap::new();
+        for (&(variant, p), tally) in &self.pages {
+            let entry = chosen.entry(variant).or_default();
+            if tally.used >= need {
+                entry.0.push((p, tally.used_t_sum / i64::from(tally.used)));
+            }
+            if tally.filled >= need {
+                entry.1.push((p, tally.filled_t_sum / i64::from(tally.filled)));
+            }
+        }
+        chosen.retain(|_, (used, filled)| !used.is_empty() || !filled.is_empty());
+
+        let mut by_path: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for &variant in chosen.keys() {
+            by_path.entry(self.variants[variant as usize].path.as_str()).or_default().push(variant);
+        }
+        let mut left_out: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+        let mut leave_out = |reason: &str, pages: usize| {
+            let e = left_out.entry(reason.to_owned()).or_default();
+            e.0 += 1;
+            e.1 = e.1.saturating_add(pages as u64 * page);
+        };
+        let mut trace = Trace::default();
+        trace.meta.page_size = self.page_size;
+        for (path, variants) in by_path {
+            let pages_of = |v: &u32| chosen[v].0.len().max(chosen[v].1.len());
+            let (dev, ino, size, mtime_ns) = match image.file(path) {
+                ImageFile::Regular { dev, ino, size, mtime_ns } => (dev, ino, size, mtime_ns),
+                other => {
+                    let reason = if other == ImageFile::Missing {
+                        "missing on this machine"
+                    } else {
+                        "not a regular file on this machine"
+                    };
+                    variants.iter().for_each(|v| leave_out(reason, pages_of(v)));
+                    continue;
+                }
+            };
+            let same =
+                |v: &Variant| v.size.is_none_or(|s| s == size) && v.mtime_ns.is_none_or(|m| m == mtime_ns);
+            let matching = variants.iter().copied().find(|&v| same(&self.variants[v as usize]));
+            for v in variants.iter().filter(|&&v| Some(v) != matching) {
+                leave_out(
+                    "another version than this machine's (size or modification time differs)",
+                    pages_of(v),
+                );
+            }
+            let Some(variant) = matching else { continue };
+            let id = trace.files.len() as u32 + 1;
+            trace.files.push(File {
+                id,
+                dev,
+                ino,
+                path: Some(path.to_owned()),
+                kind: FileKind::Regular,
+                size: Some(size),
+                mtime_ns: Some(mtime_ns),
+            });
+            let (used, filled) = &chosen[&variant];
+            trace.page_accesses.extend(runs(used).map(|(index, pages, t_ns)| PageAccess {
+                t_ns,
+                file_id: id,
+                index,
+                pages,
+                kind: AccessKind::Read,
+                ..PageAccess::default()
+            }));
+            trace.page_fills.extend(runs(filled).map(|(index, pages, t_ns)| PageFill {
+                t_ns,
+                file_id: id,
+                index,
+                pages,
+                ..PageFill::default()
+            }));
+            trace
+                .extents
+                .extend(image.extents(path, dev, ino).into_iter().map(|e| Extent { file_id: id, ..e }));
+        }
+        if trace.files.is_empty() {
+            let why = if chosen.is_empty() {
+                format!("no page was used by {need} of the {} traces", self.traces)
+            } else {
+                "none of the files the traces share is on this machine at the same size and modification time"
+                    .to_owned()
+            };
+            return Err(PrefetchError::Fleet(format!("nothing to plan: {why}")));
+        }
+        let mut plan = build_plan(&trace, dataset, settings, tool)?;
+        plan.source.command = most_common(&self.commands).split(' ').map(str::to_owned).collect();
+        plan.source.kernel = most_common(&self.kernels);
+        plan.source.host = match self.hosts.len() {
+            1 => self.hosts.iter().next().cloned().unwrap_or_default(),
+            n => format!("{n} hosts"),
+        };
+        plan.source.recorded_unix_ns = self.latest_start_unix_ns;
+        plan.source.used_pages_from =
+            if self.from_fills == self.traces { UsedPagesFrom::Fills } else { UsedPagesFrom::Accesses };
+        plan.source.fleet = Some(FleetSource {
+            dataset: dataset.to_owned(),
+            traces: self.traces,
+            min_share,
+            min_traces: need as usize,
+            builds: self.builds.iter().cloned().collect(),
+            hosts: self.hosts.len(),
+        });
+        // Bytes the traces read from files left out, per trace on average.
+        let per_trace = self.traces as u64;
+        let recorded = self
+            .left_out
+            .iter()
+            .map(|(reason, (paths, bytes))| ((*reason).to_owned(), (paths.len(), bytes / per_trace)));
+        for (reason, (files, read_bytes)) in recorded.chain(left_out) {
+            plan.stats.excluded.push(Exclusion { reason, files, read_bytes });
+        }
+        plan.notes.retain(|n| !n.starts_with("the trace has no page accesses"));
+        plan.notes.insert(
+            0,
+            format!(
+                "made from {} traces: the pages at least {need} of them ({:.0} %) used, first needed at the mean time \
+                 of those traces; read_bytes counts the pages at least {need} of them read from the disk",
+                self.traces,
+                min_share * 100.0
+            ),
+        );
+        if self.from_fills > 0 {
+            plan.notes.push(format!(
+                "{} of the traces have no page accesses: their used pages are the pages that entered the page cache",
+                self.from_fills
+            ));
+        }
+        plan.notes.push(
+            "filesystem metadata is not planned from a fleet (its disk offsets are each machine's own); \
+             directories are warmed by lookups instead"
+                .to_owned(),
+        );
+        Ok(plan)
+    }
+}
+
+/// The most frequent key (the first in order among equals).
+fn most_common(counts: &BTreeMap<String, usize>) -> String {
+    let mut best: Option<(&String, usize)> = None;
+    for (k, &n) in counts {
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((k, n));
+        }
+    }
+    best.map(|(k, _)| k.clone()).unwrap_or_default()
+}
+
+/// Sorted pages with times as runs of consecutive pages of one time: (first page, pages, time).
+fn runs(pages: &[(u64, Nanos)]) -> impl Iterator<Item = (u64, u32, Nanos)> + '_ {
+    let mut sorted = pages.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<(u64, u32, Nanos)> = Vec::new();
+    for (p, t) in sorted {
+        match out.last_mut() {
+            Some(last) if last.0 + u64::from(last.1) == p && last.2 == t && last.1 < u32::MAX => last.1 += 1,
+            _ => out.push((p, 1, t)),
+        }
+    }
+    out.into_iter()
+}
