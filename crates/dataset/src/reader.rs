@@ -28,6 +28,8 @@ pub struct TraceRow {
     /// `accesses` or `fills` (docs/dataset-format.md).
     pub used_pages_from: String,
     pub boot_or_session: bool,
+    /// When the traced command started (the root process's fork), from the trace's zero.
+    pub command_start_ns: i64,
     pub start_unix_ns: i64,
 }
 
@@ -141,6 +143,7 @@ pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
         let page_sizes = c.i64("page_size")?;
         let used = c.str("used_pages_from")?;
         let boot = c.bool("boot_or_session")?;
+        let command_starts = c.i64("command_start_ns")?;
         let starts = c.i64("start_unix_ns")?;
         for i in 0..batch.num_rows() {
             rows.push(TraceRow {
@@ -154,6 +157,7 @@ pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
                 page_size: u32::try_from(required(&path, "page_size", page_sizes[i])?).unwrap_or(0),
                 used_pages_from: used[i].clone().unwrap_or_default(),
                 boot_or_session: boot[i].unwrap_or(false),
+                command_start_ns: command_starts[i].unwrap_or(0),
                 start_unix_ns: starts[i].unwrap_or(0),
             });
         }
@@ -185,6 +189,23 @@ pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
                 size: sizes[i].map(|s| unsigned(&path, "size", s)).transpose()?,
                 mtime_ns: mtimes[i],
             });
+        }
+    }
+    Ok(rows)
+}
+
+/// The `file_open` rows of trace `id`: (file id, time from the trace's zero).
+pub fn open_rows(dir: &Path, id: &str) -> Result<Vec<(u32, i64)>, DatasetError> {
+    let path = table_file(dir, "file_open", id);
+    let mut rows = Vec::new();
+    for batch in batches(&path)? {
+        let c = Columns { path: &path, batch: &batch };
+        let (ids, times) = (c.i64("file_id")?, c.i64("t_ns")?);
+        for i in 0..batch.num_rows() {
+            rows.push((
+                file_id(&path, required(&path, "file_id", ids[i])?)?,
+                required(&path, "t_ns", times[i])?,
+            ));
         }
     }
     Ok(rows)

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use arrow_array::RecordBatch;
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::Diagnosis;
-use coldstart_prefetch::build::{is_boot_or_session, used_by_file};
+use coldstart_prefetch::build::{command_start, is_boot_or_session, used_by_file};
 use coldstart_prefetch::plan::UsedPagesFrom;
 use coldstart_trace::{TextEnum, Trace};
 use serde::Serialize;
@@ -30,6 +30,7 @@ pub const TABLES: &[&str] = &[
     "page_use",
     "page_resident",
     "page_used",
+    "file_open",
     "block_io",
     "sched",
     "mark",
@@ -160,6 +161,12 @@ impl Exported<'_> {
                     .i64("first_need_ns", |r| r.first_t_ns)
                     .finish()
             }
+            "file_open" => Batch::new(id, &t.file_opens)
+                .i64("t_ns", |r| r.t_ns)
+                .i32("pid", |r| r.pid)
+                .i64("file_id", |r| r.file_id.into())
+                .bool("exec", |r| r.exec)
+                .finish(),
             "block_io" => Batch::new(id, &t.block_ios)
                 .opt_i64("issue_ns", |r| r.issue_ns)
                 .opt_i64("complete_ns", |r| r.complete_ns)
@@ -340,6 +347,7 @@ impl Exported<'_> {
                 _ => "accesses",
             })
             .bool("boot_or_session", |_| is_boot_or_session(self.trace))
+            .i64("command_start_ns", |_| command_start(self.trace))
             .i64("start_unix_ns", |_| m.start_unix_ns)
             .i64("duration_ns", |_| m.duration_ns)
             .opt_str("ready_reason", |_| ready.map(|r| r.reason.to_string()))
@@ -371,22 +379,7 @@ pub fn page_use(trace: &Trace) -> Vec<PageRun> {
             pages.push((f.file_id, page, f.t_ns));
         }
     }
-    pages.sort_unstable();
-    pages.dedup_by_key(|p| (p.0, p.1));
-    let mut runs: Vec<PageRun> = Vec::new();
-    for (file_id, page, t_ns) in pages {
-        if let Some(run) = runs.last_mut()
-            && run.file_id == file_id
-            && run.first_page + run.pages == page
-            && page % PAGE_USE_BLOCK != 0
-        {
-            run.pages += 1;
-            run.first_t_ns = run.first_t_ns.min(t_ns);
-            continue;
-        }
-        runs.push(PageRun { file_id, first_page: page, pages: 1, first_t_ns: t_ns });
-    }
-    runs
+    runs(pages, false)
 }
 
 /// The pages each file used, as `coldstart prefetch plan` counts them (reads, faults,
@@ -400,6 +393,13 @@ pub fn page_used(trace: &Trace) -> Vec<PageRun> {
             pages.extend((p.start..p.end).map(|page| (file_id, page, p.t)));
         }
     }
+    runs(pages, true)
+}
+
+/// (file, page, time) as runs of consecutive pages within [`PAGE_USE_BLOCK`]s, each page
+/// once at its earliest time; with `one_time`, a run also ends where the time changes
+/// (else it keeps its earliest).
+fn runs(mut pages: Vec<(u32, u64, i64)>, one_time: bool) -> Vec<PageRun> {
     pages.sort_unstable();
     pages.dedup_by_key(|p| (p.0, p.1));
     let mut runs: Vec<PageRun> = Vec::new();
@@ -407,10 +407,11 @@ pub fn page_used(trace: &Trace) -> Vec<PageRun> {
         if let Some(run) = runs.last_mut()
             && run.file_id == file_id
             && run.first_page + run.pages == page
-            && run.first_t_ns == t_ns
             && page % PAGE_USE_BLOCK != 0
+            && (!one_time || run.first_t_ns == t_ns)
         {
             run.pages += 1;
+            run.first_t_ns = run.first_t_ns.min(t_ns);
             continue;
         }
         runs.push(PageRun { file_id, first_page: page, pages: 1, first_t_ns: t_ns });

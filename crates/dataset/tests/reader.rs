@@ -3,39 +3,22 @@
 //! schema is a clear error.
 
 use std::collections::BTreeSet;
-use std::io::Read;
-use std::path::{Path, PathBuf};
 
-use coldstart_analyze::doctor::DoctorConfig;
-use coldstart_dataset::reader::{file_rows, run_rows, trace_row};
-use coldstart_dataset::{DatasetError, Exported, TraceLabels, table_file};
+use coldstart_dataset::reader::{file_rows, open_rows, run_rows, trace_row};
+use coldstart_dataset::{DatasetError, table_file};
 use coldstart_prefetch::build::used_by_file;
 use coldstart_trace::{TextEnum, Trace};
 
-fn unpack(name: &str, dir: &Path) -> PathBuf {
-    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(format!("{name}.coldstart.gz"));
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()).read_to_end(&mut bytes).unwrap();
-    let path = dir.join(format!("{name}.coldstart"));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
+mod common;
+use common::{export, unpack};
 
 /// The fixture `name` exported with build `41.2`; returns the dataset, the trace and its id.
 fn exported(name: &str) -> (tempfile::TempDir, Trace, String) {
     let traces = tempfile::tempdir().unwrap();
     let dataset = tempfile::tempdir().unwrap();
     let path = unpack(name, traces.path());
-    let id = coldstart_dataset::trace_id_of_file(&path).unwrap();
-    let trace = Trace::read(&path).unwrap();
-    let analysis = coldstart_analyze::analyze(&trace);
-    let diagnosis = coldstart_analyze::doctor::diagnose(&trace, &analysis, &DoctorConfig::default(), &[]);
-    let labels = TraceLabels { build: Some("41.2".into()), ..TraceLabels::default() };
-    let e = Exported { id: &id, trace: &trace, analysis: &analysis, diagnosis: &diagnosis, labels: &labels };
-    coldstart_dataset::export(dataset.path(), &e).unwrap();
-    (dataset, trace, id)
+    let (id, _) = export(dataset.path(), &path, "41.2");
+    (dataset, Trace::read(&path).unwrap(), id)
 }
 
 /// Every (file, page) of `runs`.
@@ -56,6 +39,10 @@ fn the_traces_row_and_the_files_read_back_as_written() {
     assert_eq!(row.start_unix_ns, trace.meta.start_unix_ns);
     assert_eq!(row.used_pages_from, "accesses");
     assert!(!row.boot_or_session, "python's start is one program");
+    assert_eq!(row.command_start_ns, coldstart_prefetch::build::command_start(&trace));
+    let opens = open_rows(dataset.path(), &id).unwrap();
+    assert_eq!(opens, trace.file_opens.iter().map(|o| (o.file_id, o.t_ns)).collect::<Vec<_>>());
+    assert!(!opens.is_empty());
     let files = file_rows(dataset.path(), &id).unwrap();
     assert_eq!(files.len(), trace.files.len());
     for (row, file) in files.iter().zip(&trace.files) {

@@ -2,39 +2,14 @@
 //! the defects a fleet's folders collect: a file of an older dataset version, a truncated
 //! file, a trace held twice, an interrupted export, a temporary file.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow_array::RecordBatch;
-use coldstart_analyze::doctor::DoctorConfig;
-use coldstart_dataset::{
-    DATASET_VERSION, ExportStatus, Exported, Severity, Survey, TABLES, TraceLabels, survey, table_file,
-};
+use coldstart_dataset::{DATASET_VERSION, ExportStatus, Severity, Survey, TABLES, survey, table_file};
 use coldstart_trace::Trace;
 
-/// A fixture unpacked into `dir`; returns its path.
-fn unpack(name: &str, dir: &Path) -> PathBuf {
-    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(format!("{name}.coldstart.gz"));
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()).read_to_end(&mut bytes).unwrap();
-    let path = dir.join(format!("{name}.coldstart"));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
-fn export(dataset: &Path, trace_path: &Path, build: &str) -> (String, ExportStatus) {
-    let id = coldstart_dataset::trace_id_of_file(trace_path).unwrap();
-    let trace = Trace::read(trace_path).unwrap();
-    let analysis = coldstart_analyze::analyze(&trace);
-    let diagnosis = coldstart_analyze::doctor::diagnose(&trace, &analysis, &DoctorConfig::default(), &[]);
-    let labels = TraceLabels { build: Some(build.into()), ..TraceLabels::default() };
-    let exported =
-        Exported { id: &id, trace: &trace, analysis: &analysis, diagnosis: &diagnosis, labels: &labels };
-    let status = coldstart_dataset::export(dataset, &exported).unwrap();
-    (id, status)
-}
+mod common;
+use common::{export, unpack};
 
 /// A dataset of both fixtures; returns it, its folder of traces and the two ids.
 fn two_traces() -> (tempfile::TempDir, tempfile::TempDir, [String; 2]) {

@@ -87,8 +87,9 @@ pub fn is_boot_or_session(trace: &Trace) -> bool {
         || !trace.units.is_empty()
 }
 
-/// The start of the traced command: the root process's fork, else the trace's zero.
-fn command_start(trace: &Trace) -> Nanos {
+/// The start of the traced command: the root process's fork, else the trace's zero. Plans'
+/// first-need times count from it.
+pub fn command_start(trace: &Trace) -> Nanos {
     trace
         .meta
         .root_pid

@@ -5,13 +5,16 @@
 //! reads them from Parquet) and this machine's files through [`Image`]. Files are matched
 //! across traces by path, size and modification time (inode numbers differ between
 //! machines); a file whose size or mtime differs on this machine is another build's and is
-//! left out. The chosen pages become one trace (each page first needed at the mean time
-//! of the traces that used it, its extents this machine's), and [`build_plan`] plans it,
+//! left out. The chosen pages and the files at least that share opened become one trace
+//! (each page first needed, each file opened, at the mean time of the traces that did so;
+//! its extents this machine's), and [`build_plan`] plans it,
 //! so a fleet's plan merges gaps, splits ranges and orders steps as a single trace's does.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use coldstart_trace::{AccessKind, Dev, Extent, File, FileKind, Nanos, PageAccess, PageFill, Trace};
+use coldstart_trace::{
+    AccessKind, Dev, Extent, File, FileKind, FileOpen, Nanos, PageAccess, PageFill, Trace,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{build_plan, exclusion};
@@ -54,6 +57,8 @@ pub struct FleetTrace {
     pub used: Vec<PageRun>,
     /// The pages that entered the page cache (the dataset's `page_use`).
     pub filled: Vec<PageRun>,
+    /// Opens of files: (file id, time), the dataset's `file_open`.
+    pub opened: Vec<(u32, Nanos)>,
 }
 
 /// A path as this machine has it.
@@ -100,6 +105,13 @@ struct Variant {
 /// Pages of a file, each with the mean time the traces first needed (or filled) it.
 type TimedPages = Vec<(u64, Nanos)>;
 
+/// Traces that opened a file version, and the sum of their first opens' times.
+#[derive(Clone, Copy, Default)]
+struct Opens {
+    traces: u32,
+    t_sum: i64,
+}
+
 #[derive(Clone, Copy, Default)]
 struct Tally {
     used: u32,
@@ -118,6 +130,7 @@ pub struct FleetPages {
     variants: Vec<Variant>,
     variant_ids: HashMap<Variant, u32>,
     pages: HashMap<(u32, u64), Tally>,
+    opens: HashMap<u32, Opens>,
     /// Reasons files of the traces were left out, with the paths and the bytes filled
     /// (summed over the traces).
     left_out: BTreeMap<&'static str, (BTreeSet<String>, u64)>,
@@ -205,6 +218,18 @@ impl FleetPages {
             tally.used += 1;
             tally.used_t_sum = tally.used_t_sum.saturating_add(t);
         }
+        let mut first_open: HashMap<u32, Nanos> = HashMap::new();
+        for &(file_id, t) in &trace.opened {
+            if let Some(&variant) = keep.get(&file_id) {
+                let first = first_open.entry(variant).or_insert(t);
+                *first = (*first).min(t);
+            }
+        }
+        for (variant, t) in first_open {
+            let opens = self.opens.entry(variant).or_default();
+            opens.traces += 1;
+            opens.t_sum = opens.t_sum.saturating_add(t);
+        }
         for (variant, page, t) in distinct_pages(&trace.filled, &keep) {
             let tally = self.pages.entry((variant, page)).or_default();
             tally.filled += 1;
@@ -256,7 +281,16 @@ impl FleetPages {
                 entry.1.push((p, tally.filled_t_sum / i64::from(tally.filled)));
             }
         }
-        chosen.retain(|_, (used, filled)| !used.is_empty() || !filled.is_empty());
+        let opened: HashMap<u32, Nanos> = self
+            .opens
+            .iter()
+            .filter(|(_, o)| o.traces >= need)
+            .map(|(&variant, o)| (variant, o.t_sum / i64::from(o.traces)))
+            .collect();
+        for &variant in opened.keys() {
+            chosen.entry(variant).or_default();
+        }
+        chosen.retain(|v, (used, filled)| !used.is_empty() || !filled.is_empty() || opened.contains_key(v));
 
         let mut by_path: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for &variant in chosen.keys() {
@@ -320,6 +354,9 @@ impl FleetPages {
                 pages,
                 ..PageFill::default()
             }));
+            if let Some(&t_ns) = opened.get(&variant) {
+                trace.file_opens.push(FileOpen { t_ns, pid: 0, file_id: id, exec: false });
+            }
             trace
                 .extents
                 .extend(image.extents(path, dev, ino).into_iter().map(|e| Extent { file_id: id, ..e }));

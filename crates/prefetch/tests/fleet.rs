@@ -71,6 +71,7 @@ fn trace(id: &str, files: Vec<FleetFile>, used: Vec<PageRun>) -> FleetTrace {
         files,
         filled: used.clone(),
         used,
+        opened: Vec::new(),
     }
 }
 
@@ -227,6 +228,24 @@ fn disk_order_is_this_machines() {
 }
 
 #[test]
+fn files_most_traces_only_opened_are_opened_at_their_mean_time() {
+    let mut a = trace("a", vec![file(1, "/lib/a", 4), file(2, "/etc/conf", 1)], vec![run(1, 0, 1, 1)]);
+    a.opened = vec![(2, 40 * MS), (2, 90 * MS), (1, MS)];
+    let mut b = a.clone();
+    b.opened = vec![(2, 60 * MS)];
+    let c = trace("c", vec![file(1, "/lib/a", 4), file(2, "/etc/conf", 1)], vec![run(1, 0, 1, 1)]);
+    let image = FakeImage::default().with("/lib/a", 4, MTIME, 0).with("/etc/conf", 1, MTIME, 4096);
+    let plan = plan_of(&[a.clone(), b.clone(), c.clone()], &image, 0.5, &first_need());
+    let conf = plan.files.iter().find(|f| f.path == "/etc/conf").expect("opened by 2 of 3");
+    assert!(conf.ranges.is_empty());
+    assert_eq!(conf.first_need_ns, 50 * MS, "the mean of each trace's first open");
+    assert_eq!(plan.stats.open_only_files, 1);
+    assert!(plan.steps.iter().any(|s| matches!(s, Step::Open(_))));
+    let plan = plan_of(&[a, b, c], &image, 1.0, &first_need());
+    assert!(plan.files.iter().all(|f| f.path != "/etc/conf"), "opened by 2 of 3, not all");
+}
+
+#[test]
 fn nothing_to_plan_and_mixed_page_sizes_are_errors_that_say_why() {
     let image = FakeImage::default();
     let t = trace("a", vec![file(1, "/lib/a", 4)], vec![run(1, 0, 1, 1)]);
@@ -250,11 +269,11 @@ mod one_trace_is_its_own_fleet {
     use super::*;
     use coldstart_prefetch::build::used_by_file;
     use coldstart_prefetch::build_plan;
-    use coldstart_trace::{AccessKind, File, Meta, PageAccess, PageFill, Process, Trace};
+    use coldstart_trace::{AccessKind, File, FileOpen, Meta, PageAccess, PageFill, Process, Trace};
     use proptest::prelude::*;
 
     fn random_trace() -> impl Strategy<Value = Trace> {
-        let event = (0u32..3, 0u64..200, 1u32..20, 0i64..500, 0u8..4);
+        let event = (0u32..4, 0u64..200, 1u32..20, 0i64..500, 0u8..5);
         proptest::collection::vec(event, 1..60).prop_map(|events| {
             let mut t = Trace {
                 meta: Meta {
@@ -271,7 +290,7 @@ mod one_trace_is_its_own_fleet {
                 }],
                 ..Trace::default()
             };
-            for id in 0..3u32 {
+            for id in 0..4u32 {
                 t.files.push(File {
                     id,
                     dev: Dev::new(8, 1),
@@ -285,6 +304,7 @@ mod one_trace_is_its_own_fleet {
             let mut add = |file: u32, index: u64, pages: u32, ms: i64, kind: u8| {
                 let t_ns = ms * MS;
                 match kind {
+                    4 => t.file_opens.push(FileOpen { t_ns, pid: 10, file_id: file, exec: false }),
                     0 => t.page_fills.push(PageFill {
                         t_ns,
                         file_id: file,
@@ -358,6 +378,7 @@ mod one_trace_is_its_own_fleet {
                     t_ns: f.t_ns - t0,
                 })
                 .collect(),
+            opened: t.file_opens.iter().map(|o| (o.file_id, o.t_ns - t0)).collect(),
             ..FleetTrace::default()
         }
     }

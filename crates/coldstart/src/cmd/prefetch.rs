@@ -68,7 +68,7 @@ From a fleet (--dataset, from `coldstart export --format parquet`): the pages th
 --min-share of the traces used, for the files this machine has at the same size and
 modification time (others are another build's and are left out, as are files missing here),
 in this machine's disk order; each page first needed at the mean time of the traces that used
-it. Filesystem metadata and files only opened are not planned from a fleet.")]
+it. Filesystem metadata is not planned from a fleet (its disk offsets are each machine's own).")]
 pub struct PlanArgs {
     /// The trace (from `coldstart record`, best with --cold).
     #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]

@@ -29,9 +29,15 @@ pub struct Fleet {
     pub not_selected: usize,
 }
 
-fn runs(rows: Vec<RunRow>) -> Vec<PageRun> {
+/// Page runs with their times counted from `from` (the command's start).
+fn runs(rows: Vec<RunRow>, from: i64) -> Vec<PageRun> {
     rows.into_iter()
-        .map(|r| PageRun { file_id: r.file_id, first_page: r.first_page, pages: r.pages, t_ns: r.t_ns })
+        .map(|r| PageRun {
+            file_id: r.file_id,
+            first_page: r.first_page,
+            pages: r.pages,
+            t_ns: r.t_ns - from,
+        })
         .collect()
 }
 
@@ -80,8 +86,13 @@ pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
                 UsedPagesFrom::Accesses
             },
             files,
-            used: runs(reader::run_rows(dir, "page_used", id)?),
-            filled: runs(reader::run_rows(dir, "page_use", id)?),
+            // page_used counts from the command's start already; fills and opens from the trace's zero.
+            used: runs(reader::run_rows(dir, "page_used", id)?, 0),
+            filled: runs(reader::run_rows(dir, "page_use", id)?, row.command_start_ns),
+            opened: reader::open_rows(dir, id)?
+                .into_iter()
+                .map(|(f, t)| (f, t - row.command_start_ns))
+                .collect(),
         };
         fleet.pages.add(&trace)?;
         fleet.boots_or_sessions += usize::from(row.boot_or_session);
