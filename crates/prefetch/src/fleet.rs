@@ -94,6 +94,14 @@ pub struct FleetSource {
     pub hosts: usize,
 }
 
+/// What the fleet's pages are counted by: a version of a file of the image, or the path
+/// of a file that is each machine's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Version(u32),
+    State(u32),
+}
+
 /// A file across the fleet: one path at one size and modification time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Variant {
@@ -120,6 +128,74 @@ struct Tally {
     filled_t_sum: i64,
 }
 
+/// Per key (a file version, or a path) and page, the traces that used and filled it; per
+/// key, the traces that opened it.
+#[derive(Default)]
+struct Tallies {
+    pages: HashMap<(u32, u64), Tally>,
+    opens: HashMap<u32, Opens>,
+}
+
+/// What a key's traces chose: pages used and filled by enough of them, and the mean first
+/// open when enough opened it.
+#[derive(Default)]
+struct Chosen {
+    used: TimedPages,
+    filled: TimedPages,
+    opened: Option<Nanos>,
+}
+
+impl Chosen {
+    fn pages(&self) -> usize {
+        self.used.len().max(self.filled.len())
+    }
+}
+
+impl Tallies {
+    /// Counts `trace` once per page and key: `keep` maps its file ids to keys.
+    fn count(&mut self, trace: &FleetTrace, keep: &HashMap<u32, u32>) {
+        for (key, page, t) in distinct_pages(&trace.used, keep) {
+            let tally = self.pages.entry((key, page)).or_default();
+            tally.used += 1;
+            tally.used_t_sum = tally.used_t_sum.saturating_add(t);
+        }
+        for (key, page, t) in distinct_pages(&trace.filled, keep) {
+            let tally = self.pages.entry((key, page)).or_default();
+            tally.filled += 1;
+            tally.filled_t_sum = tally.filled_t_sum.saturating_add(t);
+        }
+        let mut first_open: HashMap<u32, Nanos> = HashMap::new();
+        for &(file_id, t) in &trace.opened {
+            if let Some(&key) = keep.get(&file_id) {
+                let first = first_open.entry(key).or_insert(t);
+                *first = (*first).min(t);
+            }
+        }
+        for (key, t) in first_open {
+            let opens = self.opens.entry(key).or_default();
+            opens.traces += 1;
+            opens.t_sum = opens.t_sum.saturating_add(t);
+        }
+    }
+
+    /// Per key, what at least `need` traces did (keys where they did nothing are absent).
+    fn chosen(&self, need: u32) -> BTreeMap<u32, Chosen> {
+        let mut chosen: BTreeMap<u32, Chosen> = BTreeMap::new();
+        for (&(key, p), tally) in &self.pages {
+            if tally.used >= need {
+                chosen.entry(key).or_default().used.push((p, tally.used_t_sum / i64::from(tally.used)));
+            }
+            if tally.filled >= need {
+                chosen.entry(key).or_default().filled.push((p, tally.filled_t_sum / i64::from(tally.filled)));
+            }
+        }
+        for (&key, o) in self.opens.iter().filter(|(_, o)| o.traces >= need) {
+            chosen.entry(key).or_default().opened = Some(o.t_sum / i64::from(o.traces));
+        }
+        chosen
+    }
+}
+
 /// The fleet's traces, added one at a time (a dataset of thousands of traces is never
 /// held in memory at once): per file variant and page, how many traces used and filled it.
 #[derive(Default)]
@@ -129,8 +205,12 @@ pub struct FleetPages {
     from_fills: usize,
     variants: Vec<Variant>,
     variant_ids: HashMap<Variant, u32>,
-    pages: HashMap<(u32, u64), Tally>,
-    opens: HashMap<u32, Opens>,
+    /// The build (`None`: unlabelled) of each variant's traces.
+    variant_builds: HashMap<u32, BTreeSet<Option<String>>>,
+    paths: Vec<String>,
+    path_ids: HashMap<String, u32>,
+    by_variant: Tallies,
+    by_path: Tallies,
     /// Reasons files of the traces were left out, with the paths and the bytes filled
     /// (summed over the traces).
     left_out: BTreeMap<&'static str, (BTreeSet<String>, u64)>,
@@ -186,6 +266,7 @@ impl FleetPages {
             filled_pages.get(&file_id).copied().unwrap_or(0).saturating_mul(u64::from(page_size))
         };
         let mut keep: HashMap<u32, u32> = HashMap::new();
+        let mut keep_path: HashMap<u32, u32> = HashMap::new();
         for f in &trace.files {
             let file = File {
                 id: f.file_id,
@@ -204,37 +285,24 @@ impl FleetPages {
                 }
                 continue;
             }
-            let variant =
-                Variant { path: f.path.clone().unwrap_or_default(), size: f.size, mtime_ns: f.mtime_ns };
+            let path = f.path.clone().unwrap_or_default();
+            let next = self.paths.len() as u32;
+            let path_id = *self.path_ids.entry(path.clone()).or_insert_with(|| {
+                self.paths.push(path.clone());
+                next
+            });
+            keep_path.insert(f.file_id, path_id);
+            let variant = Variant { path, size: f.size, mtime_ns: f.mtime_ns };
             let next = self.variants.len() as u32;
             let id = *self.variant_ids.entry(variant.clone()).or_insert_with(|| {
                 self.variants.push(variant);
                 next
             });
             keep.insert(f.file_id, id);
+            self.variant_builds.entry(id).or_default().insert(trace.build.clone());
         }
-        for (variant, page, t) in distinct_pages(&trace.used, &keep) {
-            let tally = self.pages.entry((variant, page)).or_default();
-            tally.used += 1;
-            tally.used_t_sum = tally.used_t_sum.saturating_add(t);
-        }
-        let mut first_open: HashMap<u32, Nanos> = HashMap::new();
-        for &(file_id, t) in &trace.opened {
-            if let Some(&variant) = keep.get(&file_id) {
-                let first = first_open.entry(variant).or_insert(t);
-                *first = (*first).min(t);
-            }
-        }
-        for (variant, t) in first_open {
-            let opens = self.opens.entry(variant).or_default();
-            opens.traces += 1;
-            opens.t_sum = opens.t_sum.saturating_add(t);
-        }
-        for (variant, page, t) in distinct_pages(&trace.filled, &keep) {
-            let tally = self.pages.entry((variant, page)).or_default();
-            tally.filled += 1;
-            tally.filled_t_sum = tally.filled_t_sum.saturating_add(t);
-        }
+        self.by_variant.count(trace, &keep);
+        self.by_path.count(trace, &keep_path);
         self.traces += 1;
         if trace.used_from == UsedPagesFrom::Fills {
             self.from_fills += 1;
@@ -270,31 +338,36 @@ impl FleetPages {
         }
         let need = self.min_traces(min_share) as u32;
         let page = u64::from(self.page_size);
-        // Per variant: chosen pages (page -> mean time), used and filled.
-        let mut chosen: BTreeMap<u32, (TimedPages, TimedPages)> = BTreeMap::new();
-        for (&(variant, p), tally) in &self.pages {
-            let entry = chosen.entry(variant).or_default();
-            if tally.used >= need {
-                entry.0.push((p, tally.used_t_sum / i64::from(tally.used)));
-            }
-            if tally.filled >= need {
-                entry.1.push((p, tally.filled_t_sum / i64::from(tally.filled)));
+        // A path whose size or mtime differs between traces of one build is the machines'
+        // state (a log, a journal, a cache), not the image's: its pages count by path and
+        // are planned for this machine's version. Other paths count by version.
+        let mut versions: HashMap<(&str, &Option<String>), usize> = HashMap::new();
+        for (variant, builds) in &self.variant_builds {
+            for build in builds {
+                *versions.entry((self.variants[*variant as usize].path.as_str(), build)).or_default() += 1;
             }
         }
-        let opened: HashMap<u32, Nanos> = self
-            .opens
-            .iter()
-            .filter(|(_, o)| o.traces >= need)
-            .map(|(&variant, o)| (variant, o.t_sum / i64::from(o.traces)))
-            .collect();
-        for &variant in opened.keys() {
-            chosen.entry(variant).or_default();
+        let state: BTreeSet<&str> =
+            versions.into_iter().filter(|(_, n)| *n > 1).map(|((path, _), _)| path).collect();
+        let mut chosen: BTreeMap<Key, Chosen> = BTreeMap::new();
+        for (variant, c) in self.by_variant.chosen(need) {
+            if !state.contains(self.variants[variant as usize].path.as_str()) {
+                chosen.insert(Key::Version(variant), c);
+            }
         }
-        chosen.retain(|v, (used, filled)| !used.is_empty() || !filled.is_empty() || opened.contains_key(v));
+        for (path, c) in self.by_path.chosen(need) {
+            if state.contains(self.paths[path as usize].as_str()) {
+                chosen.insert(Key::State(path), c);
+            }
+        }
+        let path_of = |key: &Key| match *key {
+            Key::Version(v) => self.variants[v as usize].path.as_str(),
+            Key::State(p) => self.paths[p as usize].as_str(),
+        };
 
-        let mut by_path: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
-        for &variant in chosen.keys() {
-            by_path.entry(self.variants[variant as usize].path.as_str()).or_default().push(variant);
+        let mut by_path: BTreeMap<&str, Vec<Key>> = BTreeMap::new();
+        for key in chosen.keys() {
+            by_path.entry(path_of(key)).or_default().push(*key);
         }
         let mut left_out: BTreeMap<String, (usize, u64)> = BTreeMap::new();
         let mut leave_out = |reason: &str, pages: usize| {
@@ -304,8 +377,8 @@ impl FleetPages {
         };
         let mut trace = Trace::default();
         trace.meta.page_size = self.page_size;
-        for (path, variants) in by_path {
-            let pages_of = |v: &u32| chosen[v].0.len().max(chosen[v].1.len());
+        let mut state_files = 0;
+        for (path, keys) in by_path {
             let (dev, ino, size, mtime_ns) = match image.file(path) {
                 ImageFile::Regular { dev, ino, size, mtime_ns } => (dev, ino, size, mtime_ns),
                 other => {
@@ -314,20 +387,26 @@ impl FleetPages {
                     } else {
                         "not a regular file on this machine"
                     };
-                    variants.iter().for_each(|v| leave_out(reason, pages_of(v)));
+                    keys.iter().for_each(|k| leave_out(reason, chosen[k].pages()));
                     continue;
                 }
             };
-            let same =
-                |v: &Variant| v.size.is_none_or(|s| s == size) && v.mtime_ns.is_none_or(|m| m == mtime_ns);
-            let matching = variants.iter().copied().find(|&v| same(&self.variants[v as usize]));
-            for v in variants.iter().filter(|&&v| Some(v) != matching) {
+            let same = |key: &Key| match *key {
+                Key::State(_) => true,
+                Key::Version(v) => {
+                    let v = &self.variants[v as usize];
+                    v.size.is_none_or(|s| s == size) && v.mtime_ns.is_none_or(|m| m == mtime_ns)
+                }
+            };
+            let matching = keys.iter().copied().find(same);
+            for k in keys.iter().filter(|&&k| Some(k) != matching) {
                 leave_out(
                     "another version than this machine's (size or modification time differs)",
-                    pages_of(v),
+                    chosen[k].pages(),
                 );
             }
-            let Some(variant) = matching else { continue };
+            let Some(key) = matching else { continue };
+            state_files += usize::from(matches!(key, Key::State(_)));
             let id = trace.files.len() as u32 + 1;
             trace.files.push(File {
                 id,
@@ -338,7 +417,12 @@ impl FleetPages {
                 size: Some(size),
                 mtime_ns: Some(mtime_ns),
             });
-            let (used, filled) = &chosen[&variant];
+            let c = &chosen[&key];
+            let last_page = size.div_ceil(page);
+            let within = |pages: &TimedPages| -> TimedPages {
+                pages.iter().copied().filter(|(p, _)| *p < last_page).collect()
+            };
+            let (used, filled) = (&within(&c.used), &within(&c.filled));
             trace.page_accesses.extend(runs(used).map(|(index, pages, t_ns)| PageAccess {
                 t_ns,
                 file_id: id,
@@ -354,7 +438,7 @@ impl FleetPages {
                 pages,
                 ..PageFill::default()
             }));
-            if let Some(&t_ns) = opened.get(&variant) {
+            if let Some(t_ns) = c.opened {
                 trace.file_opens.push(FileOpen { t_ns, pid: 0, file_id: id, exec: false });
             }
             trace
@@ -407,6 +491,17 @@ impl FleetPages {
                 min_share * 100.0
             ),
         );
+        if state_files > 0 {
+            let files = if state_files == 1 {
+                "1 file differs".to_owned()
+            } else {
+                format!("{state_files} files differ")
+            };
+            plan.notes.push(format!(
+                "{files} in size or modification time between traces of one build (logs, journals, caches: the \
+                 machines' state, not the image): their pages count by path and are planned for this machine's version"
+            ));
+        }
         if self.from_fills > 0 {
             plan.notes.push(format!(
                 "{} of the traces have no page accesses: their used pages are the pages that entered the page cache",
