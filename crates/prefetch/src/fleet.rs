@@ -209,6 +209,8 @@ pub struct FleetPages {
     variant_builds: HashMap<u32, BTreeSet<Option<String>>>,
     paths: Vec<String>,
     path_ids: HashMap<String, u32>,
+    /// Paths some trace's start wrote (their mtime is after its recording began).
+    written: BTreeSet<u32>,
     by_variant: Tallies,
     by_path: Tallies,
     /// Reasons files of the traces were left out, with the paths and the bytes filled
@@ -276,6 +278,17 @@ impl FleetPages {
                 mtime_ns: f.mtime_ns,
                 ..File::default()
             };
+            let written = file.kind == FileKind::Regular
+                && file.path.is_some()
+                && trace.start_unix_ns > 0
+                && file.mtime_ns.is_some_and(|m| m >= trace.start_unix_ns);
+            if written {
+                // The start wrote it: the machine's state, whose next version this machine holds.
+                let path_id = self.path_id(f.path.as_deref().unwrap_or_default());
+                self.written.insert(path_id);
+                keep_path.insert(f.file_id, path_id);
+                continue;
+            }
             if let Some(reason) = exclusion(&file, &settings, trace.start_unix_ns) {
                 let bytes = filled_bytes(f.file_id);
                 if bytes > 0 {
@@ -286,12 +299,7 @@ impl FleetPages {
                 continue;
             }
             let path = f.path.clone().unwrap_or_default();
-            let next = self.paths.len() as u32;
-            let path_id = *self.path_ids.entry(path.clone()).or_insert_with(|| {
-                self.paths.push(path.clone());
-                next
-            });
-            keep_path.insert(f.file_id, path_id);
+            keep_path.insert(f.file_id, self.path_id(&path));
             let variant = Variant { path, size: f.size, mtime_ns: f.mtime_ns };
             let next = self.variants.len() as u32;
             let id = *self.variant_ids.entry(variant.clone()).or_insert_with(|| {
@@ -317,6 +325,14 @@ impl FleetPages {
         Ok(())
     }
 
+    fn path_id(&mut self, path: &str) -> u32 {
+        let next = self.paths.len() as u32;
+        *self.path_ids.entry(path.to_owned()).or_insert_with(|| {
+            self.paths.push(path.to_owned());
+            next
+        })
+    }
+
     /// The least number of traces that make `min_share` of them (at least one).
     pub fn min_traces(&self, min_share: f64) -> usize {
         ((min_share * self.traces as f64) - 1e-9).ceil().max(1.0) as usize
@@ -338,17 +354,19 @@ impl FleetPages {
         }
         let need = self.min_traces(min_share) as u32;
         let page = u64::from(self.page_size);
-        // A path whose size or mtime differs between traces of one build is the machines'
-        // state (a log, a journal, a cache), not the image's: its pages count by path and
-        // are planned for this machine's version. Other paths count by version.
+        // A path whose size or mtime differs between traces of one build, or that a start
+        // wrote, is the machines' state (a log, a journal, a cache), not the image's: its
+        // pages count by path and are planned for this machine's version. Other paths
+        // count by version.
         let mut versions: HashMap<(&str, &Option<String>), usize> = HashMap::new();
         for (variant, builds) in &self.variant_builds {
             for build in builds {
                 *versions.entry((self.variants[*variant as usize].path.as_str(), build)).or_default() += 1;
             }
         }
-        let state: BTreeSet<&str> =
+        let mut state: BTreeSet<&str> =
             versions.into_iter().filter(|(_, n)| *n > 1).map(|((path, _), _)| path).collect();
+        state.extend(self.written.iter().map(|&p| self.paths[p as usize].as_str()));
         let mut chosen: BTreeMap<Key, Chosen> = BTreeMap::new();
         for (variant, c) in self.by_variant.chosen(need) {
             if !state.contains(self.variants[variant as usize].path.as_str()) {
