@@ -510,14 +510,12 @@ impl FleetPages {
             ),
         );
         if state_files > 0 {
-            let files = if state_files == 1 {
-                "1 file differs".to_owned()
-            } else {
-                format!("{state_files} files differ")
-            };
+            let files =
+                if state_files == 1 { "1 file is".to_owned() } else { format!("{state_files} files are") };
             plan.notes.push(format!(
-                "{files} in size or modification time between traces of one build (logs, journals, caches: the \
-                 machines' state, not the image): their pages count by path and are planned for this machine's version"
+                "{files} the machines' state, not the image's (logs, journals, caches: written by a start, or of \
+                 another size or modification time on each machine of a build): their pages count by path and are \
+                 planned for this machine's version"
             ));
         }
         if self.from_fills > 0 {
