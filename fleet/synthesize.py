@@ -30,8 +30,8 @@ except ImportError:
 # Columns that are durations or times since the trace's start: they scale together.
 TIME_COLUMNS = {
     "t_ns", "start_ns", "end_ns", "issue_ns", "complete_ns", "duration_ns", "time_to_ready_ns",
-    "gain_ns", "gain_ahead_ns", "wait_ns", "first_t_ns", "first_need_ns", "activating_ns", "active_ns",
-    "deactivating_ns",
+    "gain_ns", "gain_ahead_ns", "wait_ns", "first_t_ns", "first_need_ns", "command_start_ns", "activating_ns",
+    "active_ns", "deactivating_ns",
 }
 BUILDS = [("b1", 1.0), ("b2", 1.08)]
 MACHINE_CLASSES = ["laptop-ssd", "desktop-nvme", "vm-hdd"]
