@@ -5,10 +5,13 @@
 # shipped query timed on DuckDB and on Spark in local mode, with rows per second
 # (the rows of the tables the query reads / its wall-clock seconds, the engine's session
 # and views already made; `(process)` lines give each engine's whole run, start included,
-# and `(coldstart)` the survey of every footer plus the ready query). BENCHMARKS.md.
+# and `(coldstart)` the survey of every footer plus the ready query; `(plan)` times
+# `prefetch plan --dataset` on the whole dataset: survey, every trace's rows read, the plan).
+# BENCHMARKS.md.
 #
 #   bash bench/fleet-scale.sh                  # all sizes
 #   SIZES="10 100" bash bench/fleet-scale.sh   # some
+#   ENGINES= SIZES="1000 10000" bash bench/fleet-scale.sh   # the survey and the fleet plan only
 #
 # Needs a Python with duckdb, pyarrow and pyspark (PYTHON, default the tests' venv
 # that .ci/run makes) and Java 17. On a shared machine, set LOCK to a command prefix
@@ -21,6 +24,7 @@ source bench/lib.sh
 PYTHON=${PYTHON:-/var/cache/coldstart-tests/fleet-venv/bin/python}
 SIZES=${SIZES:-10 100 1000 10000}
 SPARK_MASTER=${SPARK_MASTER:-local[2]}
+ENGINES=${ENGINES-duckdb spark}
 LOCK=${LOCK:-}
 install_packages bc openjdk-17-jre-headless
 "$PYTHON" -c 'import duckdb, pyarrow, pyspark' || {
@@ -80,7 +84,12 @@ PY
     COLDSTART_PYTHON=$PYTHON $LOCK "$wall" "$work/wall.txt" "$COLDSTART" fleet ready "$ds" > /dev/null 2> "$work/survey.txt" \
         || { cat "$work/survey.txt"; exit 1; }
     printf '%-8s %-13s %-7s %12s %10s\n' "$n" "(coldstart)" "survey+ready" "${rows[traces]}" "$(cat "$work/wall.txt")"
-    for engine in duckdb spark; do
+    $LOCK "$wall" "$work/wall.txt" "$COLDSTART" prefetch plan --force --dataset "$ds" -o "$work/fleet.plan" \
+        2> "$work/plan.txt" || { cat "$work/plan.txt"; exit 1; }
+    total=$((${rows[traces]} + ${rows[file]} + ${rows[page_used]} + ${rows[page_use]} + ${rows[file_open]}))
+    printf '%-8s %-13s %-7s %12s %10s %14.0f\n' "$n" "(plan)" "coldstart" "$total" "$(cat "$work/wall.txt")" \
+        "$(echo "$total / $(cat "$work/wall.txt")" | bc -l)"
+    for engine in $ENGINES; do
         $LOCK "$wall" "$work/wall.txt" "$PYTHON" fleet/run_query.py --engine "$engine" --master "$SPARK_MASTER" \
             --dataset "$ds" "${args[@]}" > /dev/null 2> "$work/timings.txt" || { cat "$work/timings.txt"; exit 1; }
         printf '%-8s %-13s %-7s %12s %10s\n' "$n" "(process)" "$engine" - "$(cat "$work/wall.txt")"
