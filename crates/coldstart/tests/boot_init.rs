@@ -4,13 +4,13 @@
 //! /var/log/coldstart holds systemd from its exec, before its first unit.
 
 mod support;
-use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs};
+use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt, wait_for_trace};
 use support::{coldstart, private_dir};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use coldstart_trace::{Scope, Trace};
 
@@ -85,32 +85,9 @@ fn boot_init_records_a_container_boot_from_before_systemd() {
         .stderr(console)
         .spawn()
         .unwrap();
-    let traces = overlay.upper.join("var/log/coldstart");
-    let started = Instant::now();
-    let found = loop {
-        let found = std::fs::read_dir(&traces).ok().and_then(|d| {
-            d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "coldstart"))
-        });
-        if found.is_some() || started.elapsed() > Duration::from_secs(120) {
-            break found;
-        }
-        if nspawn.try_wait().unwrap().is_some() {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    // SIGTERM: systemd-nspawn sends the container's systemd SIGRTMIN+3, a clean halt.
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(nspawn.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let stop = Instant::now();
-    while nspawn.try_wait().unwrap().is_none() && stop.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let halted = nspawn.try_wait().unwrap().is_some();
-    let _ = nspawn.kill();
-    let _ = nspawn.wait();
+    let found =
+        wait_for_trace(&overlay.upper.join("var/log/coldstart"), &mut nspawn, Duration::from_secs(120));
+    let halted = halt(&mut nspawn);
     let console = std::fs::read_to_string(&console_path).unwrap_or_default();
     let path =
         found.unwrap_or_else(|| panic!("no boot trace in the container's /var/log/coldstart:\n{console}"));

@@ -4,7 +4,7 @@
 //! time before recording from the kernel's uptime, a private trace file.
 
 mod support;
-use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs};
+use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt, wait_for_trace};
 use support::{can_record, ci, coldstart, private_dir, unavailable};
 
 use std::io::{BufRead, BufReader};
@@ -306,27 +306,9 @@ fn boot_enable_records_a_container_boot_from_inside() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let traces = overlay.upper.join("var/log/coldstart");
-    let started = Instant::now();
-    let found = loop {
-        let found = std::fs::read_dir(&traces).ok().and_then(|d| {
-            d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "coldstart"))
-        });
-        if found.is_some() || started.elapsed() > Duration::from_secs(90) {
-            break found;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(nspawn.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let stop = Instant::now();
-    while nspawn.try_wait().unwrap().is_none() && stop.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = nspawn.kill();
-    let _ = nspawn.wait();
+    let found =
+        wait_for_trace(&overlay.upper.join("var/log/coldstart"), &mut nspawn, Duration::from_secs(90));
+    halt(&mut nspawn);
     let journal = Command::new("journalctl")
         .arg("-D")
         .arg(overlay.merged.join("var/log/journal"))

@@ -217,12 +217,17 @@ fn bad_requests_are_one_line_errors() {
     let ds = ds.to_str().unwrap();
     let out = dir.path().join("x.plan");
     let out = out.to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--dataset", ds, "--build", "9.9", "-o", out],
             "none of the dataset's 4 traces is of build 9.9: nothing to plan",
         ),
+        (
+            &["--dataset", ds, "--machine-class", "pi", "-o", out],
+            "none of the dataset's 4 traces is of machine class pi: nothing to plan",
+        ),
         (&["--dataset", ds, "--min-share", "1.5", "-o", out], "1.5 is not a share above 0 and at most 1"),
+        (&["--dataset", ds, "--min-share", "half", "-o", out], "half is not a share above 0 and at most 1"),
         (&["a.coldstart", "--min-share", "0.5", "-o", out], "--dataset"),
         (&["--dataset", "/nonexistent", "-o", out], "not a coldstart dataset"),
     ];
@@ -231,7 +236,7 @@ fn bad_requests_are_one_line_errors() {
         all.extend_from_slice(args);
         let run = coldstart(&all);
         let text = stderr(&run);
-        assert!(!run.status.success(), "{args:?} succeeded");
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {text}");
         assert!(text.contains(want), "{args:?}: {text}");
         assert!(!text.contains("panicked"), "{text}");
     }
@@ -241,7 +246,7 @@ fn bad_requests_are_one_line_errors() {
     let bytes = std::fs::read(&victim).unwrap();
     std::fs::write(&victim, &bytes[..bytes.len() / 2]).unwrap();
     let run = coldstart(&["prefetch", "plan", "--dataset", ds, "-o", out]);
-    assert!(!run.status.success());
+    assert_eq!(run.status.code(), Some(2));
     assert!(stderr(&run).contains("nothing was planned"), "{}", stderr(&run));
     assert!(!std::path::Path::new(out).exists());
 }

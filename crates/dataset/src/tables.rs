@@ -138,29 +138,13 @@ impl Exported<'_> {
                 .i64("pages", |r| r.pages.into())
                 .str("kind", |r| r.kind.as_str())
                 .finish(),
-            "page_use" => {
-                let runs = page_use(t);
-                Batch::new(id, &runs)
-                    .i64("file_id", |r| r.file_id.into())
-                    .i64("first_page", |r| to_i64(r.first_page))
-                    .i64("pages", |r| to_i64(r.pages))
-                    .i64("first_t_ns", |r| r.first_t_ns)
-                    .finish()
-            }
+            "page_use" => runs_batch(id, &page_use(t), "first_t_ns"),
             "page_resident" => Batch::new(id, &t.page_residents)
                 .i64("file_id", |r| r.file_id.into())
                 .i64("page_index", |r| to_i64(r.index))
                 .i64("pages", |r| r.pages.into())
                 .finish(),
-            "page_used" => {
-                let runs = page_used(t);
-                Batch::new(id, &runs)
-                    .i64("file_id", |r| r.file_id.into())
-                    .i64("first_page", |r| to_i64(r.first_page))
-                    .i64("pages", |r| to_i64(r.pages))
-                    .i64("first_need_ns", |r| r.first_t_ns)
-                    .finish()
-            }
+            "page_used" => runs_batch(id, &page_used(t), "first_need_ns"),
             "file_open" => Batch::new(id, &t.file_opens)
                 .i64("t_ns", |r| r.t_ns)
                 .i32("pid", |r| r.pid)
@@ -358,6 +342,16 @@ impl Exported<'_> {
             .i64("source_bytes", |_| to_i64(l.source_bytes))
             .finish()
     }
+}
+
+/// The columns of a table of page runs, its time column named `time`.
+fn runs_batch(id: &str, runs: &[PageRun], time: &str) -> RecordBatch {
+    Batch::new(id, runs)
+        .i64("file_id", |r| r.file_id.into())
+        .i64("first_page", |r| to_i64(r.first_page))
+        .i64("pages", |r| to_i64(r.pages))
+        .i64(time, |r| r.first_t_ns)
+        .finish()
 }
 
 /// A run of pages of one file that entered the page cache during the start.

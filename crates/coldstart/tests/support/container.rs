@@ -128,3 +128,39 @@ impl Drop for Overlay {
         remove_nspawn_leftovers("merged");
     }
 }
+
+/// The first trace (`*.coldstart`) to appear in `dir` while the container `nspawn` runs,
+/// waiting at most `timeout`; `None` when none came or the container ended first.
+pub fn wait_for_trace(
+    dir: &Path,
+    nspawn: &mut std::process::Child,
+    timeout: std::time::Duration,
+) -> Option<PathBuf> {
+    let started = std::time::Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir).ok().and_then(|d| {
+            d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "coldstart"))
+        });
+        if found.is_some() || started.elapsed() > timeout || nspawn.try_wait().ok().flatten().is_some() {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Stops the container: SIGTERM (systemd-nspawn sends the container's systemd SIGRTMIN+3,
+/// a clean halt), then SIGKILL after 30 s. Returns whether it halted on SIGTERM.
+pub fn halt(nspawn: &mut std::process::Child) -> bool {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(nspawn.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let stop = std::time::Instant::now();
+    while nspawn.try_wait().ok().flatten().is_none() && stop.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let halted = nspawn.try_wait().ok().flatten().is_some();
+    let _ = nspawn.kill();
+    let _ = nspawn.wait();
+    halted
+}
