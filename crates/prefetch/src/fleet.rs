@@ -340,7 +340,8 @@ impl FleetPages {
 
     /// The plan of the pages at least `min_share` of the traces used, for this machine's
     /// files (`image`): files missing here, or here at another size or mtime, are left out
-    /// and counted in the plan's exclusions.
+    /// and counted in the plan's exclusions, except the machines' state files (see below),
+    /// which are planned for this machine's version.
     pub fn plan(
         &self,
         image: &dyn Image,
