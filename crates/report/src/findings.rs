@@ -56,7 +56,7 @@ pub fn section(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> 
             if f.gain.ns > 0 { format!("−{}", secs(f.gain.ns)) } else { "no gain estimated".to_owned() };
         writeln!(out, "  {}. [{gain}, {}] {}", i + 1, confidence(f.confidence), f.title)?;
         writeln!(out, "     {}", f.gain.text)?;
-        writeln!(out, "     → {}", f.suggestion)?;
+        writeln!(out, "     → for {}: {}", f.audience.label(), f.suggestion)?;
     }
     if d.findings.len() > top {
         writeln!(out, "  … {} more (coldstart doctor FILE)", count((d.findings.len() - top) as u64))?;
@@ -121,6 +121,7 @@ fn finding(i: usize, f: &Finding, out: &mut dyn Write) -> io::Result<()> {
             secs(ahead)
         )?;
     }
+    writeln!(out, "   Who        {}", f.audience.label())?;
     writeln!(out, "   Suggestion {}", f.suggestion)?;
     writeln!(out, "   Verify     {}", f.verify)?;
     if let Some(c) = &f.caveat {

@@ -8,7 +8,7 @@ use coldstart_trace::Nanos;
 
 use crate::doctor::facts::{Facts, shell_quote};
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::units::{base_name, bytes, count, duration, plural};
 
@@ -183,6 +183,7 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
                 ],
                 ahead_ns: Some(wait + wake),
             },
+            audience: Audience::Developers,
             suggestion: format!(
                 "Merge the {} files under {dir} into one cache file that the program reads at once (one file per \
                  setting, plugin description or entry costs a separate read, and an inode and a directory lookup, \
@@ -307,6 +308,7 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
                 ],
                 ahead_ns: Some(wait + wake),
             },
+            audience: Audience::Developers,
             suggestion: format!(
                 "Read {} whole, sequentially and early (readahead(2) or posix_fadvise(WILLNEED) of the whole file, or \
                  madvise(MADV_WILLNEED) / MAP_POPULATE on its mapping, at the start of the program or in a thread), \

@@ -60,6 +60,43 @@ impl FindingKind {
     }
 }
 
+/// Who can make the change a finding proposes: the suggestion is written in their terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    /// The program's developers: its code, its data files, its build, the processes it starts itself.
+    Developers,
+    /// Whoever builds the distribution or the machine image: packages, units, generators,
+    /// autostart entries, what is done at install time.
+    Distribution,
+    /// The machine's administrator: its storage, mounts, kernel settings and services.
+    Administrator,
+    /// Whoever starts and records the program: how it is started, what the recording covers.
+    User,
+}
+
+impl Audience {
+    /// The stable word, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Audience::Developers => "developers",
+            Audience::Distribution => "distribution",
+            Audience::Administrator => "administrator",
+            Audience::User => "user",
+        }
+    }
+
+    /// Who they are, in a sentence's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Audience::Developers => "the program's developers",
+            Audience::Distribution => "the distribution or image builder",
+            Audience::Administrator => "the machine's administrator",
+            Audience::User => "whoever starts the program",
+        }
+    }
+}
+
 /// How far the estimate can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -191,7 +228,9 @@ pub struct Finding {
     pub title: String,
     pub evidence: Evidence,
     pub gain: Gain,
-    /// What to change.
+    /// Who can make the change.
+    pub audience: Audience,
+    /// What to change, in the terms of `audience`.
     pub suggestion: String,
     /// How to check the change worked: usually a `coldstart bench` or `prefetch` command line.
     pub verify: String,

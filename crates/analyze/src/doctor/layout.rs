@@ -8,7 +8,7 @@ use coldstart_trace::{BlockOp, Nanos};
 use crate::analysis::SegmentKind;
 use crate::doctor::disk_model::DiskClass;
 use crate::doctor::facts::{Facts, shell_quote};
-use crate::doctor::finding::{Confidence, Evidence, Figure, Finding, FindingKind, Gain};
+use crate::doctor::finding::{Audience, Confidence, Evidence, Figure, Finding, FindingKind, Gain};
 use crate::units::{bytes, count, duration, plural};
 
 pub(crate) fn scattered_layout(f: &Facts) -> Vec<Finding> {
@@ -124,6 +124,7 @@ pub(crate) fn scattered_layout(f: &Facts) -> Vec<Finding> {
                 ],
                 ahead_ns: Some(relocated),
             },
+            audience: Audience::Administrator,
             suggestion: format!(
                 "Read the start's data in disk order before it is needed (a prefetch plan in disk order, replayed at \
                  boot or login), or place the files next to each other (copy them in order of first use into a fresh \

@@ -9,7 +9,9 @@ use coldstart_trace::Nanos;
 use rustc_hash::FxHashSet;
 
 use crate::doctor::facts::Facts;
-use crate::doctor::finding::{Confidence, Evidence, EvidenceProcess, Figure, Finding, FindingKind, Gain};
+use crate::doctor::finding::{
+    Audience, Confidence, Evidence, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+};
 use crate::units::{bytes, count, duration, plural};
 
 /// ISO 639-1 language codes.
@@ -192,6 +194,7 @@ pub(crate) fn other_languages(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ns("wait_now_ns", wait)],
             ahead_ns: None,
         },
+        audience: Audience::Distribution,
         suggestion: "Read only the user's language: make the program look up the current locale's files instead of \
                      every installed language, or remove the language packs nobody on this machine uses (localepurge, \
                      `apt remove` of the unneeded *-l10n-* / language-pack packages)."

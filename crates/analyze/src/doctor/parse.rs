@@ -12,7 +12,7 @@ use crate::cpu::hottest_function;
 use crate::doctor::facts::Facts;
 use crate::doctor::files::is_shared_object;
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::units::{base_name, bytes, count, duration, percent};
 
@@ -188,6 +188,7 @@ pub(crate) fn read_then_parse(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ns("read_wait_ns", wait), Figure::ns("cpu_after_ns", cpu), Figure::ns("overlap_ns", gain)],
             ahead_ns: Some(wait),
         },
+        audience: Audience::Developers,
         suggestion: format!(
             "Parse while reading: read the file in chunks and parse each as it arrives (a streaming parser{}), or \
              read it in another thread while this one works; also check whether all of it must be parsed at the \

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::analysis::{DiskAnalysis, SegmentKind};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::overview::is_system_worker;
 use crate::units::{bytes, count, duration, plural};
@@ -183,6 +183,7 @@ pub(crate) fn heavy_helpers(f: &Facts) -> Vec<Finding> {
                 inputs: vec![Figure::ns("path_ns", ns), Figure::ns("path_cpu_ns", cpu), Figure::ns("path_io_wait_ns", io)],
                 ahead_ns: None,
             },
+            audience: Audience::Developers,
             suggestion,
             verify: format!("{}  # before and after removing the helper", f.bench_command()),
             confidence: Confidence::Medium,
@@ -361,6 +362,7 @@ pub(crate) fn work_that_can_wait(f: &Facts) -> Vec<Finding> {
                 inputs: vec![Figure::ns("their_disk_ns", busy), Figure::ns("path_io_wait_ns", path_io)],
                 ahead_ns: None,
             },
+            audience: Audience::Distribution,
             suggestion,
             verify: format!("{}  # with and without them running", f.bench_command()),
             confidence: if flash { Confidence::Low } else { Confidence::Medium },

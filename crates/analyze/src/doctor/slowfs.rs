@@ -9,7 +9,7 @@ use coldstart_trace::Nanos;
 use crate::analysis::SegmentKind;
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::syscalls::{SyscallFilter, SyscallLine, lines, mount_of, summary, under};
 use crate::units::{count, duration};
@@ -163,6 +163,7 @@ pub(crate) fn slow_filesystem(f: &Facts) -> Vec<Finding> {
             inputs: figures.into_iter().filter(|x| x.name == gain_name).collect(),
             ahead_ns: None,
         },
+        audience: Audience::Administrator,
         suggestion: format!(
             "Keep what the start looks up under {dir} on a local disk (a copy, or a cache such as cachefilesd or \
              fscache), let the mount cache attributes and names (NFS without noac, actimeo; FUSE attr_timeout and \

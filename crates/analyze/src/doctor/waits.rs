@@ -8,7 +8,7 @@ use coldstart_trace::Nanos;
 use crate::analysis::{PathSegment, SegmentKind};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::units::{count, duration, percent, plural};
 
@@ -105,6 +105,7 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ns("sleep_ns", sleep)],
             ahead_ns: None,
         },
+        audience: Audience::Developers,
         suggestion: "Find what each sleep is for (strace -f -tt -e trace=nanosleep,clock_nanosleep,poll,select,\
                      connect,futex): replace fixed sleeps and polling with waiting for the event itself, make name \
                      lookups and other network calls asynchronous or cache their answers."
@@ -208,6 +209,7 @@ pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
             inputs: Vec::new(),
             ahead_ns: None,
         },
+        audience: Audience::User,
         suggestion: format!("Widen the recording's scope: {widen}."),
         verify: "coldstart report TRACE  # the critical path then names what the waits were for".to_owned(),
         confidence: Confidence::Low,
@@ -309,6 +311,7 @@ pub(crate) fn not_io_bound(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ratio("io_share", io), Figure::ratio("cpu_share", cpu)],
             ahead_ns: None,
         },
+        audience: Audience::Developers,
         suggestion: match &hottest {
             Some(code) => format!(
                 "Look at the code that runs, not the disk: the CPU samples put {code}; see them all with \

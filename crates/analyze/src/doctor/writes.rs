@@ -10,7 +10,7 @@ use coldstart_trace::{BlockOp, Nanos};
 use crate::analysis::SegmentKind;
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
-    Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
 use crate::units::{bytes, count, duration, plural};
 
@@ -131,6 +131,7 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
             inputs: vec![Figure::ns("path_wait_ns", gain), Figure::count("path_waits", waits.len() as u64)],
             ahead_ns: None,
         },
+        audience: Audience::Developers,
         suggestion: "Do not make data that can be rebuilt durable during the start: write caches without fsync / \
                      fdatasync / O_SYNC (a crash only costs a rebuild), write them after ready or from a background \
                      thread, or keep them on tmpfs ($XDG_RUNTIME_DIR); keep fsync for data the user would lose."

@@ -185,13 +185,16 @@ function findingRows() {
     || f.evidence.processes.some(p => p.pid === FILTER.pid) || f.evidence.files.some(x => FILTER.hasFile(x.file)));
 }
 
+const AUDIENCE = { developers: "the program's developers", distribution: 'the distribution or image builder',
+  administrator: "the machine's administrator", user: 'whoever starts the program' };
+
 function findingTip(f) {
   const e = f.evidence;
   const files = e.files.slice(0, 5).map(x => x.name + (x.wait_ns ? ' (' + fmtDur(x.wait_ns) + ' wait)' : '')).join(', ') +
     (e.files_total > 5 ? ' … ' + fmtCount(e.files_total) + ' files in all' : '');
   const procs = e.processes.slice(0, 5).map(p => p.comm + '/' + p.pid + ' ' + fmtDur(p.ns)).join(', ');
   return [f.title, [['evidence', e.summary], ['gain', f.gain.text], ['gain if done ahead', f.gain.ahead_ns === null ? null : fmtSecs(f.gain.ahead_ns)],
-    ['files', files], ['processes', procs], ['suggestion', f.suggestion], ['verify', f.verify], ['confidence', f.confidence], ['caveat', f.caveat], ['kind', f.kind]]];
+    ['files', files], ['processes', procs], ['who can act', AUDIENCE[f.audience] || f.audience], ['suggestion', f.suggestion], ['verify', f.verify], ['confidence', f.confidence], ['caveat', f.caveat], ['kind', f.kind]]];
 }
 
 // The top findings, under the headline figures.
@@ -378,6 +381,7 @@ function buildTables() {
       tip: findingTip,
       columns: [C.num('rank', '#', String), { key: 'gain', label: 'estimated gain', num: true, get: f => f.gain.ns, fmt: fmtSecs },
         C.text('title', 'finding', null, 'wide'), C.text('confidence', 'confidence'),
+        { key: 'audience', label: 'who can act', get: f => AUDIENCE[f.audience] || f.audience },
         C.text('suggestion', 'suggestion', null, 'wide'), { key: 'verify', label: 'verify with', cls: 'code' }] });
     const notes = el('ul', { class: 'notes' }, ...doctor.notes.map(n => el('li', { class: 'muted', text: n })));
     panel.append(t.node, notes);
