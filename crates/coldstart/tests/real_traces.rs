@@ -460,7 +460,7 @@ fn element(e: &quick_xml::events::BytesStart<'_>) -> (String, BTreeMap<String, S
             let a = a.expect("well-formed attribute");
             (
                 String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
-                a.unescape_value().expect("value").into_owned(),
+                a.normalized_value(quick_xml::XmlVersion::Implicit1_0).expect("value").into_owned(),
             )
         })
         .collect();

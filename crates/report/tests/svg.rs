@@ -118,7 +118,7 @@ fn element(e: &quick_xml::events::BytesStart) -> Element {
             let a = a.expect("attribute");
             (
                 String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
-                a.unescape_value().expect("escaped value").into_owned(),
+                a.normalized_value(quick_xml::XmlVersion::Implicit1_0).expect("escaped value").into_owned(),
             )
         })
         .collect();
