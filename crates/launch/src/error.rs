@@ -47,7 +47,7 @@ pub enum LaunchError {
     #[error("readiness `unit:{unit}`: no unit {unit} on {managers} (LoadState not-found)")]
     NoSuchUnit { unit: String, managers: String },
     #[error("cannot ask {manager} about its units")]
-    Systemd { manager: String, source: crate::systemd::BusError },
+    Systemd { manager: String, source: crate::dbus::BusError },
 }
 
 impl LaunchError {

@@ -85,6 +85,7 @@
 
 mod clock;
 mod command;
+mod dbus;
 mod error;
 pub mod idle;
 pub mod interrupt;
