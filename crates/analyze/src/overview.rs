@@ -57,7 +57,7 @@ pub(crate) fn others(
         if pid <= 0 || process.is_some_and(|p| p.in_scope) {
             continue;
         }
-        let comm = process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.comm.as_str());
+        let comm = process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.name());
         if is_system_worker(comm) || r.file.is_some_and(|id| recorded_files.contains(&id)) {
             continue;
         }
@@ -223,7 +223,7 @@ pub(crate) fn processes(ctx: &Ctx, threads: &[ThreadInfo], file_uses: &[FileUse]
         .map(|p| ProcessInfo {
             pid: p.pid,
             ppid: p.ppid,
-            comm: p.comm.clone(),
+            comm: p.name().to_owned(),
             exe: p.exe.clone(),
             argv: p.argv.clone(),
             start_ns: p.start_ns,
