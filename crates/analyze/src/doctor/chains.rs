@@ -10,7 +10,7 @@ use coldstart_trace::Nanos;
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::Audience;
 use crate::doctor::known;
-use crate::doctor::roles::{Origin, Role, Roles};
+use crate::doctor::roles::{Origin, Role, Roles, executable};
 use crate::units::{bytes, count};
 
 /// Small utilities a shell script starts: the shell can usually do their job itself.
@@ -26,8 +26,8 @@ pub(crate) enum GroupKey {
     Generators,
     /// The chains whose first process has this name, started the same way.
     Chain { name: String, origin: Origin },
-    /// A start script's small utilities, started by one process.
-    ShellUtilities { starter: i32 },
+    /// A start script's small utilities.
+    ShellUtilities,
 }
 
 /// Processes told as one: their pids, each with the time that matters for the finding.
@@ -57,11 +57,11 @@ pub(crate) fn key_of(f: &Facts, roles: &Roles, pid: i32) -> Option<GroupKey> {
     let root = if roles.role(pid) == Role::Started { roles.chain_root(pid) } else { pid };
     let origin = roles.origin(root);
     let name = f.a.comm(root).to_owned();
+    let utility =
+        [Some(name.as_str()), executable(f.a, root)].iter().flatten().any(|n| SHELL_UTILITIES.contains(n));
     Some(match origin {
         Origin::Generator => GroupKey::Generators,
-        Origin::Child { starter } if SHELL_UTILITIES.contains(&name.as_str()) => {
-            GroupKey::ShellUtilities { starter }
-        }
+        Origin::Child { .. } if utility => GroupKey::ShellUtilities,
         origin => GroupKey::Chain { name, origin },
     })
 }
@@ -145,7 +145,7 @@ pub(crate) fn framing(f: &Facts, roles: &Roles, group: &Group, on_path: bool) ->
     let root = f.a.comm(group.root).to_owned();
     match &group.key {
         GroupKey::Generators | GroupKey::Chain { origin: Origin::Generator, .. } => generators(names),
-        GroupKey::ShellUtilities { .. } => Framing {
+        GroupKey::ShellUtilities => Framing {
             subject: format!("The start script's utilities ({})", names.join(", ")),
             detail: None,
             audience: Audience::Developers,

@@ -1,7 +1,11 @@
 //! What the doctor knows about well-known helpers and files, so that a finding can say
 //! what a process was for and why the files it read matter: the X resource loader that
 //! runs the C preprocessor, the GL probes of session managers, fontconfig's tools,
-//! systemd's generators, and the large libraries such processes load.
+//! systemd's generators, and the large libraries such processes load; and the small files
+//! of a Python module tree, the time-zone database and the fonts, which are read one by one
+//! for reasons of their own.
+
+use crate::doctor::finding::Audience;
 
 /// A helper the doctor knows, with the change an expert would propose for it.
 pub(crate) struct KnownTool {
@@ -104,6 +108,59 @@ pub(crate) fn file_purpose(path: &str) -> Option<&'static str> {
         (|p, n| p.contains("/fontconfig/") && n.contains(".cache-"), "a fontconfig cache"),
     ];
     table.iter().find(|(matches, _)| matches(path, name)).map(|(_, why)| *why)
+}
+
+/// Who can act on many small files read from `dir` (their `paths`), and what they can
+/// change, when the doctor knows the kind of files; `None` for the general advice.
+pub(crate) fn small_files(dir: &str, paths: &[&str]) -> Option<(Audience, String)> {
+    let n = paths.len();
+    let compiled = paths.iter().filter(|p| p.ends_with(".pyc")).count();
+    let sources = paths.iter().filter(|p| p.ends_with(".py")).count();
+    if (compiled + sources) * 2 >= n && sources > compiled {
+        return Some((
+            Audience::Distribution,
+            format!(
+                "Python read {sources} module sources here and compiled them at the start, because no \
+                 up-to-date .pyc was found next to them: ship the .pyc files (compile at install time: \
+                 py3compile, `python3 -m compileall`), or let the interpreter write them."
+            ),
+        ));
+    }
+    if (compiled + sources) * 2 >= n {
+        return Some((
+            Audience::Developers,
+            format!(
+                "Python imported {n} modules from {dir}, one file at a time ({compiled} of them compiled .pyc, \
+                 so compiling is not the cost): import only what the start needs — move imports into the \
+                 functions that use them, or load submodules lazily, as SciPy does — and find the costly ones \
+                 with `python3 -X importtime -c '…'`; an application can also ship its modules as one zip \
+                 file, which Python imports from (zipimport) with one read."
+            ),
+        ));
+    }
+    if dir.starts_with("/usr/share/zoneinfo") {
+        return Some((
+            Audience::Developers,
+            format!(
+                "The start read {n} files of the time-zone database one by one: something listed every time \
+                 zone by opening each file (Python's zoneinfo.available_timezones() does, and Debian's pytz \
+                 calls it at import). The developers of that code can list the zones from the database's \
+                 index (/usr/share/zoneinfo/tzdata.zi, zone1970.tab) or only when the list is asked for."
+            ),
+        ));
+    }
+    let fonts = ["/usr/share/fonts", "/usr/local/share/fonts"];
+    if fonts.iter().any(|d| dir.starts_with(d)) {
+        return Some((
+            Audience::Distribution,
+            format!(
+                "The start read {n} font files one by one, as fontconfig does when its cache is missing or \
+                 stale: build the cache when fonts are installed (`fc-cache` in the font packages' install \
+                 triggers), so that starts read the cache instead of the fonts."
+            ),
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ fn roles<'a>(f: &Facts<'a>) -> Roles<'a> {
         program.extend(by_pid.iter().max_by_key(|p| (*p.1, std::cmp::Reverse(*p.0))).map(|p| *p.0));
     }
     program.extend(f.a.trace.root_pid);
-    Roles::new(f.a, &program, f.ready)
+    Roles::new(f.a, &f.trace.execs, &program, f.ready)
 }
 
 /// The helpers of the critical path in groups: processes started after the command and
@@ -133,7 +133,7 @@ fn helper_finding(f: &Facts, roles: &Roles, cp: &CriticalPath, g: &Group, times:
         ),
     };
     let title = match &g.key {
-        GroupKey::ShellUtilities { .. } => {
+        GroupKey::ShellUtilities => {
             format!("The start script's utilities on the critical path for {}: {who}", duration(ns))
         }
         _ => format!("{}: {} on the critical path", framing.subject, duration(ns)),

@@ -12,7 +12,7 @@
 //! (`xrdb` → `sh` → `cpp` → `cc1`), each told by its root and by what started it — a
 //! systemd generator, a unit's process, a D-Bus activation, or the program's own child.
 
-use coldstart_trace::Nanos;
+use coldstart_trace::{Exec, Nanos};
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{Analysis, ProcessInfo};
@@ -79,7 +79,15 @@ pub(crate) struct Roles<'a> {
 impl<'a> Roles<'a> {
     /// `program_pids`: the processes the start is about (ready, most time on the path,
     /// root); `ready`: the readiness point, after which a component is still running.
-    pub fn new(a: &'a Analysis, program_pids: &[i32], ready: Nanos) -> Roles<'a> {
+    pub fn new(a: &'a Analysis, execs: &[Exec], program_pids: &[i32], ready: Nanos) -> Roles<'a> {
+        // Every name a process had: its last, and the file name of each program it exec'd.
+        let mut names: FxHashMap<i32, Vec<&str>> = FxHashMap::default();
+        for p in &a.processes {
+            names.entry(p.pid).or_default().push(p.comm.as_str());
+        }
+        for e in execs {
+            names.entry(e.pid).or_default().push(e.path.rsplit('/').next().unwrap_or(&e.path));
+        }
         let program: Vec<String> =
             program_pids.iter().filter_map(|&pid| executable(a, pid)).map(str::to_owned).collect();
         let command = &a.trace.command;
@@ -100,6 +108,13 @@ impl<'a> Roles<'a> {
                 Role::Started
             } else if is_manager_fork(p) {
                 Role::ManagerInternal
+            } else if let Some(parent) = parent.filter(|_| {
+                let forked_name =
+                    p.ppid.and_then(|pp| names.get(&pp)).is_some_and(|n| n.contains(&p.comm.as_str()));
+                p.exe.is_none() && p.argv.is_empty() && forked_name
+            }) {
+                // A fork that never exec'd runs its parent's program, under one of its names: a subshell.
+                parent
             } else if parent != Some(Role::Component) && p.end_ns.is_none_or(|end| end > ready) {
                 Role::Component
             } else {

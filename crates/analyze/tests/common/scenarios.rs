@@ -9,9 +9,14 @@ use super::{Builder, MS};
 /// 40 plugin descriptions of 4 KiB under /usr/share/app/plugins, each read with one
 /// request and a 5 ms wait, then 50 ms of CPU: ready at 290 ms.
 pub fn small_files() -> Trace {
+    small_files_named(|i| format!("/usr/share/app/plugins/p{i:02}.desc"))
+}
+
+/// [`small_files`] with the 40 files named by `name` (of 0..40).
+pub fn small_files_named(name: impl Fn(u32) -> String) -> Trace {
     let mut s = Builder::start();
     for i in 0..40 {
-        s = s.placed_file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
+        s = s.placed_file(i + 1, &name(i), 4096);
     }
     let mut t = 0;
     for i in 0..40 {

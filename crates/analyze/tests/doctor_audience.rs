@@ -1,8 +1,10 @@
-//! Who a process is decides who a finding speaks to: systemd's generators and a unit's
-//! processes are the image builder's, systemd's own forks and the session's manager and
-//! bus are no helpers, a program's own child is told to the program's developers with the
-//! files it read and why they matter; names come from the executables, not the kernel's
-//! 15-character cut; a helper's time on the critical path is one interval, not forty pieces.
+//! Every finding speaks to whoever can act, in their terms. Who a process is decides it:
+//! systemd's generators and a unit's processes are the image builder's, systemd's own forks
+//! and the session's manager and bus are no helpers, a program's own child is told to the
+//! program's developers with the files it read and why they matter; names come from the
+//! executables, not the kernel's 15-character cut; a helper's time on the critical path is
+//! one interval, not forty pieces. Small files the doctor knows are told in their own terms:
+//! Python modules (import less, or ship the .pyc that are missing), the time-zone database.
 
 mod common;
 
@@ -112,4 +114,35 @@ fn a_helpers_time_on_the_critical_path_is_one_interval_not_its_pieces() {
     let f = one(&d, FindingKind::HeavyHelper);
     let spans: Vec<(i64, i64)> = f.evidence.intervals.iter().map(|iv| (iv.start_ns, iv.end_ns)).collect();
     assert_eq!(spans, vec![(5 * MS, 45 * MS)], "{:#?}", f.evidence.intervals);
+}
+
+#[test]
+fn python_modules_with_their_pyc_are_told_to_import_less_not_to_merge_into_a_cache_file() {
+    let d = diagnose(&scenarios::small_files_named(|i| {
+        format!("/usr/lib/python3/dist-packages/pkg/__pycache__/m{i:02}.cpython-311.pyc")
+    }));
+    let f = one(&d, FindingKind::ManySmallFiles);
+    assert_eq!(f.audience, Audience::Developers);
+    assert!(f.suggestion.starts_with("Python imported 40 modules"), "{}", f.suggestion);
+    assert!(
+        f.suggestion.contains("python3 -X importtime") && !f.suggestion.contains("cache file"),
+        "{}",
+        f.suggestion
+    );
+}
+
+#[test]
+fn python_sources_without_their_pyc_are_the_distributions_to_compile() {
+    let d =
+        diagnose(&scenarios::small_files_named(|i| format!("/usr/lib/python3/dist-packages/pkg/m{i:02}.py")));
+    let f = one(&d, FindingKind::ManySmallFiles);
+    assert_eq!(f.audience, Audience::Distribution);
+    assert!(f.suggestion.contains("ship the .pyc files"), "{}", f.suggestion);
+}
+
+#[test]
+fn the_time_zone_database_read_whole_is_a_listing_to_avoid() {
+    let d = diagnose(&scenarios::small_files_named(|i| format!("/usr/share/zoneinfo/Zone/City{i:02}")));
+    let f = one(&d, FindingKind::ManySmallFiles);
+    assert!(f.suggestion.contains("tzdata.zi") && !f.suggestion.contains("cache file"), "{}", f.suggestion);
 }
