@@ -48,6 +48,10 @@ pub(crate) fn command_exit(
     };
     let ended_by = until.filter(|(t, _)| root_end.is_none_or(|end| end.is_none_or(|end| end >= *t)));
     let text = match (&ended_by, &signal) {
+        // coldstart sends SIGKILL only when its SIGTERM did not end the tree within the grace period.
+        (Some((_, when)), Some(sig)) if sig == "SIGKILL" => {
+            format!("exit status {status}: ended by coldstart's SIGKILL after its SIGTERM, {when}")
+        }
         (Some((_, when)), Some(sig)) => format!("exit status {status}: ended by coldstart's {sig} {when}"),
         (Some((_, when)), None) => format!("exit status {status}, after coldstart's SIGTERM {when}"),
         (None, Some(sig)) => format!("exit status {status} (killed by {sig})"),
@@ -82,6 +86,10 @@ mod tests {
         let killed = ended(137, "window:mate-panel".parse().unwrap(), Some(1_500));
         assert_eq!(killed.signal.as_deref(), Some("SIGKILL"));
         assert!(killed.by_coldstart);
+        assert_eq!(
+            killed.text,
+            "exit status 137: ended by coldstart's SIGKILL after its SIGTERM, once the start was ready (window:mate-panel)"
+        );
     }
 
     #[test]

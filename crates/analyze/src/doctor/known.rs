@@ -149,6 +149,17 @@ pub(crate) fn small_files(dir: &str, paths: &[&str]) -> Option<(Audience, String
             ),
         ));
     }
+    if ["/systemd/system", "/systemd/user"].iter().any(|d| dir.ends_with(d) || dir.contains(&format!("{d}/")))
+    {
+        return Some((
+            Audience::Distribution,
+            format!(
+                "systemd reads every unit file at each boot to build its graph of units, one file at a time \
+                 ({n} here): the image builder can leave out the units, and the packages, the image does not \
+                 need, and have the rest read ahead early in the boot (`coldstart boot enable --prefetch`)."
+            ),
+        ));
+    }
     let fonts = ["/usr/share/fonts", "/usr/local/share/fonts"];
     if fonts.iter().any(|d| dir.starts_with(d)) {
         return Some((

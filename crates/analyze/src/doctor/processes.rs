@@ -97,6 +97,26 @@ fn path_intervals(f: &Facts, cp: &CriticalPath, pids: &[i32]) -> Vec<EvidenceInt
         .collect()
 }
 
+/// `, with (sd-executor), systemd's fork that runs them, 57.2 ms`: the group's forks named in
+/// parentheses (a service manager's code between fork and exec), which its names leave out.
+fn forks_words(f: &Facts, g: &Group) -> String {
+    let words: Vec<String> = g
+        .members
+        .iter()
+        .filter(|m| f.a.comm(m.0).starts_with('('))
+        .map(|&(pid, ns)| {
+            let parent = f.a.process(pid).and_then(|p| p.ppid);
+            let whose = match parent {
+                Some(pp) if g.members.iter().any(|m| m.0 == pp) => format!("a fork of {}", f.a.comm(pp)),
+                Some(pp) => format!("{}'s fork that runs them", f.a.comm(pp)),
+                None => "a fork".to_owned(),
+            };
+            format!("{} ({whose}, {})", f.a.comm(pid), duration(ns))
+        })
+        .collect();
+    if words.is_empty() { String::new() } else { format!(", with {}", words.join(", ")) }
+}
+
 /// `(the first: ARGV, started by PARENT/PID)`.
 fn first_started(f: &Facts, pid: i32) -> String {
     let p = f.a.process(pid);
@@ -122,16 +142,7 @@ fn helper_finding(f: &Facts, roles: &Roles, cp: &CriticalPath, g: &Group, times:
     let heavy = chains::heavy_files(f, &pids).map(|w| format!(", most of it {w}")).unwrap_or_default();
     let detail = framing.detail.as_ref().map(|d| format!("; {d}")).unwrap_or_default();
     let who = chains::names(f, &pids).join(", ");
-    let forks: Vec<&(i32, Nanos)> = g.members.iter().filter(|m| f.a.comm(m.0).starts_with('(')).collect();
-    let forks = match forks.iter().map(|m| m.1).fold(0, Nanos::saturating_add) {
-        0 => String::new(),
-        ns => format!(
-            " (and {}, the service manager's {} that run them, {})",
-            forks.iter().map(|m| f.a.comm(m.0)).collect::<Vec<_>>().join(", "),
-            if forks.len() == 1 { "fork" } else { "forks" },
-            duration(ns)
-        ),
-    };
+    let forks = forks_words(f, g);
     let title = match &g.key {
         GroupKey::ShellUtilities => {
             format!("The start script's utilities on the critical path for {}: {who}", duration(ns))
@@ -143,7 +154,7 @@ fn helper_finding(f: &Facts, roles: &Roles, cp: &CriticalPath, g: &Group, times:
         title,
         evidence: Evidence {
             summary: format!(
-                "{who}{forks} ({}) on the critical path for {}: {} running, {} in I/O wait, the rest waiting for a \
+                "{who} ({}) on the critical path for {}{forks}: {} running, {} in I/O wait, the rest waiting for a \
                  CPU or for others; alive {} in all, {} read{heavy}{detail}",
                 first_started(f, g.root),
                 duration(ns),
@@ -179,8 +190,8 @@ fn helper_finding(f: &Facts, roles: &Roles, cp: &CriticalPath, g: &Group, times:
             ns,
             formula: "path_ns".to_owned(),
             text: format!(
-                "{} of the critical path spent in {who}{forks} ({} running + {} I/O wait + {} other) = {}, if their \
-                 job costs nothing once removed, cached or done in-process",
+                "{} of the critical path spent in {who}{forks} ({} running + {} I/O wait + {} other) = {}, if \
+                 their job costs nothing once removed, cached or done in-process",
                 duration(ns),
                 duration(cpu),
                 duration(io),
