@@ -3,12 +3,13 @@
 # what an expert would conclude (what must be in the top findings, what must not appear).
 #
 #   bash bench/doctor-cases.sh                 # every case
-#   bash bench/doctor-cases.sh --ci            # the cases that need no desktop (what CI runs)
+#   bash bench/doctor-cases.sh --ci            # the cases CI runs: neither a desktop nor heavy packages
 #   bash bench/doctor-cases.sh fuse-plugins    # named cases
 #   bash bench/doctor-cases.sh --list          # the cases, with what each needs
 #
 # A case is two files in bench/doctor-cases/: NAME.sh, sourced in a subshell, sets
-# `case_needs` (`none`, `container` or `desktop`) and defines `case_record TRACE`, which installs
+# `case_needs` (`none`, `container`, `desktop`, or `heavy`: packages too large to install in
+# CI, such as LibreOffice or SciPy) and defines `case_record TRACE`, which installs
 # what it needs (install_packages of bench/lib.sh), records the start cold into TRACE with
 # "$COLDSTART" record, and undoes what it set up; NAME.expect holds the expectations, checked by
 # bench/doctor_expect.py (its header documents the format). Prints each expectation met or not
@@ -30,7 +31,7 @@ for arg in "$@"; do
                 printf '%-20s %s\n' "$(basename "$f" .sh)" "$(bash -c 'source "$1"; echo "$case_needs"' _ "$f")"
             done
             exit 0 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "doctor-cases.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
         *) [ -f "$here/doctor-cases/$arg.sh" ] || { echo "doctor-cases.sh: no case $arg (see --list)" >&2; exit 2; }
            cases+=("$arg") ;;
@@ -40,7 +41,7 @@ if [ "${#cases[@]}" -eq 0 ]; then
     for f in "$here"/doctor-cases/*.sh; do
         name=$(basename "$f" .sh)
         needs=$(bash -c 'source "$1"; echo "$case_needs"' _ "$f")
-        if [ "$ci" = 1 ] && [ "$needs" = desktop ]; then continue; fi
+        if [ "$ci" = 1 ] && { [ "$needs" = desktop ] || [ "$needs" = heavy ]; }; then continue; fi
         cases+=("$name")
     done
 fi

@@ -34,6 +34,25 @@ use_bench_stats() {
     export BENCH_STATS
 }
 
+# idle_percent: the share of the CPUs idle over the next two seconds, in percent.
+idle_percent() {
+    local a b total=0 i
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 2
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( 100 * (b[4] - a[4]) / (total > 0 ? total : 1) ))
+}
+
+# wait_quiet [SECONDS]: waits (up to SECONDS, default QUIET_WAIT or 900) for the CPUs to be
+# 90 % idle, and says how idle they were: other work running during a recording shows up in
+# it (waits for a CPU, other processes' disk reads).
+wait_quiet() {
+    local deadline=$((SECONDS + ${1:-${QUIET_WAIT:-900}})) idle
+    while idle=$(idle_percent) && [ "$idle" -lt 90 ] && [ $SECONDS -lt $deadline ]; do :; done
+    echo "CPUs ${idle}% idle before the recording"
+}
+
 # evict: the benchmarks' system eviction: write dirty pages back, drop the page cache,
 # dentries and inodes, and give the aftermath a second to settle.
 evict() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }

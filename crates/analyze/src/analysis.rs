@@ -140,6 +140,24 @@ pub struct Overview {
     /// What processes outside the recording's scope did on the machine during the start.
     #[serde(default)]
     pub others: OtherActivity,
+    /// How the traced command ended, when the trace has its exit status.
+    #[serde(default)]
+    pub exit: Option<CommandExit>,
+}
+
+/// How the traced command ended: on its own, or ended by coldstart once the start was
+/// ready (or when the recording gave up), in the words every report and `record` use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandExit {
+    /// Its exit status as a shell shows it: 128 + the signal's number when a signal ended it.
+    pub status: i32,
+    /// The signal that ended it (`SIGTERM`), when one did.
+    pub signal: Option<String>,
+    /// True when coldstart ended it: it was still running when the start was ready (or
+    /// when the recording ended), and coldstart ends the command's tree then.
+    pub by_coldstart: bool,
+    /// `exit status 143: ended by coldstart's SIGTERM once the start was ready (window:mate-panel)`.
+    pub text: String,
 }
 
 /// The machine's work for processes outside the recording's scope between the
@@ -353,6 +371,11 @@ pub struct DiskAnalysis {
     pub name: String,
     pub model: Option<String>,
     pub rotational: Option<bool>,
+    /// What kind of disk it is, in the words every report uses: the kernel's rotational flag
+    /// and the class its measured read latencies suggest, both labelled
+    /// (`kernel flag: rotational; measured: like an SSD (median read 71 µs)`).
+    #[serde(default)]
+    pub kind: String,
     /// /proc/diskstats read bytes and requests over the recording.
     pub diskstats_read_bytes: Option<u64>,
     pub diskstats_read_ios: Option<u64>,

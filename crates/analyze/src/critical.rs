@@ -72,7 +72,7 @@ impl<'t> Walk<'_, 't> {
         let process = self.ctx.processes.at(pid, end);
         let waker_process = WakerProcess {
             pid,
-            comm: process.map(|p| p.comm.clone()).unwrap_or_default(),
+            comm: process.map(|p| p.name().to_owned()).unwrap_or_default(),
             in_scope: process.is_some_and(|p| p.in_scope),
         };
         self.push(tid, start, end, SegmentKind::WaitUntraced);
@@ -345,7 +345,8 @@ fn summarize(ctx: &Ctx, segments: &[PathSegment], ready: &ReadyInfo, origin: Nan
         if seg.kind == SegmentKind::Untraced {
             s.untraced_ns += ns;
         } else if seg.pid != ready.pid {
-            let comm = || ctx.processes.at(seg.pid, seg.start_ns).map(|p| p.comm.clone()).unwrap_or_default();
+            let comm =
+                || ctx.processes.at(seg.pid, seg.start_ns).map(|p| p.name().to_owned()).unwrap_or_default();
             let helper = helpers.entry(seg.pid).or_insert_with(|| ProcessTime {
                 pid: seg.pid,
                 comm: comm(),

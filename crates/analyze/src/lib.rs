@@ -16,6 +16,7 @@ mod cpu;
 mod critical;
 mod disk;
 pub mod doctor;
+mod ending;
 mod offcpu;
 mod overview;
 mod pageuse;
@@ -100,6 +101,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let (units, unit_chain) = boot_units::unit_times(&ctx, &times.threads, &times.wait_top_file);
     let files = file_table(&ctx, &coalesced.file_uses, &disks, critical_path.as_ref());
     let cu = &coalesced.file_uses;
+    let exit = ending::command_exit(trace, ready.as_ref(), trace_end);
     let overview = Overview {
         origin_ns: origin,
         ready,
@@ -123,6 +125,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
         fills_without_file: problems.fills_without_file,
         lost: trace.losses.iter().fold(0, |sum, l| sum.saturating_add(l.count)),
         others: overview::others(&ctx, &disks, cu, origin, end),
+        exit,
     };
     let mut marks = trace.marks.clone();
     marks.sort_by(|a, b| a.t_ns.cmp(&b.t_ns).then(a.name.cmp(&b.name)));

@@ -57,7 +57,7 @@ pub(crate) fn others(
         if pid <= 0 || process.is_some_and(|p| p.in_scope) {
             continue;
         }
-        let comm = process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.comm.as_str());
+        let comm = process.map_or_else(|| comm_of.get(&r.pid).copied().unwrap_or(""), |p| p.name());
         if is_system_worker(comm) || r.file.is_some_and(|id| recorded_files.contains(&id)) {
             continue;
         }
@@ -223,7 +223,7 @@ pub(crate) fn processes(ctx: &Ctx, threads: &[ThreadInfo], file_uses: &[FileUse]
         .map(|p| ProcessInfo {
             pid: p.pid,
             ppid: p.ppid,
-            comm: p.comm.clone(),
+            comm: p.name().to_owned(),
             exe: p.exe.clone(),
             argv: p.argv.clone(),
             start_ns: p.start_ns,
@@ -288,5 +288,27 @@ pub(crate) fn processes(ctx: &Ctx, threads: &[ThreadInfo], file_uses: &[FileUse]
         p.pages += u.pages;
     }
     rows.sort_by_key(|p| (p.start_ns.unwrap_or(Nanos::MIN), p.pid));
+    name_after_exec(ctx, &mut rows);
     rows
+}
+
+/// A child still under one of its parent's names after it exec'd another program whose
+/// exec the recorder saw only in part (no argument vector: a shell's subshell that ran
+/// `dirname`) is named by its executable.
+fn name_after_exec(ctx: &Ctx, rows: &mut [ProcessInfo]) {
+    let file = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
+    let mut names: FxHashMap<i32, Vec<String>> = FxHashMap::default();
+    for p in rows.iter() {
+        names.entry(p.pid).or_default().push(p.comm.clone());
+    }
+    for e in &ctx.trace.execs {
+        names.entry(e.pid).or_default().push(file(&e.path));
+    }
+    for p in rows.iter_mut().filter(|p| p.argv.is_empty()) {
+        let Some(exe) = p.exe.as_deref().map(file).filter(|f| !f.is_empty()) else { continue };
+        let parent = p.ppid.and_then(|pp| names.get(&pp));
+        if parent.is_some_and(|n| n.contains(&p.comm) && !n.contains(&exe)) && exe != p.comm {
+            p.comm = exe;
+        }
+    }
 }

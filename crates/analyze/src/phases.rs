@@ -536,7 +536,7 @@ fn name(ctx: &Ctx, phase: &Phase) -> String {
             .iter()
             .rev()
             .find(|p| p.pid == pid)
-            .map_or_else(|| format!("pid {pid}"), |p| p.comm.clone())
+            .map_or_else(|| format!("pid {pid}"), |p| p.name().to_owned())
     };
     match phase.kind {
         PhaseKind::Read if phase.files == 0 => format!("I/O wait — {dur}"),

@@ -90,15 +90,18 @@ pub(crate) fn thread_times(ctx: &Ctx, file_uses: &mut [FileUse]) -> ThreadTimes 
     let mut wait_top_file = vec![NO_FILE; sched.len()];
     let mut files = WaitFiles::new();
     let comm_of_pid: rustc_hash::FxHashMap<i32, &str> =
-        trace.processes.iter().map(|p| (p.pid, p.comm.as_str())).collect();
+        trace.processes.iter().map(|p| (p.pid, p.name())).collect();
     let mut thread_rows = trace.threads.iter().collect::<Vec<_>>();
     thread_rows.sort_by_key(|t| t.tid);
     for tid in ctx.all_tids() {
         let row = thread_rows.binary_search_by_key(&tid, |t| t.tid).ok().map(|i| thread_rows[i]);
         let pid = row.map_or_else(|| ctx.pid_of(tid), |t| t.pid);
-        let comm = match row {
-            Some(t) => t.comm.clone(),
-            None => comm_of_pid.get(&pid).map(|c| (*c).to_owned()).unwrap_or_default(),
+        // A main thread is named as its process, whose name is completed where the kernel cut it.
+        let process_name = comm_of_pid.get(&pid).copied();
+        let comm = match (row, process_name) {
+            (Some(t), Some(name)) if t.tid == t.pid && name.starts_with(t.comm.as_str()) => name.to_owned(),
+            (Some(t), _) => t.comm.clone(),
+            (None, name) => name.map(str::to_owned).unwrap_or_default(),
         };
         let sched_rows = ctx.sched_by_tid.rows_of(tid);
         let fill_rows = ctx.fills_by_tid.rows_of(tid);

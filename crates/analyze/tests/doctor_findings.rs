@@ -69,7 +69,7 @@ fn a_helper_on_the_critical_path_gains_its_time_there() {
     expect(
         &d,
         "not_io_bound 0.000 High | Not I/O-bound: 100.0 % of the critical path is CPU, 0.0 % waits for the disk
-         heavy_helper 30.000 Medium | Helper process cpp on the critical path for 30.0 ms",
+         heavy_helper 30.000 Medium | app runs cpp: 30.0 ms on the critical path",
     );
     let f = one(&d, FindingKind::HeavyHelper);
     assert_eq!(input(f, "path_cpu_ns"), 30e6);
@@ -97,7 +97,7 @@ fn work_off_the_critical_path_gains_the_disk_time_it_took() {
     // the trace): one of 12 ms. The critical path waited 2 × 20 ms for I/O, more than either.
     expect(
         &d,
-        "work_that_can_wait 16.000 Medium | 1 process of the start read from the disk without feeding the critical path
+        "work_that_can_wait 16.000 Medium | app runs indexer: 16.0 ms of the critical path's waits while it ran
          work_that_can_wait 12.000 Medium | 1 process outside the traced command read from the disk during the start",
     );
     let inside = &d.findings[0];

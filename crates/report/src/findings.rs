@@ -52,9 +52,7 @@ pub fn section(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> 
         return writeln!(out, "  none {}", threshold_rule(a, d));
     }
     for (i, f) in d.findings.iter().take(top).enumerate() {
-        let gain =
-            if f.gain.ns > 0 { format!("−{}", secs(f.gain.ns)) } else { "no gain estimated".to_owned() };
-        writeln!(out, "  {}. [{gain}, {}] {}", i + 1, confidence(f.confidence), f.title)?;
+        writeln!(out, "  {}. [{}, {}] {}", i + 1, gain_words(f), confidence(f.confidence), f.title)?;
         writeln!(out, "     {}", f.gain.text)?;
         writeln!(out, "     → for {}: {}", f.audience.label(), f.suggestion)?;
     }
@@ -62,6 +60,38 @@ pub fn section(a: &Analysis, d: &Diagnosis, top: usize, out: &mut dyn Write) -> 
         writeln!(out, "  … {} more (coldstart doctor FILE)", count((d.findings.len() - top) as u64))?;
     }
     Ok(())
+}
+
+/// The intervals a finding points at (the doctor merged them and kept those that carry
+/// the time), at most [`INTERVALS_SHOWN`] lines and never one line twice.
+fn intervals(f: &Finding, out: &mut dyn Write) -> io::Result<()> {
+    let mut lines: Vec<String> = Vec::new();
+    for iv in &f.evidence.intervals {
+        let line = format!("   at {} – {}: {}", secs(iv.start_ns), secs(iv.end_ns), iv.what);
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    for line in lines.iter().take(INTERVALS_SHOWN) {
+        writeln!(out, "{line}")?;
+    }
+    if lines.len() > INTERVALS_SHOWN {
+        writeln!(
+            out,
+            "   … {} more (coldstart doctor --format json)",
+            plural((lines.len() - INTERVALS_SHOWN) as u64, "interval")
+        )?;
+    }
+    Ok(())
+}
+
+/// Lines of intervals shown per finding.
+const INTERVALS_SHOWN: usize = 6;
+
+/// A finding's gain in the words every report uses: `−0.378 s`, or `no gain estimated`
+/// when the doctor claims none (a verdict, a wait outside the recording).
+pub fn gain_words(f: &Finding) -> String {
+    if f.gain.ns > 0 { format!("−{}", secs(f.gain.ns)) } else { "no gain estimated".to_owned() }
 }
 
 fn finding(i: usize, f: &Finding, out: &mut dyn Write) -> io::Result<()> {
@@ -110,9 +140,7 @@ fn finding(i: usize, f: &Finding, out: &mut dyn Write) -> io::Result<()> {
         let more = if more > 0 { format!(" and {} more", count(more as u64)) } else { String::new() };
         writeln!(out, "   Processes  {}{more}", list.join(", "))?;
     }
-    for iv in f.evidence.intervals.iter().take(6) {
-        writeln!(out, "   at {} – {}: {}", secs(iv.start_ns), secs(iv.end_ns), iv.what)?;
-    }
+    intervals(f, out)?;
     writeln!(out, "   Gain       {}", f.gain.text)?;
     if let Some(ahead) = f.gain.ahead_ns.filter(|&n| n != f.gain.ns) {
         writeln!(

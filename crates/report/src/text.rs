@@ -140,40 +140,6 @@ pub fn other_work(a: &Analysis) -> OtherWork {
     OtherWork { busy, what, advice }
 }
 
-/// Read requests a disk needs before its median latency says what kind of disk it is.
-const LATENCY_SAMPLES: u64 = 10;
-/// The median read latency under which a disk behaves like flash (the doctor's rule too).
-const FLASH_LATENCY_NS: Nanos = 2_000_000;
-
-/// What kind of disk it is: the kernel's rotational flag, which virtual disks often get
-/// wrong, and the kind its measured read latencies suggest, saying when they disagree.
-fn disk_kind(d: &coldstart_analyze::DiskAnalysis) -> String {
-    let flag = d.rotational.map(|r| if r { "rotational" } else { "non-rotational" });
-    let measured = d.read_latency_median_ns.filter(|_| d.traced_read_requests >= LATENCY_SAMPLES);
-    match (flag, measured) {
-        (None, None) => String::new(),
-        (Some(flag), None) => format!("; the kernel flags it {flag}"),
-        (flag, Some(median)) => {
-            let flash = median < FLASH_LATENCY_NS;
-            let looks = if flash { "an SSD" } else { "a spinning disk" };
-            let agrees = d.rotational.is_some_and(|r| r != flash);
-            match flag {
-                Some(flag) if agrees => format!(
-                    "; the kernel flags it {flag}, as its measured read latencies (median {}) suggest",
-                    duration(median)
-                ),
-                Some(flag) => format!(
-                    "; the kernel flags it {flag}; its measured read latencies (median {}) look like {looks}",
-                    duration(median)
-                ),
-                None => {
-                    format!("; its measured read latencies (median {}) look like {looks}", duration(median))
-                }
-            }
-        }
-    }
-}
-
 fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let t = &a.trace;
     let o = &a.overview;
@@ -194,7 +160,7 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     )?;
     for d in &a.disks {
         let model = d.model.as_deref().map(|m| format!(", {m}")).unwrap_or_default();
-        writeln!(out, "Disk          {} {}{model}{}", d.name, d.dev, disk_kind(d))?;
+        writeln!(out, "Disk          {} {}{model}; {}", d.name, d.dev, d.kind)?;
     }
     let cache = match t.cache {
         CacheState::Cold => "cold",
@@ -236,7 +202,7 @@ fn header(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if let Some(advice) = &others.advice {
         writeln!(out, "              {advice}")?;
     }
-    let exit = t.exit_code.map(|c| format!("; exit status {c}")).unwrap_or_default();
+    let exit = o.exit.as_ref().map(|e| format!("; {}", e.text)).unwrap_or_default();
     writeln!(
         out,
         "Recording     {} from t = 0; the command started at t = {}{exit}",

@@ -322,6 +322,34 @@ pub struct Process {
     pub in_scope: bool,
 }
 
+/// The longest `comm` the kernel keeps (16 bytes with the NUL): a longer name is cut there.
+pub const COMM_MAX_BYTES: usize = 15;
+
+impl Process {
+    /// The process's name for people: its `comm`, or, where the kernel cut that at
+    /// [`COMM_MAX_BYTES`], the file name it was cut from (see [`full_name`]):
+    /// `systemd-rc-local-generator` for `systemd-rc-loca`.
+    pub fn name(&self) -> &str {
+        full_name(&self.comm, self.exe.as_deref(), &self.argv)
+    }
+}
+
+/// `comm` completed from the executable and the argument vector: when `comm` is
+/// [`COMM_MAX_BYTES`] long, the first of the executable's file name, `argv[0]`'s and
+/// `argv[1]`'s (a script run by its interpreter) that is longer and begins with it;
+/// else `comm` itself (a name the program chose, or one that was never cut).
+pub fn full_name<'a>(comm: &'a str, exe: Option<&'a str>, argv: &'a [String]) -> &'a str {
+    if comm.len() != COMM_MAX_BYTES {
+        return comm;
+    }
+    let file_name = |path: &'a str| path.rsplit('/').next().unwrap_or(path);
+    exe.into_iter()
+        .chain(argv.iter().take(2).map(String::as_str))
+        .map(file_name)
+        .find(|name| name.len() > comm.len() && name.starts_with(comm))
+        .unwrap_or(comm)
+}
+
 /// One exec of a process.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exec {
@@ -754,5 +782,27 @@ impl Syscall {
     /// The errno of a failed call.
     pub fn errno(&self) -> Option<i64> {
         self.result.filter(|r| (-4095..0).contains(r)).map(|r| -r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::full_name;
+
+    #[test]
+    fn a_name_cut_at_fifteen_bytes_is_completed_from_the_executable_or_the_arguments() {
+        let generator = "/usr/lib/systemd/system-generators/systemd-rc-local-generator";
+        assert_eq!(full_name("systemd-rc-loca", Some(generator), &[]), "systemd-rc-local-generator");
+        let probe = ["/usr/lib/mate-session-check-accelerated".to_owned()];
+        assert_eq!(full_name("mate-session-ch", None, &probe), "mate-session-check-accelerated");
+        let script = ["/bin/sh".to_owned(), "/usr/bin/update-desktop-database-now".to_owned()];
+        assert_eq!(
+            full_name("update-desktop-", Some("/usr/bin/dash"), &script),
+            "update-desktop-database-now"
+        );
+        // A name the program chose, and one of fewer bytes, stay as they are.
+        assert_eq!(full_name("(sd-executor)", Some("/usr/lib/systemd/systemd"), &[]), "(sd-executor)");
+        assert_eq!(full_name("python3", Some("/usr/bin/python3.11"), &[]), "python3");
+        assert_eq!(full_name("pool-spawner-xx", Some("/usr/bin/caja"), &[]), "pool-spawner-xx");
     }
 }

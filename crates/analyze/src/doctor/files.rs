@@ -114,6 +114,18 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
             files.iter().flat_map(|id| f.files.get(id).map(|s| s.pids.clone()).unwrap_or_default()).collect();
         pids.sort_unstable();
         pids.dedup();
+        let paths: Vec<&str> = files.iter().filter_map(|&id| f.path_of(id)).collect();
+        let advice = crate::doctor::known::small_files(&dir, &paths).unwrap_or_else(|| {
+            (
+                Audience::Developers,
+                format!(
+                    "Merge the {} files under {dir} into one cache file that the program reads at once (one file \
+                     per setting, plugin description or entry costs a separate read, and an inode and a directory \
+                     lookup, each); or keep them together and prefetch them.",
+                    count(n)
+                ),
+            )
+        });
         out.push(Finding {
             kind: crate::doctor::FindingKind::ManySmallFiles,
             title: format!("{} small files read from {dir}", count(n)),
@@ -183,13 +195,8 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
                 ],
                 ahead_ns: Some(wait + wake),
             },
-            audience: Audience::Developers,
-            suggestion: format!(
-                "Merge the {} files under {dir} into one cache file that the program reads at once (one file per \
-                 setting, plugin description or entry costs a separate read, and an inode and a directory lookup, \
-                 each); or keep them together and prefetch them.",
-                count(n)
-            ),
+            audience: advice.0,
+            suggestion: advice.1,
             verify: format!(
                 "{}  # before and after the merge; `coldstart prefetch` of these files ahead of the start measures \
                  the upper bound ({} expected)",

@@ -11,15 +11,19 @@
 //! from the trace's own requests where it can. docs/doctor.md documents the model,
 //! every threshold and what the trace cannot show.
 
+mod chains;
 mod config;
 pub mod disk_model;
 mod facts;
 mod files;
 mod finding;
+mod intervals;
+mod known;
 mod layout;
 mod locale;
 mod parse;
 mod processes;
+mod roles;
 mod slowfs;
 mod waits;
 mod whatif;
@@ -89,6 +93,10 @@ pub fn diagnose(
         waits::not_io_bound,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
+    for f in &mut findings {
+        f.evidence.intervals =
+            intervals::merged(std::mem::take(&mut f.evidence.intervals), config.max_listed);
+    }
     rank(&mut findings);
     Diagnosis {
         findings,

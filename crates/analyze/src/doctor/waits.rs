@@ -26,17 +26,10 @@ fn length(s: &PathSegment) -> Nanos {
     s.end_ns - s.start_ns
 }
 
-/// The longest of `waits`, at most `max_listed`, in time order, described by `what`.
-fn longest(
-    f: &Facts,
-    waits: &[&PathSegment],
-    what: impl Fn(&PathSegment) -> String,
-) -> Vec<EvidenceInterval> {
-    let mut longest: Vec<&PathSegment> = waits.to_vec();
-    longest.sort_by(|a, b| length(b).cmp(&length(a)).then(a.start_ns.cmp(&b.start_ns)));
-    longest.truncate(f.config.max_listed);
-    longest.sort_by_key(|s| s.start_ns);
-    longest
+/// `waits` as intervals described by `what` (the diagnosis merges them and keeps those
+/// that carry the time).
+fn intervals(waits: &[&PathSegment], what: impl Fn(&PathSegment) -> String) -> Vec<EvidenceInterval> {
+    waits
         .iter()
         .map(|s| EvidenceInterval { start_ns: s.start_ns, end_ns: s.end_ns, tid: Some(s.tid), what: what(s) })
         .collect()
@@ -93,7 +86,7 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
                 })
                 .collect(),
             figures: vec![Figure::count("waits", waits.len() as u64), Figure::ns("sleep_ns", sleep)],
-            intervals: longest(f, &waits, |s| match &s.waited_in {
+            intervals: intervals(&waits, |s| match &s.waited_in {
                 Some(w) => format!("{}/{} asleep in {w} until a timer or an interrupt", f.a.comm(s.pid), s.tid),
                 None => format!("{}/{} asleep until a timer or an interrupt", f.a.comm(s.pid), s.tid),
             }),
@@ -199,7 +192,7 @@ pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
                 Figure::ns("no_wakeup_ns", no_wakeup),
                 Figure::ns("untraced_ns", untraced),
             ],
-            intervals: longest(f, &waits, what),
+            intervals: intervals(&waits, what),
         },
         gain: Gain {
             ns: 0,

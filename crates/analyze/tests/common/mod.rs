@@ -268,6 +268,40 @@ impl Builder {
         self.thread(pid, pid, comm)
     }
 
+    /// The traced command, as `meta.command`.
+    pub fn command(mut self, args: &[&str]) -> Builder {
+        self.trace.meta.command = args.iter().map(|a| (*a).to_owned()).collect();
+        self
+    }
+
+    /// Process `pid` (and its main thread) named `comm` as the kernel would, running `exe`
+    /// with `argv` (`exe` empty: a fork that did not exec).
+    pub fn runs(mut self, pid: i32, comm: &str, exe: &str, argv: &[&str]) -> Builder {
+        for p in self.trace.processes.iter_mut().filter(|p| p.pid == pid) {
+            p.comm = comm.into();
+            p.exe = (!exe.is_empty()).then(|| exe.to_owned());
+            p.argv = argv.iter().map(|a| (*a).to_owned()).collect();
+        }
+        for t in self.trace.threads.iter_mut().filter(|t| t.tid == pid) {
+            t.comm = comm.into();
+        }
+        self
+    }
+
+    /// A systemd unit that started `activating..active` with main process `pid`.
+    pub fn unit(mut self, name: &str, activating: Nanos, active: Nanos, pid: Option<i32>) -> Builder {
+        self.trace.units.push(Unit {
+            name: name.into(),
+            manager: "container".into(),
+            activating_ns: Some(activating),
+            active_ns: Some(active),
+            deactivating_ns: None,
+            pid,
+            after: Vec::new(),
+        });
+        self
+    }
+
     /// A regular file of `size` bytes in one extent, far from every other file on the disk.
     pub fn placed_file(mut self, id: u32, path: &str, size: u64) -> Builder {
         self.trace.files.push(File {

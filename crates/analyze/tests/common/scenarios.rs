@@ -9,9 +9,14 @@ use super::{Builder, MS};
 /// 40 plugin descriptions of 4 KiB under /usr/share/app/plugins, each read with one
 /// request and a 5 ms wait, then 50 ms of CPU: ready at 290 ms.
 pub fn small_files() -> Trace {
+    small_files_named(|i| format!("/usr/share/app/plugins/p{i:02}.desc"))
+}
+
+/// [`small_files`] with the 40 files named by `name` (of 0..40).
+pub fn small_files_named(name: impl Fn(u32) -> String) -> Trace {
     let mut s = Builder::start();
     for i in 0..40 {
-        s = s.placed_file(i + 1, &format!("/usr/share/app/plugins/p{i:02}.desc"), 4096);
+        s = s.placed_file(i + 1, &name(i), 4096);
     }
     let mut t = 0;
     for i in 0..40 {
@@ -230,4 +235,124 @@ pub fn clean_start() -> Trace {
         t += 45 * MS;
     }
     s.run(100, t, 140 * MS).ready_at_exit(140 * MS).build()
+}
+
+/// A container boot: `systemd-nspawn` (100) forks the container's systemd (101), which forks
+/// `(sd-executor)` (110, a fork that never execs) to run two generators, named by the kernel
+/// `systemd-rc-loca` and `systemd-fstab-g`; the executor forks them at 22 ms and waits for
+/// the last, the rc-local generator (111, running 22–40 ms); then systemd runs
+/// systemd-tmpfiles-setup.service's `systemd-tmpfiles` (120, 45–70 ms) and waits for it.
+/// multi-user.target is reached at 100 ms.
+pub fn boot_generators() -> Trace {
+    let generators = "/usr/lib/systemd/system-generators";
+    Builder::start()
+        .command(&["systemd-nspawn", "-b", "-D", "/srv/rootfs"])
+        .runs(
+            100,
+            "systemd-nspawn",
+            "/usr/bin/systemd-nspawn",
+            &["systemd-nspawn", "-b", "-D", "/srv/rootfs"],
+        )
+        .program(101, 100, "systemd", 5 * MS, None)
+        .runs(101, "systemd", "/srv/rootfs/usr/lib/systemd/systemd", &["/usr/lib/systemd/systemd"])
+        .program(110, 101, "(sd-executor)", 10 * MS, Some(41 * MS))
+        .runs(110, "(sd-executor)", "", &[])
+        .program(111, 110, "systemd-rc-loca", 22 * MS, Some(40 * MS))
+        .runs(
+            111,
+            "systemd-rc-loca",
+            &format!("{generators}/systemd-rc-local-generator"),
+            &[&format!("{generators}/systemd-rc-local-generator"), "/run/systemd/generator"],
+        )
+        .program(112, 110, "systemd-fstab-g", 22 * MS, Some(30 * MS))
+        .runs(112, "systemd-fstab-g", &format!("{generators}/systemd-fstab-generator"), &[])
+        .program(120, 101, "systemd-tmpfile", 45 * MS, Some(70 * MS))
+        .runs(
+            120,
+            "systemd-tmpfile",
+            "/usr/bin/systemd-tmpfiles",
+            &["systemd-tmpfiles", "--create", "--boot"],
+        )
+        .unit("systemd-tmpfiles-setup.service", 45 * MS, 70 * MS, Some(120))
+        .run(100, 0, 5 * MS)
+        .sleep(100, 5 * MS, 200 * MS, None)
+        .run(101, 5 * MS, 10 * MS)
+        .sleep(101, 10 * MS, 41 * MS, Some(110))
+        .run(110, 10 * MS, 22 * MS)
+        .sleep(110, 22 * MS, 40 * MS, Some(111))
+        .run(110, 40 * MS, 41 * MS)
+        .run(111, 22 * MS, 40 * MS)
+        .run(112, 22 * MS, 30 * MS)
+        .run(101, 41 * MS, 45 * MS)
+        .sleep(101, 45 * MS, 70 * MS, Some(120))
+        .run(120, 45 * MS, 70 * MS)
+        .run(101, 70 * MS, 100 * MS)
+        .ready_by(100 * MS, "unit:multi-user.target", 101, Some(101))
+        .build()
+}
+
+/// A MATE login started by a script (`startmate`, 100): the session manager `mate-session`
+/// (110) runs its GL probe (120, named by the kernel `mate-session-ch`), which faults in
+/// 8 MiB of libLLVM with a 20 ms wait and runs 30 ms, and waits for it; then it starts the
+/// panel (130), whose call to the session bus (`dbus-daemon`, 101) is answered by a fork of
+/// the bus (105, 80–100 ms); the panel's window is mapped at 150 ms.
+pub fn session_probe() -> Trace {
+    let probe = "/usr/lib/mate-session-check-accelerated";
+    Builder::start()
+        .command(&["startmate"])
+        .runs(100, "startmate", "/usr/bin/dash", &["sh", "/usr/bin/startmate"])
+        .program(101, 100, "dbus-daemon", MS, None)
+        .program(110, 100, "mate-session", 2 * MS, None)
+        .program(120, 110, "mate-session-ch", 10 * MS, Some(60 * MS))
+        .runs(120, "mate-session-ch", probe, &[probe])
+        .program(130, 110, "mate-panel", 70 * MS, None)
+        .program(105, 101, "dbus-daemon", 80 * MS, Some(100 * MS))
+        .runs(105, "dbus-daemon", "", &[])
+        .placed_file(1, "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1", 40 << 20)
+        .run(100, 0, 2 * MS)
+        .sleep(100, 2 * MS, 200 * MS, None)
+        .sleep(101, MS, 80 * MS, Some(130))
+        .run(110, 2 * MS, 10 * MS)
+        .sleep(110, 10 * MS, 60 * MS, Some(120))
+        .run(120, 10 * MS, 20 * MS)
+        .fill(20 * MS, 120, 120, 1, 0, 2048)
+        .fill_origin(PageOrigin::Fault)
+        .request(20 * MS, 40 * MS, 1, 0, 512 * 1024, 120, "mate-session-ch")
+        .sched(120, 20 * MS, 40 * MS, IoWait)
+        .run(120, 40 * MS, 60 * MS)
+        .run(110, 60 * MS, 70 * MS)
+        .sleep(110, 70 * MS, 200 * MS, None)
+        .run(130, 70 * MS, 80 * MS)
+        .sleep(130, 80 * MS, 100 * MS, Some(105))
+        .run(105, 80 * MS, 100 * MS)
+        .run(130, 100 * MS, 150 * MS)
+        .ready_by(150 * MS, "window:mate-panel", 130, Some(130))
+        .build()
+}
+
+/// `app` runs `app-helper` (200) at 5 ms and waits for it; the helper talks to the X
+/// server (`Xvfb`, 300, recorded with `--also`) 30 times, each answer taking 50 µs of its
+/// 1 ms, then runs until 45 ms: on the critical path the helper's time comes in 31 pieces
+/// with the server's between them. `app` then runs until ready at 100 ms.
+pub fn helper_talking_to_x() -> Trace {
+    let mut s = Builder::start()
+        .process(300, 1, "Xvfb", None)
+        .runs(300, "Xvfb", "/usr/bin/Xvfb", &["Xvfb", ":99"])
+        .program(200, 100, "app-helper", 5 * MS, Some(45 * MS))
+        .run(100, 0, 5 * MS)
+        .sleep(100, 5 * MS, 45 * MS, Some(200));
+    let mut t = 5 * MS;
+    for _ in 0..30 {
+        s = s
+            .run(200, t, t + 950_000)
+            .sleep(200, t + 950_000, t + MS, Some(300))
+            .sleep(300, t, t + 950_000, Some(200))
+            .run(300, t + 950_000, t + MS);
+        t += MS;
+    }
+    s.sleep(300, t, 200 * MS, None)
+        .run(200, t, 45 * MS)
+        .run(100, 45 * MS, 100 * MS)
+        .ready_at_exit(100 * MS)
+        .build()
 }

@@ -160,16 +160,22 @@ fn mib(bytes: u64) -> String {
 
 /// The summary lines shared by `record` and `recover`, on stderr (stdout is the command's):
 /// from the trace just written, read back and analysed, so they name the same figures as
-/// `coldstart report`; from the recorder's own counts if it cannot be read.
-pub fn print_summary(s: &Summary, trace: &Path) {
+/// `coldstart report`; from the recorder's own counts if it cannot be read. Returns the
+/// command's exit status when the summary said it.
+pub fn print_summary(s: &Summary, trace: &Path) -> Option<i32> {
     match coldstart_trace::Trace::read(trace) {
         Ok(t) => {
             if let Some(before) = crate::cmd::boot::before_recording_text(&t.meta.before_recording) {
                 eprintln!("  before      recording: {before}");
             }
-            eprint!("{}", summary_text(&coldstart_analyze::analyze(&t)))
+            let a = coldstart_analyze::analyze(&t);
+            eprint!("{}", summary_text(&a));
+            a.overview.exit.map(|e| e.status)
         }
-        Err(_) => print_counts(s),
+        Err(_) => {
+            print_counts(s);
+            None
+        }
     }
 }
 
@@ -240,6 +246,10 @@ pub fn summary_text(a: &Analysis) -> String {
         let most: Vec<String> =
             a.syscall_waits.iter().take(3).map(|w| format!("{} {}", w.waited_in, secs(w.ns))).collect();
         line("waits", format!("off the CPU before ready, most in {}", most.join(", ")));
+    }
+    if let Some(exit) = &a.overview.exit {
+        // `exit        status 143: ended by coldstart's SIGTERM …`: the report's words.
+        line("exit", exit.text.strip_prefix("exit ").unwrap_or(&exit.text).to_owned());
     }
     let lost: Vec<_> = a.losses.iter().filter(|l| l.count > 0).collect();
     if lost.is_empty() {
@@ -319,9 +329,20 @@ pub fn print_recorded(r: &Recorded, with_exit_status: bool) {
     for unmet in &r.unmet {
         eprintln!("  not met     {unmet}");
     }
-    print_summary(&r.summary, &r.path);
+    let said_exit = print_summary(&r.summary, &r.path);
     if with_exit_status {
-        eprintln!("  exit status {}", r.exit_code);
+        // The command's exit status is the summary's (as the report says it); coldstart record's
+        // own is that status, or 0 when the command was still running when the start was ready.
+        let why = if r.ready.is_some() && r.unmet.is_empty() {
+            "the start was ready"
+        } else {
+            "the command's status"
+        };
+        match said_exit {
+            Some(status) if status == r.exit_code => {}
+            Some(_) => eprintln!("  record      exits with status {} ({why})", r.exit_code),
+            None => eprintln!("  exit status {}", r.exit_code),
+        }
     }
 }
 

@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match r {
             Ok((path, summary)) => {
                 eprintln!("coldstart: recovered a partial trace: {}", path.display());
-                super::record::print_summary(&summary, &path);
+                let _ = super::record::print_summary(&summary, &path);
                 eprintln!("next: coldstart report {}", path.display());
             }
             Err(e) => {

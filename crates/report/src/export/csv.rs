@@ -48,7 +48,7 @@ impl<'t> Names<'t> {
         procs.sort_by_key(|p| (p.start_ns.unwrap_or(Nanos::MIN), p.pid));
         Names {
             // The latest process with a pid names it (pids are rarely reused within a start).
-            comm: procs.iter().map(|p| (p.pid, p.comm.as_str())).collect(),
+            comm: procs.iter().map(|p| (p.pid, p.name())).collect(),
             path: trace.files.iter().filter_map(|f| Some((f.id, f.path.as_deref()?))).collect(),
             disk: trace.disks.iter().map(|d| (d.dev, d.name.as_str())).collect(),
         }

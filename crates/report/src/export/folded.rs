@@ -28,7 +28,7 @@ fn clean(name: &str) -> String {
 pub fn lines(trace: &Trace, filter: &Filter) -> Vec<String> {
     let index = StackIndex::new(trace);
     let comm: std::collections::HashMap<i32, &str> =
-        trace.processes.iter().map(|p| (p.pid, p.comm.as_str())).collect();
+        trace.processes.iter().map(|p| (p.pid, p.name())).collect();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut names: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     for s in &trace.stack_samples {

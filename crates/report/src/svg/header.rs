@@ -69,13 +69,17 @@ pub fn lines(trace: &Trace, a: &Analysis) -> Vec<Line> {
         .disks
         .iter()
         .map(|d| {
-            let rot = match d.rotational {
-                Some(true) => "rotational",
-                Some(false) => "non-rotational",
-                None => "rotational unknown",
-            };
+            // The analysis's words when it measured the disk, so the chart says what the text says.
+            let kind = a.disks.iter().find(|x| x.dev == d.dev).map_or_else(
+                || match d.rotational {
+                    Some(true) => "kernel flag: rotational".to_owned(),
+                    Some(false) => "kernel flag: non-rotational".to_owned(),
+                    None => "kernel flag: unknown".to_owned(),
+                },
+                |x| x.kind.clone(),
+            );
             let model = d.model.as_deref().map(|m| format!(" {m}")).unwrap_or_default();
-            format!("{} ({}){model}, {rot}", d.name, d.dev)
+            format!("{} ({}){model}; {kind}", d.name, d.dev)
         })
         .collect();
     out.push(line(

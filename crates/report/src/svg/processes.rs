@@ -252,7 +252,7 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
                     kind: RowKind::Process,
                     pid: Some(p.pid),
                     depth: depths[k],
-                    name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.comm.clone() },
+                    name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.name().to_owned() },
                     start_ns: p.start_ns.unwrap_or(scale.t0).max(scale.t0),
                     end_ns: p.end_ns.unwrap_or(scale.t1).min(scale.t1),
                     forked: p.start_ns.is_some(),
@@ -360,10 +360,10 @@ pub fn helpers_label(count: usize, cpu_ns: Nanos) -> String {
 fn helpers_tooltip(trace: &Trace, list: &[usize], parent: Option<String>, cpu_ns: Nanos) -> String {
     let mut names: Vec<(String, usize)> = Vec::new();
     for &i in list {
-        let comm = &trace.processes[i].comm;
+        let comm = trace.processes[i].name();
         match names.iter_mut().find(|(n, _)| n == comm) {
             Some((_, c)) => *c += 1,
-            None => names.push((comm.clone(), 1)),
+            None => names.push((comm.to_owned(), 1)),
         }
     }
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -421,8 +421,8 @@ fn sum_columns(columns: impl Iterator<Item = Columns>, scale: &TimeScale) -> Opt
 fn tooltip(trace: &Trace, info: Option<&ProcessInfo>, i: usize, busy: Nanos, source: StateSource) -> String {
     let p = &trace.processes[i];
     let mut lines = vec![match p.ppid {
-        Some(ppid) => format!("{} (pid {}, parent {ppid})", p.comm, p.pid),
-        None => format!("{} (pid {})", p.comm, p.pid),
+        Some(ppid) => format!("{} (pid {}, parent {ppid})", p.name(), p.pid),
+        None => format!("{} (pid {})", p.name(), p.pid),
     }];
     if let Some(exe) = &p.exe {
         lines.push(format!("executable {exe}"));

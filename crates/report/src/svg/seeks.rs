@@ -112,14 +112,14 @@ pub fn plot<W: Write>(
     if class.is_some() {
         svg.close("g")?;
     }
-    let rot = match disk.rotational {
-        Some(true) => ", rotational",
-        Some(false) => ", non-rotational",
+    let flag = match disk.rotational {
+        Some(true) => ", kernel flag: rotational",
+        Some(false) => ", kernel flag: non-rotational",
         None => "",
     };
     let name_x = scale.x0 - 60.0;
     svg.text(name_x, y + 12.0, "graph-name", "end", &format!("{} seeks", disk.name))?;
-    svg.text(name_x, y + 25.0, "graph-what", "end", &format!("{}{rot}", disk.dev))?;
+    svg.text(name_x, y + 25.0, "graph-what", "end", &format!("{}{flag}", disk.dev))?;
     svg.text(name_x, y + 38.0, "graph-what", "end", "disk offset by time")?;
     legend(svg, analysis, disk, &colours, scale, y + HEIGHT)
 }

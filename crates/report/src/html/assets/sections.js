@@ -11,7 +11,7 @@ function renderHeader() {
   const cmd = commandLine() || '(no command)';
   document.title = 'coldstart: ' + cmd;
   const when = t.start_unix_ns ? new Date(t.start_unix_ns / 1e6).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : null;
-  const disks = A.disks.map(d => d.name + (d.model ? ' (' + d.model + ')' : '') + (d.rotational === true ? ', rotational' : d.rotational === false ? ', solid state' : ''));
+  const disks = A.disks.map(d => d.name + (d.model ? ' (' + d.model + ')' : '') + (d.kind ? '; ' + d.kind : ''));
   const facts = [t.host, t.kernel, t.cpu_model ? t.cpu_count + ' × ' + t.cpu_model : null,
     t.mem_total_bytes ? fmtBytes(t.mem_total_bytes) + ' RAM' : null, disks.length ? 'disk ' + disks.join(', ') : null, when];
   clear(document.getElementById('head')).append(
@@ -203,7 +203,7 @@ function findingsBox() {
   if (!findings.length) return null;
   const list = el('ol', { class: 'top-findings' });
   for (const f of findings.slice(0, 3)) {
-    list.append(el('li', {}, el('span', { class: 'gain', text: f.kind === 'not_io_bound' ? 'note' : '−' + fmtSecs(f.gain.ns) }), ' ', f.title));
+    list.append(el('li', {}, el('span', { class: 'gain', text: gainWords(f) }), ' ', f.title));
   }
   const more = el('button', { text: findings.length > 3 ? 'All ' + findings.length + ' findings' : 'Details', attrs: { type: 'button', id: 'show-findings' },
     on: { click: () => { document.getElementById('tab-findings').click(); document.getElementById('tables').scrollIntoView(); } } });
@@ -349,7 +349,7 @@ function buildTables() {
 
   addTab('disks', 'Disks', panel => {
     const summary = sortableTable({ id: 'disks-table', sort: { key: 'name', desc: false },
-      columns: [C.text('name', 'disk'), { key: 'rotational', label: 'kind', get: d => (d.rotational === true ? 'rotational' : d.rotational === false ? 'solid state' : 'unknown') },
+      columns: [C.text('name', 'disk'), { key: 'kind', label: 'kind', get: d => d.kind },
         C.num('traced_read_bytes', 'read (requests)', fmtBytes), C.num('traced_read_requests', 'requests'),
         { key: 'coverage', label: 'of diskstats', num: true, fmt: v => (v === null ? '–' : (100 * v).toFixed(1) + ' %') },
         { key: 'seq', label: 'sequential', num: true, get: d => d.seeks.sequential, fmt: fmtCount },
@@ -379,7 +379,7 @@ function buildTables() {
     const t = sortableTable({ id: 'findings-table', sort: { key: 'rank', desc: false }, limit: 50,
       empty: doctor.findings.length ? 'No finding concerns this process.' : 'The doctor found nothing worth at least ' + fmtDur(doctor.min_gain_ns) + ' to suggest.',
       tip: findingTip,
-      columns: [C.num('rank', '#', String), { key: 'gain', label: 'estimated gain', num: true, get: f => f.gain.ns, fmt: fmtSecs },
+      columns: [C.num('rank', '#', String), { key: 'gain', label: 'estimated gain', num: true, get: f => f.gain.ns, fmt: (v, f) => gainWords(f) },
         C.text('title', 'finding', null, 'wide'), C.text('confidence', 'confidence'),
         { key: 'audience', label: 'who can act', get: f => AUDIENCE[f.audience] || f.audience },
         C.text('suggestion', 'suggestion', null, 'wide'), { key: 'verify', label: 'verify with', cls: 'code' }] });
@@ -400,7 +400,7 @@ function buildTables() {
     for (const [k, v] of [['command', commandLine()], ['source', t.source], ['written by', t.tool], ['scope', t.scope], ['root pid', t.root_pid],
       ['host', t.host], ['kernel', t.kernel], ['CPU', t.cpu_count + ' × ' + t.cpu_model], ['memory', fmtBytes(t.mem_total_bytes)],
       ['page size', fmtBytes(t.page_size)], ['clock', t.clock], ['recording', fmtSecs(t.duration_ns)], ['page cache', t.cache + (t.eviction ? ' (' + t.eviction + ')' : '')],
-      ['exit code', t.exit_code], ['partial', t.partial ? 'yes: recovered from an interrupted recording' : 'no']]) {
+      ['exit', A.overview.exit ? A.overview.exit.text : null], ['partial', t.partial ? 'yes: recovered from an interrupted recording' : 'no']]) {
       if (v === null || v === undefined) continue;
       info.append(el('dt', { text: k }), el('dd', { text: String(v) }));
     }

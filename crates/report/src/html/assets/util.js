@@ -43,6 +43,11 @@ function fmtSecs(ns) {
   return (s === '-0.000' ? '0.000' : s) + ' s';
 }
 
+// A finding's gain in the words every report uses: '−0.378 s', or 'no gain estimated'.
+function gainWords(f) {
+  return f.gain.ns > 0 ? '−' + fmtSecs(f.gain.ns) : 'no gain estimated';
+}
+
 function fmtDur(ns) {
   if (ns === null || ns === undefined) return '–';
   const abs = Math.abs(ns);
