@@ -88,7 +88,7 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let calls = syscalls::CallIndex::new(trace);
     let off_cpu = offcpu::OffCpuIndex::new(trace);
     if let Some(path) = &mut critical_path {
-        syscalls::annotate(path, &calls, &off_cpu, &trace.mounts);
+        syscalls::annotate(path, &calls, &off_cpu, &trace.mounts, &syscalls::RemoteMounts::new(trace));
     }
     let syscall_waits = syscalls::syscall_waits(trace, &calls, &off_cpu, ctx.in_scope_test(), origin, end);
     let cpu_profile = cpu::cpu_profile(trace, origin, end, &phases, critical_path.as_ref());
