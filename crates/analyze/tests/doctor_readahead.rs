@@ -59,7 +59,11 @@ fn read_ahead_never_used_that_the_path_waited_for_is_a_finding_for_the_administr
     let d = diagnose(&big_read_ahead(Some(128), 1, true));
     let f = one(&d, FindingKind::WastedReadahead);
     assert_eq!(f.audience, Audience::Developers);
-    assert!(f.suggestion.contains("POSIX_FADV_RANDOM") && f.suggestion.contains("libbig.so"), "{}", f.suggestion);
+    assert!(
+        f.suggestion.contains("POSIX_FADV_RANDOM") && f.suggestion.contains("libbig.so"),
+        "{}",
+        f.suggestion
+    );
 }
 
 #[test]

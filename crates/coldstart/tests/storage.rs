@@ -337,7 +337,10 @@ fn show_prints_every_parameter_with_its_unit_and_source() {
     assert!(text.contains("iops_unit_bytes        262144 bytes (0.25 MiB)"), "{text}");
     assert!(text.contains("bandwidth_bytes_per_s  125.0 MB/s"), "{text}");
     assert_eq!(text.matches("default of the cloud class").count(), 12, "{text}");
-    assert!(text.contains("read_ahead_bytes       131072 bytes (128 KiB; the device's read_ahead_kb)"), "{text}");
+    assert!(
+        text.contains("read_ahead_bytes       131072 bytes (128 KiB; the device's read_ahead_kb)"),
+        "{text}"
+    );
     assert!(text.contains("elevator               none "), "{text}");
     let hdd = coldstart().args(["storage", "show", "hdd"]).output().unwrap();
     assert!(String::from_utf8_lossy(&hdd.stdout).contains("elevator               mq-deadline "));
@@ -369,7 +372,8 @@ fn an_emulated_disk_has_its_profiles_read_ahead() {
         return;
     }
     let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-    for (profile, kb) in [("hdd", 128), ("custom:base=ssd,read_ahead=2MiB", 2048), ("custom:base=sd,read_ahead=16KiB", 16)]
+    for (profile, kb) in
+        [("hdd", 128), ("custom:base=ssd,read_ahead=2MiB", 2048), ("custom:base=sd,read_ahead=16KiB", 16)]
     {
         let params: DiskParams = profile.parse().unwrap();
         let disk = EmulatedDisk::create(params, 64 << 20).unwrap();

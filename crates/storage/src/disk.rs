@@ -240,9 +240,13 @@ pub fn read_ahead_path(device: &Path) -> PathBuf {
 /// returns the value it had.
 fn set_read_ahead(device: &Path, bytes: u64) -> Result<String> {
     let path = read_ahead_path(device);
-    let before = std::fs::read_to_string(&path).map_err(StorageError::io(format!("reading {}", path.display())))?;
-    std::fs::write(&path, (bytes / 1024).to_string())
-        .map_err(StorageError::io(format!("setting {} to {} KiB", path.display(), bytes / 1024)))?;
+    let before =
+        std::fs::read_to_string(&path).map_err(StorageError::io(format!("reading {}", path.display())))?;
+    std::fs::write(&path, (bytes / 1024).to_string()).map_err(StorageError::io(format!(
+        "setting {} to {} KiB",
+        path.display(),
+        bytes / 1024
+    )))?;
     Ok(before.trim().to_owned())
 }
 

@@ -35,7 +35,11 @@ fn file_waste(f: &Facts, disk: &DiskAnalysis, file: u32, unused_pages: u64) -> N
 
 pub(crate) fn wasted_readahead(f: &Facts) -> Vec<Finding> {
     let unused_by_file: FxHashMap<u32, u64> =
-        f.a.page_use_by_file.iter().filter(|u| u.unused_pages > 0).map(|u| (u.file, u.unused_pages)).collect();
+        f.a.page_use_by_file
+            .iter()
+            .filter(|u| u.unused_pages > 0)
+            .map(|u| (u.file, u.unused_pages))
+            .collect();
     if unused_by_file.is_empty() {
         return Vec::new();
     }
@@ -97,7 +101,11 @@ fn finding(f: &Facts, disk: &DiskAnalysis, files: &[(u32, Nanos)], gain: Nanos) 
                 "The files read at random ({}) read ahead pages they never use: open them with \
                  posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), or madvise(MADV_RANDOM) on their mapping, so the kernel \
                  reads only what is asked for; or lay the data out in the order it is read.",
-                names.iter().map(|n| n.rsplit_once(' ').map_or(n.as_str(), |x| x.0)).collect::<Vec<_>>().join(", ")
+                names
+                    .iter()
+                    .map(|n| n.rsplit_once(' ').map_or(n.as_str(), |x| x.0))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     };

@@ -108,13 +108,12 @@ fn with_read_ahead(f: &Facts, spec: &WhatIfSpec, requests: Vec<Costed>) -> (Vec<
         ..ReadAheadCut::default()
     };
     let Some(target) = spec.disk.read_ahead_bytes.filter(|&r| r >= 4096) else { return (requests, out) };
-    let used_share: std::collections::HashMap<u32, f64> = f
-        .a
-        .page_use_by_file
-        .iter()
-        .filter(|u| u.filled_pages > 0)
-        .map(|u| (u.file, (u.filled_pages - u.unused_pages) as f64 / u.filled_pages as f64))
-        .collect();
+    let used_share: std::collections::HashMap<u32, f64> =
+        f.a.page_use_by_file
+            .iter()
+            .filter(|u| u.filled_pages > 0)
+            .map(|u| (u.file, (u.filled_pages - u.unused_pages) as f64 / u.filled_pages as f64))
+            .collect();
     let mut kept = Vec::with_capacity(requests.len());
     for c in requests {
         let on_target = std::ptr::eq(model_for(f, spec, c.dev), &spec.disk);
