@@ -80,18 +80,23 @@ fn the_what_if_models_the_other_disks_read_ahead() {
     let hdd: WhatIfSpec = DiskParams::class_defaults(DiskClass::Hdd).into();
     // Half of the 8 MiB used: on a disk that reads 128 KiB ahead, 32 requests of 128 KiB, each
     // a near seek from the last, instead of one of 8 MiB.
-    let d = diagnose_with(&big_read_ahead(Some(8192), PAGES_8_MIB / 2, true), &config(), &[hdd.clone()]);
+    let d = diagnose_with(
+        &big_read_ahead(Some(8192), PAGES_8_MIB / 2, true),
+        &config(),
+        std::slice::from_ref(&hdd),
+    );
     let w = &d.what_if[0];
     assert_eq!((w.read_ahead_bytes, w.recorded_read_ahead_bytes), (Some(128 * 1024), Some(8 << 20)));
     assert_eq!((w.read_ahead_cut, w.read_ahead_pieces), (1, 32));
     assert!(w.text.contains("read-ahead of 128.0 KiB instead of the recorded 8.0 MiB"), "{}", w.text);
-    let p = &hdd.disk.clone();
+    let p = &hdd.disk;
     let first = p.request_ns + p.positioning_ns(None) + p.transfer_ns(128 * 1024);
     let rest = 31 * (p.request_ns + p.positioning_ns(Some(128 * 1024)) + p.transfer_ns(128 * 1024));
     assert_eq!(w.predicted_path_io_wait_ns, first + rest);
 
     // A trace that does not say its read-ahead is costed as recorded, and says so.
-    let d = diagnose_with(&big_read_ahead(None, PAGES_8_MIB / 2, true), &config(), &[hdd.clone()]);
+    let d =
+        diagnose_with(&big_read_ahead(None, PAGES_8_MIB / 2, true), &config(), std::slice::from_ref(&hdd));
     let w = &d.what_if[0];
     assert_eq!((w.read_ahead_cut, w.recorded_read_ahead_bytes), (0, None));
     assert!(w.text.contains("recorded unknown"), "{}", w.text);
