@@ -376,6 +376,16 @@ pub struct DiskAnalysis {
     /// (`kernel flag: rotational; measured: like an SSD (median read 71 µs)`).
     #[serde(default)]
     pub kind: String,
+    /// The device's read-ahead in KiB (`read_ahead_kb`), when the trace has it (format 4 on).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
+    /// Pages of the files read from this disk that entered the page cache, and those of them
+    /// no program asked for nor had mapped around a fault (read ahead and never used), when
+    /// the trace has page accesses (`page_use`).
+    #[serde(default)]
+    pub filled_pages: u64,
+    #[serde(default)]
+    pub unused_pages: u64,
     /// /proc/diskstats read bytes and requests over the recording.
     pub diskstats_read_bytes: Option<u64>,
     pub diskstats_read_ios: Option<u64>,

@@ -221,7 +221,11 @@ impl<'t> Ctx<'t> {
                 // The recorder's kind for a filesystem's own reserved inodes (ext4's 1: block bitmaps).
                 (None, FileKind::Other) => format!("<filesystem's own inode {} of {}>", f.ino, f.dev),
                 (Some(p), _) => p.clone(),
-                (None, _) => format!("<unresolved {} inode {}>", f.dev, f.ino),
+                (None, _) => match self.trace.mounts.iter().find(|m| m.dev == f.dev) {
+                    // fanotify does not see FUSE and the walk never enters a FUSE or network mount.
+                    Some(m) => format!("<inode {} on the {} mount {}>", f.ino, m.fstype, m.point),
+                    None => format!("<unresolved {} inode {}>", f.dev, f.ino),
+                },
             },
             None => format!("<unknown file {id}>"),
         }

@@ -89,12 +89,13 @@ pub fn analyze_with(trace: &Trace, config: &Config) -> Analysis {
     let calls = syscalls::CallIndex::new(trace);
     let off_cpu = offcpu::OffCpuIndex::new(trace);
     if let Some(path) = &mut critical_path {
-        syscalls::annotate(path, &calls, &off_cpu, &trace.mounts);
+        syscalls::annotate(path, &calls, &off_cpu, &trace.mounts, &syscalls::RemoteMounts::new(trace));
     }
     let syscall_waits = syscalls::syscall_waits(trace, &calls, &off_cpu, ctx.in_scope_test(), origin, end);
     let cpu_profile = cpu::cpu_profile(trace, origin, end, &phases, critical_path.as_ref());
-    let disks = disk::disks(&ctx);
+    let mut disks = disk::disks(&ctx);
     let (page_use, page_use_by_file) = pageuse::page_use(&ctx);
+    pageuse::by_disk(&mut disks, &page_use_by_file);
     let problems = warnings::check(&ctx, trace_end, &times.anomalies, &mut warnings);
     warnings.sort_by(|a, b| a.code.cmp(&b.code).then(a.message.cmp(&b.message)));
 

@@ -78,6 +78,25 @@ const AREAS: &[(&str, &str)] = &[
     ("submit_bio_wait", "block I/O"),
 ];
 
+/// Frames of the filesystems whose calls are requests to a daemon or a server, and the
+/// filesystem type they mean (as the mount table's `fstype` would say it). The stack's
+/// innermost such frame decides: `rpc_wait_bit_killable` alone is the RPC layer, but the
+/// `nfs4_*` frames below it say whose request it was.
+const REMOTE_FILESYSTEMS: &[(&str, &str)] = &[
+    ("fuse_*", "fuse"),
+    ("__fuse_*", "fuse"),
+    ("nfs4_*", "nfs4"),
+    ("_nfs4_*", "nfs4"),
+    ("nfs_*", "nfs"),
+    ("__nfs_*", "nfs"),
+    ("p9_*", "9p"),
+    ("v9fs_*", "9p"),
+    ("cifs_*", "cifs"),
+    ("smb2_*", "cifs"),
+    ("ceph_*", "ceph"),
+    ("afs_*", "afs"),
+];
+
 fn matches(pattern: &str, name: &str) -> bool {
     match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
         (Some(inner), _) if pattern.len() > 1 && pattern.ends_with('*') => {
@@ -107,6 +126,17 @@ pub struct KernelWait {
     pub function: String,
     /// The system call it came from (`newfstatat`), `page fault`, or `None` (a kernel thread).
     pub syscall: Option<String>,
+    /// The FUSE or network filesystem the wait was a request of (`fuse`, `nfs4`, `9p`,
+    /// `cifs`, …), from any frame of the stack; `None` for local waits.
+    pub filesystem: Option<String>,
+}
+
+/// The FUSE or network filesystem type a stack's frames (innermost first) belong to.
+fn remote_filesystem(frames: &[&str]) -> Option<&'static str> {
+    frames.iter().find_map(|f| {
+        let base = f.split('.').next().unwrap_or(f);
+        REMOTE_FILESYSTEMS.iter().find(|(p, _)| matches(p, base)).map(|(_, fs)| *fs)
+    })
 }
 
 /// The part of the kernel `function` belongs to, when its name does not say it.
@@ -141,7 +171,11 @@ pub fn kernel_wait(frames: &[&str]) -> Option<KernelWait> {
             && !FAULT.contains(&base)
             && !CALL_WRAPPERS.iter().any(|p| base.starts_with(p))
     })?;
-    Some(KernelWait { function: readable(function).to_owned(), syscall: syscall_of(frames) })
+    Some(KernelWait {
+        function: readable(function).to_owned(),
+        syscall: syscall_of(frames),
+        filesystem: remote_filesystem(frames).map(str::to_owned),
+    })
 }
 
 /// One sleep of a thread and what it waited in.
@@ -411,6 +445,40 @@ mod tests {
         let thread =
             crate::WaitedIn { kernel: Some("worker_thread".into()), from_stack: true, ..Default::default() };
         assert_eq!(thread.to_string(), "worker_thread");
+    }
+
+    fn filesystem(stack: &str) -> Option<String> {
+        let frames: Vec<&str> = stack.split(" < ").collect();
+        kernel_wait(&frames).and_then(|w| w.filesystem)
+    }
+
+    // The first stack was recorded here on the FUSE rig; the others are the kernel's call chains
+    // for a stat on NFS 4, 9p and SMB (Linux 6.x), whose waits a FUSE-only machine cannot record.
+    #[test]
+    fn waits_in_fuse_and_network_filesystems_say_which_filesystem() {
+        let fuse_read = "__traceiter_sched_switch < __schedule < schedule < io_schedule < folio_wait_bit_common < \
+                         filemap_get_pages < filemap_read < fuse_cache_read_iter < fuse_file_read_iter < vfs_read < \
+                         ksys_read < do_syscall_64 < entry_SYSCALL_64_after_hwframe";
+        assert_eq!(label(fuse_read), pair("folio_wait_bit_common", "read"));
+        assert_eq!(filesystem(fuse_read).as_deref(), Some("fuse"));
+        let nfs = "__schedule < schedule < rpc_wait_bit_killable < __wait_on_bit < out_of_line_wait_on_bit < \
+                   __rpc_execute < rpc_execute < rpc_run_task < nfs4_call_sync_sequence < _nfs4_proc_getattr < \
+                   nfs4_proc_getattr < __nfs_revalidate_inode < nfs_getattr < vfs_statx < vfs_fstatat < \
+                   __do_sys_newfstatat < do_syscall_64 < entry_SYSCALL_64_after_hwframe";
+        assert_eq!(label(nfs), pair("rpc_wait_bit_killable", "newfstatat"));
+        assert_eq!(filesystem(nfs).as_deref(), Some("nfs4"));
+        let p9 = "__schedule < schedule < p9_client_rpc < p9_client_walk < v9fs_vfs_lookup < __lookup_slow < \
+                  walk_component < path_lookupat < filename_lookup < vfs_statx < __do_sys_statx < do_syscall_64";
+        assert_eq!(label(p9), pair("p9_client_rpc", "statx"));
+        assert_eq!(filesystem(p9).as_deref(), Some("9p"));
+        let smb = "__schedule < schedule < wait_for_response < compound_send_recv < smb2_compound_op < \
+                   smb2_query_path_info < cifs_get_inode_info < cifs_revalidate_dentry_attr < cifs_getattr < \
+                   vfs_statx < __do_sys_statx < do_syscall_64";
+        assert_eq!(label(smb), pair("wait_for_response", "statx"));
+        assert_eq!(filesystem(smb).as_deref(), Some("cifs"));
+        let local = "__schedule < schedule < io_schedule < folio_wait_bit_common < filemap_read < vfs_read < \
+                     ksys_read < do_syscall_64";
+        assert_eq!(filesystem(local), None);
     }
 
     #[test]

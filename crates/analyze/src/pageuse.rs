@@ -9,7 +9,9 @@
 
 use coldstart_trace::{AccessKind, FileKind};
 
-use crate::analysis::{FilePageUse, PageUse};
+use rustc_hash::FxHashMap;
+
+use crate::analysis::{DiskAnalysis, FilePageUse, PageUse};
 use crate::context::{Ctx, Groups};
 
 /// Page ranges `[start, end)`, sorted and merged.
@@ -129,6 +131,17 @@ pub(crate) fn page_use(ctx: &Ctx) -> (Option<PageUse>, Vec<FilePageUse>) {
     }
     by_file.sort_by(|a, b| b.unused_pages.cmp(&a.unused_pages).then(a.file.cmp(&b.file)));
     (Some(total), by_file)
+}
+
+/// Each disk's share of the page use: the pages of the files it served requests for.
+pub(crate) fn by_disk(disks: &mut [DiskAnalysis], by_file: &[FilePageUse]) {
+    let by_id: FxHashMap<u32, &FilePageUse> = by_file.iter().map(|u| (u.file, u)).collect();
+    for disk in disks {
+        for u in disk.files.iter().filter_map(|f| by_id.get(&f.file)) {
+            disk.filled_pages = disk.filled_pages.saturating_add(u.filled_pages);
+            disk.unused_pages = disk.unused_pages.saturating_add(u.unused_pages);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -171,6 +171,84 @@ pub fn mount_of<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
         .max_by_key(|m| m.point.trim_end_matches('/').len())
 }
 
+/// A filesystem type's family: the FUSE types (`fuse`, `fuse.sshfs`, `fuseblk`) are one, NFS's
+/// versions one, SMB's names one; the kernel's frames say the family, the mount table the type.
+fn family(fstype: &str) -> &str {
+    match fstype {
+        t if t == "fuse" || t == "fuseblk" || t.starts_with("fuse.") => "fuse",
+        "nfs" | "nfs4" => "nfs",
+        "cifs" | "smb3" | "smbfs" => "cifs",
+        t => t,
+    }
+}
+
+/// The FUSE and network mounts of a trace and which processes used files on them, to say
+/// which mount a wait named only by its kernel stack (no system call row, no path) was on.
+#[derive(Debug, Default)]
+pub struct RemoteMounts<'a> {
+    mounts: Vec<&'a Mount>,
+    pid_of_tid: HashMap<i32, i32>,
+    /// Files each process read or was given pages of, per mount (by index in `mounts`).
+    files_used: HashMap<(i32, usize), u64>,
+    /// The mount of each file on one of `mounts`.
+    mount_of_file: HashMap<u32, usize>,
+}
+
+impl<'a> RemoteMounts<'a> {
+    pub fn new(trace: &'a Trace) -> RemoteMounts<'a> {
+        let mounts: Vec<&Mount> = trace.mounts.iter().filter(|m| m.is_remote_or_fuse()).collect();
+        let mut out = RemoteMounts { mounts, ..RemoteMounts::default() };
+        if out.mounts.is_empty() {
+            return out;
+        }
+        out.pid_of_tid = trace.threads.iter().map(|t| (t.tid, t.pid)).collect();
+        out.mount_of_file = trace
+            .files
+            .iter()
+            .filter_map(|f| Some((f.id, out.mounts.iter().position(|m| m.dev == f.dev)?)))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let pairs = trace.page_fills.iter().map(|f| (f.pid, f.file_id));
+        for (pid, file) in pairs.chain(trace.page_accesses.iter().map(|a| (a.pid, a.file_id))) {
+            if let Some(&m) = out.mount_of_file.get(&file)
+                && seen.insert((pid, file))
+            {
+                *out.files_used.entry((pid, m)).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    /// The mount a wait of `tid` in a `filesystem` request was on: the mount of that family
+    /// whose files its process used most, else the trace's only mount of that family.
+    pub fn of_wait(&self, tid: i32, filesystem: &str) -> Option<&'a Mount> {
+        let pid = self.pid_of_tid.get(&tid).copied().unwrap_or(tid);
+        let same = |m: &&&Mount| family(&m.fstype) == family(filesystem);
+        let used = self
+            .mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| same(m))
+            .filter_map(|(i, m)| Some((self.files_used.get(&(pid, i)).copied()?, *m)))
+            .max_by_key(|(n, m)| (*n, std::cmp::Reverse(m.point.len())));
+        if let Some((_, m)) = used {
+            return Some(m);
+        }
+        let mut candidates = self.mounts.iter().filter(same);
+        match (candidates.next(), candidates.next()) {
+            (Some(m), None) => Some(*m),
+            _ => None,
+        }
+    }
+
+    /// The mount of a file, when it is a FUSE or network one: a FUSE read waits on the page
+    /// cache with no FUSE frame on its stack (the read path tail-calls the page cache's), and
+    /// the page it waited for says where it was.
+    pub fn of_file(&self, file: u32) -> Option<&'a Mount> {
+        self.mount_of_file.get(&file).map(|&m| self.mounts[m])
+    }
+}
+
 /// The calls of each thread in enter order, to find the one a thread was in at a moment.
 #[derive(Debug, Default)]
 pub struct CallIndex<'a> {
@@ -212,6 +290,7 @@ fn waited_in_call(
     index: &CallIndex<'_>,
     off_cpu: &OffCpuIndex,
     mounts: &[Mount],
+    remote: &RemoteMounts<'_>,
     tid: i32,
     start: Nanos,
     end: Nanos,
@@ -231,12 +310,15 @@ fn waited_in_call(
         }
         None => {
             let (k, began) = kernel?;
+            // A request to a daemon or server: its mount, else the family the frames name.
+            let mount = k.filesystem.as_deref().and_then(|fs| remote.of_wait(tid, fs));
             let w = WaitedIn {
                 syscall: k.syscall.clone().unwrap_or_default(),
+                dir: mount.map(|m| m.point.clone()),
+                fstype: mount.map(|m| m.fstype.clone()).or_else(|| k.filesystem.clone()),
                 kernel: Some(k.function.clone()),
                 area: area_of(&k.function).map(str::to_owned),
                 from_stack: true,
-                ..WaitedIn::default()
             };
             Some((w, (tid, began)))
         }
@@ -251,7 +333,8 @@ fn waited_in(
     start: Nanos,
     end: Nanos,
 ) -> Option<WaitedIn> {
-    waited_in_call(index, &OffCpuIndex::default(), mounts, tid, start, end).map(|(w, _)| w)
+    waited_in_call(index, &OffCpuIndex::default(), mounts, &RemoteMounts::default(), tid, start, end)
+        .map(|(w, _)| w)
 }
 
 /// Adds `ns` of a wait to the totals of its call's kind; a call that waited several times
@@ -355,6 +438,7 @@ pub(crate) fn syscall_waits(
     if index.is_empty() && off_cpu.is_empty() {
         return out;
     }
+    let remote = RemoteMounts::new(trace);
     for s in &trace.sched {
         if !matches!(s.state, ThreadState::Sleeping | ThreadState::IoWait) {
             continue;
@@ -363,7 +447,7 @@ pub(crate) fn syscall_waits(
         if start >= end || !in_scope(s.tid) {
             continue;
         }
-        if let Some((w, call)) = waited_in_call(index, off_cpu, &trace.mounts, s.tid, start, end) {
+        if let Some((w, call)) = waited_in_call(index, off_cpu, &trace.mounts, &remote, s.tid, start, end) {
             add_wait(&mut out, &mut seen, w, call, end - start);
         }
     }
@@ -377,6 +461,7 @@ pub(crate) fn annotate(
     index: &CallIndex<'_>,
     off_cpu: &OffCpuIndex,
     mounts: &[Mount],
+    remote: &RemoteMounts<'_>,
 ) {
     if index.is_empty() && off_cpu.is_empty() {
         return;
@@ -387,7 +472,15 @@ pub(crate) fn annotate(
         if matches!(seg.kind, SegmentKind::Cpu | SegmentKind::CpuWait | SegmentKind::Untraced) {
             continue;
         }
-        if let Some((w, call)) = waited_in_call(index, off_cpu, mounts, seg.tid, seg.start_ns, seg.end_ns) {
+        if let Some((mut w, call)) =
+            waited_in_call(index, off_cpu, mounts, remote, seg.tid, seg.start_ns, seg.end_ns)
+        {
+            if let Some(m) =
+                seg.files.first().and_then(|f| remote.of_file(f.file)).filter(|_| w.fstype.is_none())
+            {
+                w.dir = Some(m.point.clone());
+                w.fstype = Some(m.fstype.clone());
+            }
             add_wait(&mut sums, &mut seen, w.clone(), call, seg.end_ns - seg.start_ns);
             seg.waited_in = Some(w);
         }

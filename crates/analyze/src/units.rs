@@ -74,6 +74,9 @@ pub fn plural(n: u64, word: &str) -> String {
 /// The last part of a path, as `basename` prints it: `lib` for both `/usr/lib` and
 /// `/usr/lib/`; a path with no part but slashes (`/`), or empty, is returned whole.
 pub fn base_name(path: &str) -> &str {
+    if path.starts_with('<') {
+        return path; // a placeholder for a file without a path, which may name a mount point
+    }
     path.rsplit('/').find(|part| !part.is_empty()).unwrap_or(path)
 }
 
@@ -232,6 +235,7 @@ mod tests {
         assert_eq!(base_name("//"), "//");
         assert_eq!(base_name(""), "");
         assert_eq!(base_name("<unresolved 8:1 inode 12>"), "<unresolved 8:1 inode 12>");
+        assert_eq!(base_name("<inode 10 on the fuse mount /mnt/p>"), "<inode 10 on the fuse mount /mnt/p>");
     }
 
     #[test]

@@ -79,6 +79,7 @@ fn every_kind_has_its_section_in_the_doctor_document() {
         FindingKind::NotIoBound,
         FindingKind::UnexplainedWaits,
         FindingKind::SlowFilesystem,
+        FindingKind::WastedReadahead,
     ] {
         let word = kind.as_str();
         assert!(doc.contains(&format!("### `{word}`")), "docs/doctor.md has no section for {word}");

@@ -336,7 +336,11 @@ fn show_prints_every_parameter_with_its_unit_and_source() {
     assert!(text.contains("iops_limit             3000 I/Os per s"), "{text}");
     assert!(text.contains("iops_unit_bytes        262144 bytes (0.25 MiB)"), "{text}");
     assert!(text.contains("bandwidth_bytes_per_s  125.0 MB/s"), "{text}");
-    assert_eq!(text.matches("default of the cloud class").count(), 11, "{text}");
+    assert_eq!(text.matches("default of the cloud class").count(), 12, "{text}");
+    assert!(
+        text.contains("read_ahead_bytes       131072 bytes (128 KiB; the device's read_ahead_kb)"),
+        "{text}"
+    );
     assert!(text.contains("elevator               none "), "{text}");
     let hdd = coldstart().args(["storage", "show", "hdd"]).output().unwrap();
     assert!(String::from_utf8_lossy(&hdd.stdout).contains("elevator               mq-deadline "));
@@ -357,6 +361,29 @@ fn an_emulated_disk_has_the_elevator_of_its_kind() {
         let scheduler =
             std::fs::read_to_string(Path::new("/sys/block").join(name).join("queue/scheduler")).unwrap();
         assert!(scheduler.contains(elevator), "{profile}: {scheduler}");
+    }
+}
+
+/// The emulated device reads ahead as its profile says (the kernel would give a loop device
+/// 128 KiB whatever it stands for), and gives the loop device its own setting back.
+#[test]
+fn an_emulated_disk_has_its_profiles_read_ahead() {
+    if !can_make_devices("an_emulated_disk_has_its_profiles_read_ahead") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    for (profile, kb) in
+        [("hdd", 128), ("custom:base=ssd,read_ahead=2MiB", 2048), ("custom:base=sd,read_ahead=16KiB", 16)]
+    {
+        let params: DiskParams = profile.parse().unwrap();
+        let disk = EmulatedDisk::create(params, 64 << 20).unwrap();
+        let path = coldstart_storage::disk::read_ahead_path(disk.device());
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap().trim().parse::<u32>().unwrap();
+        assert_eq!(read(&path), kb, "{profile}");
+        // Changed while the device is ours: the teardown puts back the value it had before.
+        std::fs::write(&path, "4000").unwrap();
+        drop(disk);
+        assert_ne!(read(&path), 4000, "{profile}: the loop device keeps a setting of the emulation");
     }
 }
 

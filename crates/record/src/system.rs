@@ -114,6 +114,8 @@ pub struct DiskInfo {
     pub model: Option<String>,
     pub rotational: Option<bool>,
     pub size_bytes: Option<u64>,
+    /// The read-ahead of its bdi, in KiB.
+    pub read_ahead_kb: Option<u32>,
 }
 
 pub fn disk_info(dev: Dev) -> DiskInfo {
@@ -127,6 +129,7 @@ pub fn disk_info(dev: Dev) -> DiskInfo {
         model: read_trim(&sys.join("device/model")),
         rotational: read_trim(&sys.join("queue/rotational")).map(|r| r == "1"),
         size_bytes: read_trim(&sys.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
+        read_ahead_kb: read_trim(&sys.join("queue/read_ahead_kb")).and_then(|s| s.parse().ok()),
     }
 }
 

@@ -83,6 +83,7 @@ impl SystemView for FakeSystem {
             model: Some("fake disk".into()),
             rotational: Some(false),
             size_bytes: Some(1 << 34),
+            read_ahead_kb: Some(if dev == DISK { 8192 } else { 128 }),
         }
     }
 
@@ -327,6 +328,7 @@ fn a_spool_is_assembled_through_the_system_view() {
     let [vda] = &trace.disks[..] else { panic!("{:?}", trace.disks) };
     assert_eq!((vda.dev, vda.name.as_str(), vda.model.as_deref()), (DISK, "vda", Some("fake disk")));
     assert_eq!((vda.read_bytes, vda.read_ios), (Some(16 * 512), Some(1)));
+    assert_eq!(vda.read_ahead_kb, Some(8192));
 
     let marks: Vec<_> =
         trace.marks.iter().map(|m| (m.t_ns, m.pid, m.tid, m.name.as_str(), m.source)).collect();

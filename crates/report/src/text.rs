@@ -1056,6 +1056,7 @@ fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         count(o.unknown),
         percent(o.unknown as f64, total)
     )?;
+    read_ahead(a, out)?;
     match &a.page_use {
         None => writeln!(
             out,
@@ -1063,6 +1064,29 @@ fn origins(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         ),
         Some(u) => page_use(a, u, out),
     }
+}
+
+/// Each disk's read-ahead setting and the share of its files' pages read ahead and never used.
+fn read_ahead(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let page = u64::from(a.trace.page_size);
+    for d in a.disks.iter().filter(|d| d.traced_read_requests > 0) {
+        let setting = match d.read_ahead_kb {
+            Some(kb) => format!("read-ahead {} (read_ahead_kb {kb})", bytes(u64::from(kb) * 1024)),
+            None => "read-ahead unknown (not recorded before trace format 4)".to_owned(),
+        };
+        let waste = if d.filled_pages > 0 && a.page_use.is_some() {
+            format!(
+                "; of the {} of its files read into the cache, {} ({}) read ahead and never used",
+                bytes(d.filled_pages * page),
+                bytes(d.unused_pages * page),
+                percent(d.unused_pages as f64, d.filled_pages as f64)
+            )
+        } else {
+            String::new()
+        };
+        writeln!(out, "  {} {}: {setting}{waste}", d.name, d.dev)?;
+    }
+    Ok(())
 }
 
 fn page_use(a: &Analysis, u: &coldstart_analyze::PageUse, out: &mut dyn Write) -> io::Result<()> {

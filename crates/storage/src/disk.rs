@@ -31,6 +31,9 @@ pub struct EmulatedDisk {
     /// Held open until teardown, so autoclear does not detach the device while it is unmounted.
     device_file: Option<File>,
     mounts: Vec<PathBuf>,
+    /// The loop device's `read_ahead_kb` before the profile's was set, put back at teardown
+    /// (the next user of the loop device would otherwise inherit it).
+    read_ahead_before: Option<String>,
 }
 
 /// What `fill_from` copied.
@@ -47,6 +50,7 @@ impl EmulatedDisk {
     /// first what disks of dead processes left. Needs root.
     pub fn create(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
         let class = params.class;
+        let read_ahead = params.read_ahead_bytes;
         if size_bytes < MIN_SIZE_BYTES {
             return Err(StorageError::Setup(format!(
                 "a device of {size_bytes} bytes is too small: at least {} MiB",
@@ -68,6 +72,7 @@ impl EmulatedDisk {
             device: PathBuf::new(),
             device_file: None,
             mounts: Vec::new(),
+            read_ahead_before: None,
         };
         disk.timer = Some(shared.spawn_timer().map_err(StorageError::io("starting the timer thread"))?);
         let mut config = Config::default();
@@ -85,6 +90,9 @@ impl EmulatedDisk {
             .map_err(StorageError::io(format!("attaching a loop device to {}", image_path.display())))?;
         drop(image);
         set_elevator(&device, elevator_for(class));
+        if let Some(bytes) = read_ahead {
+            disk.read_ahead_before = Some(set_read_ahead(&device, bytes)?);
+        }
         disk.device = device;
         disk.device_file = Some(device_file);
         make_ext4(&disk.device)?;
@@ -183,6 +191,9 @@ impl Drop for EmulatedDisk {
             let _ = sys::unmount(&dir);
         }
         self.device_file = None;
+        if let Some(before) = self.read_ahead_before.take() {
+            let _ = std::fs::write(read_ahead_path(&self.device), before);
+        }
         if !self.device.as_os_str().is_empty() {
             let _ = sys::detach_loop(&self.device);
             leftovers::wait_for_release(std::slice::from_ref(&self.device));
@@ -218,6 +229,25 @@ fn set_elevator(device: &Path, elevator: &str) {
         let path = Path::new("/sys/block").join(name).join("queue/scheduler");
         let _ = std::fs::write(path, elevator);
     }
+}
+
+/// The device's read-ahead setting in sysfs (`/sys/block/loop3/queue/read_ahead_kb`).
+pub fn read_ahead_path(device: &Path) -> PathBuf {
+    Path::new("/sys/block").join(device.file_name().unwrap_or_default()).join("queue/read_ahead_kb")
+}
+
+/// Sets the device's read-ahead to the profile's (rounded down to KiB, as sysfs takes it);
+/// returns the value it had.
+fn set_read_ahead(device: &Path, bytes: u64) -> Result<String> {
+    let path = read_ahead_path(device);
+    let before =
+        std::fs::read_to_string(&path).map_err(StorageError::io(format!("reading {}", path.display())))?;
+    std::fs::write(&path, (bytes / 1024).to_string()).map_err(StorageError::io(format!(
+        "setting {} to {} KiB",
+        path.display(),
+        bytes / 1024
+    )))?;
+    Ok(before.trim().to_owned())
 }
 
 fn make_ext4(device: &Path) -> Result<()> {

@@ -50,7 +50,8 @@ fn from_toml(text: &str) -> std::result::Result<DiskParams, String> {
         pairs.push(format!("{key}={value}"));
     }
     if !table.contains_key("base")
-        && let Some((missing, _)) = CUSTOM_KEYS.iter().skip(1).find(|k| !table.contains_key(k.0))
+        && let Some((missing, _)) =
+            CUSTOM_KEYS.iter().skip(1).find(|k| !table.contains_key(k.0) && k.0 != "read_ahead")
     {
         return Err(format!("missing {missing:?} (give every key, or base = \"hdd\" for the rest)"));
     }

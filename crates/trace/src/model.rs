@@ -236,6 +236,10 @@ pub struct Disk {
     pub read_ios: Option<u64>,
     pub write_bytes: Option<u64>,
     pub write_ios: Option<u64>,
+    /// The device's read-ahead (`/sys/block/NAME/queue/read_ahead_kb`, its bdi's, which every
+    /// filesystem on it uses), in KiB; `None` when unknown (files before format 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_kb: Option<u32>,
 }
 
 /// A count of data the recording lost or could not resolve. Every report prints these.

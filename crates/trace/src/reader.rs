@@ -274,6 +274,7 @@ impl Reader<'_> {
                     read_ios: unsigned_or_null(r, "disk", "read_ios")?,
                     write_bytes: unsigned_or_null(r, "disk", "write_bytes")?,
                     write_ios: unsigned_or_null(r, "disk", "write_ios")?,
+                    read_ahead_kb: optional_column(r, "read_ahead_kb")?,
                 })
             })?,
             losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {

@@ -12,7 +12,10 @@
 /// The `page_resident` table came later within format 3: it is optional both ways (files
 /// without it read with none, and a reader that does not know it ignores it), so the
 /// version did not change.
-pub const FORMAT_VERSION: i32 = 3;
+///
+/// 4 added `disk.read_ahead_kb` (a new last column); files of format 3 read with it NULL
+/// (unknown).
+pub const FORMAT_VERSION: i32 = 4;
 
 /// `PRAGMA application_id` of a coldstart trace ("Cold").
 pub const APPLICATION_ID: i32 = 0x436f_6c64;
@@ -33,7 +36,8 @@ CREATE TABLE disk (
     read_bytes  INTEGER,
     read_ios    INTEGER,
     write_bytes INTEGER,
-    write_ios   INTEGER
+    write_ios   INTEGER,
+    read_ahead_kb INTEGER
 );
 
 CREATE TABLE loss (

@@ -120,7 +120,7 @@ impl TraceWriter {
 
     pub fn disk(&mut self, d: &Disk) -> Result<()> {
         self.exec(
-            "INSERT OR REPLACE INTO disk VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT OR REPLACE INTO disk VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 d.dev.to_string(),
                 d.name,
@@ -130,7 +130,8 @@ impl TraceWriter {
                 opt_i64(d.read_bytes),
                 opt_i64(d.read_ios),
                 opt_i64(d.write_bytes),
-                opt_i64(d.write_ios)
+                opt_i64(d.write_ios),
+                d.read_ahead_kb
             ],
         )
     }

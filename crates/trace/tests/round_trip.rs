@@ -88,6 +88,22 @@ fn a_format_2_file_reads_with_no_stack_syscall_or_off_cpu_tables() {
 }
 
 #[test]
+fn a_format_3_file_reads_each_disks_read_ahead_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.coldstart");
+    let trace = full_trace();
+    assert_eq!(trace.disks[0].read_ahead_kb, Some(8192));
+    trace.write(&path).unwrap();
+    assert_eq!(Trace::read(&path).unwrap().disks[0].read_ahead_kb, Some(8192));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE disk DROP COLUMN read_ahead_kb; PRAGMA user_version = 3").unwrap();
+    drop(conn);
+    let read = Trace::read(&path).unwrap();
+    assert_eq!(read.disks[0].read_ahead_kb, None);
+    assert_eq!(read.disks[0].read_bytes, trace.disks[0].read_bytes);
+}
+
+#[test]
 fn the_also_key_is_json_a_sqlite_client_can_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.coldstart");

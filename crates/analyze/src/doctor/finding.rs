@@ -38,6 +38,8 @@ pub enum FindingKind {
     /// Metadata system calls (stat, open, access, readlink, getdents) on a FUSE or network
     /// filesystem, each a request to its daemon or server.
     SlowFilesystem,
+    /// Pages a device read ahead that no program used, whose transfer the critical path waited for.
+    WastedReadahead,
 }
 
 impl FindingKind {
@@ -56,6 +58,7 @@ impl FindingKind {
             FindingKind::NotIoBound => "not_io_bound",
             FindingKind::UnexplainedWaits => "unexplained_waits",
             FindingKind::SlowFilesystem => "slow_filesystem",
+            FindingKind::WastedReadahead => "wasted_readahead",
         }
     }
 }

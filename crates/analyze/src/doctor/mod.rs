@@ -5,7 +5,7 @@
 //! for one pattern (many small files from one tree, a large file read in pieces, a
 //! helper process on the critical path, work that can wait, read then parse, other
 //! languages' data, durable writes, idle waits, metadata calls on a slow filesystem, a
-//! scattered layout, a start that is not I/O-bound) and, when its estimated gain passes the thresholds of
+//! scattered layout, read-ahead never used, a start that is not I/O-bound) and, when its estimated gain passes the thresholds of
 //! [`DoctorConfig`], says what it saw, how much it would save and why, what to
 //! change and how to check it. Gains use the disk model of [`disk_model`], measured
 //! from the trace's own requests where it can. docs/doctor.md documents the model,
@@ -24,6 +24,7 @@ mod locale;
 mod parse;
 mod processes;
 mod roles;
+mod readahead;
 mod slowfs;
 mod waits;
 mod whatif;
@@ -78,7 +79,7 @@ pub fn diagnose(
     what_if: &[WhatIfSpec],
 ) -> Diagnosis {
     let facts = facts::Facts::new(trace, analysis, config);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 12] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 13] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -90,6 +91,7 @@ pub fn diagnose(
         waits::unexplained_waits,
         slowfs::slow_filesystem,
         layout::scattered_layout,
+        readahead::wasted_readahead,
         waits::not_io_bound,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();

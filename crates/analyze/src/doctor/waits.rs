@@ -118,7 +118,8 @@ pub(crate) fn idle_waits(f: &Facts) -> Vec<Finding> {
 /// data. No gain is claimed: what happened then is outside the data. The finding names
 /// the processes waited on and how to put them into the next recording.
 pub(crate) fn unexplained_waits(f: &Facts) -> Vec<Finding> {
-    let waits = long_waits(f, &[SegmentKind::WaitUntraced, SegmentKind::NoWakeup, SegmentKind::Untraced]);
+    let mut waits = long_waits(f, &[SegmentKind::WaitUntraced, SegmentKind::NoWakeup, SegmentKind::Untraced]);
+    waits.retain(|s| !crate::doctor::slowfs::explained_by_slow_filesystem(s));
     let total: Nanos = waits.iter().map(|s| length(s)).sum();
     if total < f.min_gain {
         return Vec::new();

@@ -4,6 +4,10 @@
 //! during it (each weighted by the part of its time in flight that fell inside the
 //! wait); the rest of the critical path (CPU, sleeps, waits for a CPU) is kept as
 //! recorded. Waits during which no request completed keep their recorded length.
+//!
+//! A disk whose read-ahead is smaller than the recorded device's would not have read the
+//! recorded requests whole: each request longer than the other disk's read-ahead is cut into
+//! pieces of that size covering the share of its file the start used (`with_read_ahead`).
 
 use coldstart_trace::{BlockOp, Nanos};
 use serde::{Deserialize, Serialize};
@@ -64,10 +68,80 @@ pub struct WhatIf {
     /// The busiest disk's time to serve all the start's read requests (its model's cost of
     /// them, the disks in parallel): the start cannot be ready sooner, whatever overlapped.
     pub disk_floor_ns: Nanos,
+    /// The read-ahead modelled on this disk and the recorded devices' (the largest, `None`
+    /// when the trace does not say); with a smaller read-ahead, the recorded requests longer
+    /// than it (`read_ahead_cut`) were costed as `read_ahead_pieces` requests of at most that
+    /// size, for the share of their file the start used.
+    #[serde(default)]
+    pub read_ahead_bytes: Option<u64>,
+    #[serde(default)]
+    pub recorded_read_ahead_bytes: Option<u64>,
+    #[serde(default)]
+    pub read_ahead_cut: u64,
+    #[serde(default)]
+    pub read_ahead_pieces: u64,
     /// The arithmetic, for people.
     pub text: String,
 }
 
+/// Requests cut to another disk's read-ahead: how many were cut, into how many.
+#[derive(Default)]
+struct ReadAheadCut {
+    recorded: Option<u64>,
+    cut: u64,
+    pieces: u64,
+}
+
+/// A used share this high is a file read in order: the pieces follow each other on the disk.
+const SEQUENTIAL_USE: f64 = 0.9;
+
+/// The start's requests as a disk with `spec`'s read-ahead would have made them: a recorded
+/// request of `B` bytes of a file whose pages the start used for a share `s`, longer than the
+/// read-ahead `R` of the disk it is costed on and smaller than the recorded one, becomes
+/// `ceil(B × s / R)` requests of `R` bytes (at most `B` in all): contiguous when the file was
+/// read in order (`s` ≥ 0.9), else each a near seek from the previous one. Requests costed
+/// with their own recorded model are kept.
+fn with_read_ahead(f: &Facts, spec: &WhatIfSpec, requests: Vec<Costed>) -> (Vec<Costed>, ReadAheadCut) {
+    let recorded_of = |dev| f.disks.iter().find(|(d, _)| *d == dev).and_then(|(_, p)| p.read_ahead_bytes);
+    let mut out = ReadAheadCut {
+        recorded: f.disks.iter().filter_map(|(_, p)| p.read_ahead_bytes).max(),
+        ..ReadAheadCut::default()
+    };
+    let Some(target) = spec.disk.read_ahead_bytes.filter(|&r| r >= 4096) else { return (requests, out) };
+    let used_share: std::collections::HashMap<u32, f64> =
+        f.a.page_use_by_file
+            .iter()
+            .filter(|u| u.filled_pages > 0)
+            .map(|u| (u.file, (u.filled_pages - u.unused_pages) as f64 / u.filled_pages as f64))
+            .collect();
+    let mut kept = Vec::with_capacity(requests.len());
+    for c in requests {
+        let on_target = std::ptr::eq(model_for(f, spec, c.dev), &spec.disk);
+        let smaller = recorded_of(c.dev).is_some_and(|r| target < r);
+        if !on_target || !smaller || c.bytes <= target {
+            kept.push(c);
+            continue;
+        }
+        let share = c.file.and_then(|id| used_share.get(&id).copied()).unwrap_or(1.0);
+        let pieces = ((c.bytes as f64 * share) / target as f64).ceil().max(1.0) as u64;
+        let mut left = c.bytes.min(pieces * target);
+        out.cut += 1;
+        out.pieces += pieces;
+        for i in 0..pieces {
+            let bytes = left.min(target);
+            left -= bytes;
+            let distance = match i {
+                0 => c.distance,
+                _ if share >= SEQUENTIAL_USE => Some(0),
+                _ => Some(target as i64),
+            };
+            kept.push(Costed { bytes, distance, sector: c.sector + i * target / 512, ..c });
+        }
+    }
+    (kept, out)
+}
+
+#[derive(Clone, Copy)]
 pub(crate) struct Costed {
     issue: Nanos,
     complete: Nanos,
@@ -327,6 +401,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         "each disk as recorded".clone_into(&mut disk.description);
     }
     let (requests, left_out) = start_requests(f);
+    let (requests, cut) = with_read_ahead(f, spec, requests);
     let mut path_io: Nanos = 0;
     let mut predicted_io: Nanos = 0;
     let mut waits = 0;
@@ -390,7 +465,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         duration(f.path_wake_ns),
         duration(replay),
         duration(alongside)
-    );
+    ) + &read_ahead_text(spec, &cut);
     WhatIf {
         disk,
         only_dev: spec.only_dev,
@@ -408,6 +483,29 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         plan_bytes,
         plan_requests: shapes.len() as u64,
         disk_floor_ns: floor,
+        read_ahead_bytes: spec.disk.read_ahead_bytes,
+        recorded_read_ahead_bytes: cut.recorded,
+        read_ahead_cut: cut.cut,
+        read_ahead_pieces: cut.pieces,
         text,
+    }
+}
+
+/// What the prediction assumed of the read-ahead, for the what-if's text.
+fn read_ahead_text(spec: &WhatIfSpec, cut: &ReadAheadCut) -> String {
+    if spec.disk.class == DiskClass::Measured {
+        return String::new();
+    }
+    let recorded = cut.recorded.map_or("unknown (the trace does not record it)".to_owned(), bytes);
+    match spec.disk.read_ahead_bytes {
+        None => format!("; read-ahead as recorded ({recorded})"),
+        Some(r) if cut.cut > 0 => format!(
+            "; modelled with this disk's read-ahead of {} instead of the recorded {recorded}: {} longer than it \
+             costed as {} for the share of their files the start used",
+            bytes(r),
+            plural(cut.cut, "request"),
+            plural(cut.pieces, "request")
+        ),
+        Some(r) => format!("; this disk's read-ahead {}, recorded {recorded}: no request to cut", bytes(r)),
     }
 }

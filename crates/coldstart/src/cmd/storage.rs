@@ -141,6 +141,13 @@ fn describe(p: &DiskParams) -> String {
             "iops_unit_bytes",
             if p.iops_unit_bytes == 0 { "0 (a request is one I/O)".into() } else { mib(p.iops_unit_bytes) },
         ),
+        (
+            "read_ahead_bytes",
+            match p.read_ahead_bytes {
+                Some(b) => format!("{b} bytes ({} KiB; the device's read_ahead_kb)", b / 1024),
+                None => "unknown".into(),
+            },
+        ),
     ];
     let mut out = format!("{} (class {})\n", p.description, p.class.as_str());
     for (param, value) in rows {

@@ -94,6 +94,7 @@ pub fn disks(
             read_ios: counted.as_ref().map(|c| c.read_ios),
             write_bytes: counted.as_ref().map(|c| c.write_bytes),
             write_ios: counted.as_ref().map(|c| c.write_ios),
+            read_ahead_kb: info.read_ahead_kb,
         });
     }
     out

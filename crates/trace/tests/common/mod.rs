@@ -53,6 +53,7 @@ pub fn full_trace() -> Trace {
             read_ios: Some(1200),
             write_bytes: Some(4096),
             write_ios: Some(1),
+            read_ahead_kb: Some(8192),
         }],
         losses: vec![Loss { source: LossSource::Tracefs, what: "cpu1 overrun".into(), count: 3 }],
         notes: vec![Note { source: NoteSource::Record, text: "no mark on /proc".into() }],
