@@ -149,8 +149,13 @@ fn the_time_zone_database_read_whole_is_a_listing_to_avoid() {
 
 #[test]
 fn systemds_unit_files_are_the_image_builders_to_leave_out_or_read_ahead() {
-    let d = diagnose(&scenarios::small_files_named(|i| format!("/usr/lib/systemd/system/unit{i:02}.service")));
+    let d =
+        diagnose(&scenarios::small_files_named(|i| format!("/usr/lib/systemd/system/unit{i:02}.service")));
     let f = one(&d, FindingKind::ManySmallFiles);
     assert_eq!(f.audience, Audience::Distribution);
-    assert!(f.suggestion.contains("boot enable --prefetch") && !f.suggestion.contains("cache file"), "{}", f.suggestion);
+    assert!(
+        f.suggestion.contains("boot enable --prefetch") && !f.suggestion.contains("cache file"),
+        "{}",
+        f.suggestion
+    );
 }

@@ -382,11 +382,13 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             enabled.missing_access.join(", ")
         ));
     }
-    if !enabled.missing_block.is_empty() {
-        notes.push(format!(
-            "this kernel lacks {}: a request the driver handed back and issued again may show as two block_io rows",
-            enabled.missing_block.join(", ")
-        ));
+    for missing in &enabled.missing_block {
+        let consequence = if missing.ends_with("block_io_start") {
+            "a request is counted for the task that issued it from the queue, which may not be the one that made it"
+        } else {
+            "a request the driver handed back and issued again may show as two block_io rows"
+        };
+        notes.push(format!("this kernel lacks {missing}: {consequence}"));
     }
     if config.syscalls && !enabled.syscalls {
         notes.push("this kernel (or architecture) lacks the raw_syscalls events coldstart uses: system calls are not recorded".into());

@@ -1,7 +1,9 @@
 //! Block requests: each completion matched to the oldest unmatched issue of the
 //! same (device, sector), an issue after a requeue taken as the same request;
-//! flushes complete with sector −1 and no issue. The file a request read is found
-//! through the FIEMAP extents (sorted, binary search).
+//! flushes complete with sector −1 and no issue. A request belongs to the task that
+//! made it (`block_io_start`, when traced), not to whichever task issued it from the
+//! queue. The file a request read is found through the FIEMAP extents (sorted,
+//! binary search).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -46,8 +48,8 @@ impl ExtentIndex {
 /// The issues of one (device, sector) not completed yet.
 #[derive(Default)]
 struct Pending {
-    /// Indices of the issue events, oldest first.
-    issues: VecDeque<usize>,
+    /// Indices of the issue events and of the starts that made them, oldest first.
+    issues: VecDeque<(usize, Option<usize>)>,
     /// Requeues whose next issue has not come yet: that issue is the same request.
     requeued: usize,
 }
@@ -72,22 +74,30 @@ pub fn requests(
     let mut pending: HashMap<(u32, u64), Pending> = HashMap::new();
     // Emptied queues, reused so that pairing allocates per sector pending at once,
     // not per request.
-    let mut spare: Vec<VecDeque<usize>> = Vec::new();
+    let mut spare: Vec<VecDeque<(usize, Option<usize>)>> = Vec::new();
+    // Starts not issued yet, by (device, sector); a later start of the same sector
+    // replaces an earlier one that was merged away.
+    let mut started: HashMap<(u32, u64), usize> = HashMap::new();
     let mut requeues = 0;
     let mut rows = Vec::new();
-    let row = |issue: Option<usize>, complete: Option<&Timed>| {
-        block_io(issue.map(|i| &events[i]), complete, &to_trace, &pid_of, extents)
+    let row = |issue: Option<(usize, Option<usize>)>, complete: Option<&Timed>| {
+        let issue = issue.map(|(i, start)| (&events[i], start.map(|s| &events[s])));
+        block_io(issue, complete, &to_trace, &pid_of, extents)
     };
     for (i, e) in events.iter().enumerate() {
         match e.event {
+            Event::BlockStart { dev, sector, .. } => {
+                started.insert((dev, sector), i);
+            }
             Event::BlockIssue { dev, sector, .. } => {
                 let p = pending
                     .entry((dev, sector))
                     .or_insert_with(|| Pending { issues: spare.pop().unwrap_or_default(), requeued: 0 });
+                let start = started.remove(&(dev, sector));
                 if p.requeued > 0 {
                     p.requeued -= 1;
                 } else {
-                    p.issues.push_back(i);
+                    p.issues.push_back((i, start));
                 }
             }
             Event::BlockRequeue { dev, sector } => {
@@ -123,14 +133,17 @@ pub fn requests(
     Requests { rows, requeues }
 }
 
-/// One `block_io` row from its issue and completion (either may be missing).
+/// One `block_io` row from its issue (with the start that made it, if traced) and its
+/// completion (either may be missing).
 fn block_io(
-    issue: Option<&Timed>,
+    issue: Option<(&Timed, Option<&Timed>)>,
     complete: Option<&Timed>,
     to_trace: impl Fn(u64) -> Nanos,
     pid_of: impl Fn(i32) -> i32,
     extents: &ExtentIndex,
 ) -> BlockIo {
+    let start = issue.and_then(|(_, start)| start);
+    let issue = issue.map(|(issue, _)| issue);
     let (dev, sector) = match (issue.map(|e| &e.event), complete.map(|e| &e.event)) {
         (Some(Event::BlockIssue { dev, sector, .. }), _)
         | (_, Some(Event::BlockComplete { dev, sector, .. })) => (*dev, *sector),
@@ -157,6 +170,10 @@ fn block_io(
     if let Some(Event::BlockIssue { tid, bytes, rwbs, comm, .. }) = issue.map(|e| &e.event) {
         io.bytes = *bytes;
         io.rwbs = rwbs.as_str().to_owned();
+        io.pid = pid_of(*tid);
+        io.comm = comm.text();
+    }
+    if let Some(Event::BlockStart { tid, comm, .. }) = start.map(|e| &e.event) {
         io.pid = pid_of(*tid);
         io.comm = comm.text();
     }
@@ -237,6 +254,34 @@ mod tests {
         ]);
         assert_eq!(times(&got), vec![(Some(10), Some(30))]);
         assert_eq!((got.requeues, got.rows[0].bytes, got.rows[0].pid), (1, 4096, 1007));
+    }
+
+    fn start(ts: u64, tid: i32, sector: u64, name: &str) -> Timed {
+        let mut comm = Comm::default();
+        comm.0[..name.len()].copy_from_slice(name.as_bytes());
+        Timed { ts, cpu: 1, event: Event::BlockStart { tid, dev: vda(), sector, comm } }
+    }
+
+    /// Another task ran the queue (here tid 7, which issued every request): each request
+    /// still belongs to the task that made it, and a start merged away is no one's.
+    #[test]
+    fn a_request_belongs_to_the_task_that_made_it_not_the_one_that_issued_it() {
+        let got = pair(&[
+            start(1, 42, 64, "outside-reader"),
+            start(2, 43, 72, "merged"),
+            start(3, 44, 128, "cat"),
+            issue(10, 64, 8192, "R"),
+            issue(11, 128, 4096, "R"),
+            issue(12, 256, 4096, "R"),
+            complete(20, 64, 16, "R"),
+            complete(21, 128, 8, "R"),
+            complete(22, 256, 8, "R"),
+        ]);
+        let owners: Vec<_> = got.rows.iter().map(|b| (b.sector, b.pid, b.comm.as_str())).collect();
+        assert_eq!(
+            owners,
+            vec![(Some(64), 1042, "outside-reader"), (Some(128), 1044, "cat"), (Some(256), 1007, "")]
+        );
     }
 
     #[test]

@@ -377,7 +377,11 @@ fn block_requests(
     let outside: HashMap<i32, i32> = events
         .iter()
         .filter_map(|e| match e.event {
-            Event::BlockIssue { tid, .. } if tid > 0 && !tree.pid_of.contains_key(&tid) => Some(tid),
+            Event::BlockIssue { tid, .. } | Event::BlockStart { tid, .. }
+                if tid > 0 && !tree.pid_of.contains_key(&tid) =>
+            {
+                Some(tid)
+            }
             _ => None,
         })
         .collect::<HashSet<i32>>()

@@ -243,6 +243,7 @@ fn actor(event: &Event) -> Option<i32> {
         | Event::PageAccess { tid, .. }
         | Event::Readahead { tid, .. }
         | Event::BlockIssue { tid, .. }
+        | Event::BlockStart { tid, .. }
         | Event::Exec { tid, .. }
         | Event::Exit { tid, .. }
         | Event::Print { tid, .. } => *tid,

@@ -38,10 +38,14 @@ pub const ACCESS_EVENTS: &[(&str, &str)] = &[
 pub const SYSCALL_EVENTS: &[(&str, &str)] = &[("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
 /// Events of the unfiltered block instance.
 pub const BLOCK_EVENTS: &[(&str, &str)] = &[("block", "block_rq_issue"), ("block", "block_rq_complete")];
-/// A request handed back by the driver (its queue was full) and issued again later:
-/// recorded in the block instance when the kernel has it, so that the request is one
-/// row and not two issues with one completion.
-pub const BLOCK_OPTIONAL_EVENTS: &[(&str, &str)] = &[("block", "block_rq_requeue")];
+/// Recorded in the block instance when the kernel has them. `block_rq_requeue`: a request
+/// handed back by the driver (its queue was full) and issued again later, so that the
+/// request is one row and not two issues with one completion. `block_io_start` (Linux 6.5
+/// on): the request made, in the context of the task that submitted it; the issue may
+/// come later from whichever task ran the queue (another reader, a kworker), so the start
+/// says whose request it is.
+pub const BLOCK_OPTIONAL_EVENTS: &[(&str, &str)] =
+    &[("block", "block_rq_requeue"), ("block", "block_io_start")];
 /// `trace_marker` writes (always recorded while tracing is on; nothing to enable).
 pub const PRINT_EVENT: (&str, &str) = ("ftrace", "print");
 
@@ -136,6 +140,13 @@ pub enum Event {
         rwbs: Rwbs,
         comm: Comm,
     },
+    /// A request made by the task that submitted it (`block_io_start`).
+    BlockStart {
+        tid: i32,
+        dev: u32,
+        sector: u64,
+        comm: Comm,
+    },
     /// The driver handed an issued request back (`block_rq_requeue`); it will be
     /// issued again and complete once.
     BlockRequeue {
@@ -212,6 +223,7 @@ enum Kind {
     Access(AccessKind),
     Readahead(ReadaheadKind),
     BlockIssue,
+    BlockStart,
     BlockRequeue,
     BlockComplete,
     Fork,
@@ -319,6 +331,7 @@ impl Decoder {
                 ("block", "block_rq_issue") => {
                     (Kind::BlockIssue, &["dev", "sector", "bytes", "rwbs", "comm"])
                 }
+                ("block", "block_io_start") => (Kind::BlockStart, &["dev", "sector", "comm"]),
                 ("block", "block_rq_requeue") => (Kind::BlockRequeue, &["dev", "sector"]),
                 ("block", "block_rq_complete") => {
                     (Kind::BlockComplete, &["dev", "sector", "nr_sector", "error", "rwbs"])
@@ -384,6 +397,12 @@ impl Decoder {
                 bytes: int(data, &f[2]) as u32,
                 rwbs: Rwbs::from_bytes(text_bytes(data, &f[3])),
                 comm: comm(data, &f[4]),
+            },
+            Kind::BlockStart => Event::BlockStart {
+                tid,
+                dev: int(data, &f[0]) as u32,
+                sector: int(data, &f[1]) as u64,
+                comm: comm(data, &f[2]),
             },
             Kind::BlockRequeue => {
                 Event::BlockRequeue { dev: int(data, &f[0]) as u32, sector: int(data, &f[1]) as u64 }
@@ -504,19 +523,16 @@ mod tests {
 
     #[test]
     fn decodes_block_requests_by_the_formats_of_linux_6_18() {
-        let issue = format(
-            "block",
-            "block_rq_issue",
-            30,
-            "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        let request_fields = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
 \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
 \tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n\
 \tfield:unsigned int bytes;\toffset:28;\tsize:4;\tsigned:0;\n\
 \tfield:unsigned short ioprio;\toffset:32;\tsize:2;\tsigned:0;\n\
 \tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n\
 \tfield:char comm[16];\toffset:44;\tsize:16;\tsigned:0;\n\
-\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n",
-        );
+\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n";
+        let issue = format("block", "block_rq_issue", 30, request_fields);
+        let start = format("block", "block_io_start", 32, request_fields);
         let requeue = format(
             "block",
             "block_rq_requeue",
@@ -528,7 +544,7 @@ mod tests {
 \tfield:char rwbs[10];\toffset:30;\tsize:10;\tsigned:0;\n\
 \tfield:__data_loc char[] cmd;\toffset:40;\tsize:4;\tsigned:0;\n",
         );
-        let d = Decoder::new(&[issue, requeue]).unwrap();
+        let d = Decoder::new(&[issue, requeue, start]).unwrap();
         let mut rest = 266338304u32.to_le_bytes().to_vec();
         rest.extend_from_slice(&[0; 4]);
         rest.extend_from_slice(&123456u64.to_le_bytes());
@@ -548,6 +564,12 @@ mod tests {
             d.decode(&record(31, 0, 3, &rest)),
             Some(Event::BlockRequeue { dev: 266338304, sector: 123456 })
         );
+        let Some(Event::BlockStart { tid: 3, dev: 266338304, sector: 123456, comm }) =
+            d.decode(&record(32, 0, 3, &issue_rest))
+        else {
+            panic!("not the start")
+        };
+        assert_eq!(comm.text(), "kworker/1:1H");
     }
 
     #[test]
