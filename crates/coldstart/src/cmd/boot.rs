@@ -24,8 +24,10 @@ const UNIT_DIR: &str = "etc/systemd/system";
 const WANTS_DIR: &str = "etc/systemd/system/sysinit.target.wants";
 const DROP_IN: &str = "coldstart-options.conf";
 const CREATED: &str = "# created: ";
-/// Where `enable` expects coldstart inside the root unless told otherwise.
+/// Where `enable` expects coldstart inside the root unless told otherwise (a build
+/// installed by hand), and where the Debian package puts it.
 pub const DEFAULT_BINARY: &str = "/usr/local/bin/coldstart";
+pub const PACKAGED_BINARY: &str = "/usr/bin/coldstart";
 pub const DEFAULT_UNTIL: &str = "unit:multi-user.target";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -78,9 +80,11 @@ pub struct EnableArgs {
     /// Stop recording after this long (a bare number is seconds; ms, s) even if the conditions are not met.
     #[arg(long, value_name = "DURATION", default_value = "120", value_parser = values::positive_duration)]
     pub timeout: Duration,
-    /// The coldstart binary as seen inside the root (absolute); it must be there when the root boots.
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_BINARY)]
-    pub binary: PathBuf,
+    /// The coldstart binary as seen inside the root (absolute); it must be there when the root
+    /// boots [default: /usr/local/bin/coldstart, or /usr/bin/coldstart (the package's) when only
+    /// that one is in the root].
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
     /// Copy the running coldstart to --binary inside the root (otherwise it must be there).
     #[arg(long)]
     pub install_binary: bool,
@@ -137,6 +141,16 @@ fn inside(root: &Path, path: &str) -> PathBuf {
     root.join(path.trim_start_matches('/'))
 }
 
+impl EnableArgs {
+    /// `--binary`, or where coldstart is installed in the root.
+    fn binary(&self) -> PathBuf {
+        let root = &self.root.root;
+        let packaged_only = !exists(&inside(root, DEFAULT_BINARY)) && exists(&inside(root, PACKAGED_BINARY));
+        let default = if packaged_only && !self.install_binary { PACKAGED_BINARY } else { DEFAULT_BINARY };
+        self.binary.clone().unwrap_or_else(|| PathBuf::from(default))
+    }
+}
+
 /// One word of an `ExecStart=` line, quoted as systemd.service(5) reads it.
 fn exec_word(word: &str) -> String {
     let plain =
@@ -151,7 +165,7 @@ fn exec_word(word: &str) -> String {
 
 /// The `ExecStart=` command of `enable`'s options.
 fn exec_start(args: &EnableArgs) -> String {
-    let mut words = vec![args.binary.to_string_lossy().into_owned(), "record".into(), "--boot".into()];
+    let mut words = vec![args.binary().to_string_lossy().into_owned(), "record".into(), "--boot".into()];
     for until in &args.until {
         words.push("--until".into());
         words.push(until.to_string());
@@ -204,8 +218,8 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
     }
-    if !args.binary.is_absolute() {
-        bail!("--binary {}: must be an absolute path (as seen inside the root)", args.binary.display());
+    if !args.binary().is_absolute() {
+        bail!("--binary {}: must be an absolute path (as seen inside the root)", args.binary().display());
     }
     if args.until.contains(&Until::Exit) {
         bail!(
@@ -222,7 +236,7 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
             unit_path(root).display()
         );
     }
-    let binary = inside(root, &args.binary.to_string_lossy());
+    let binary = inside(root, &args.binary().to_string_lossy());
     if args.install_binary && exists(&binary) {
         bail!("{} exists already: leave out --install-binary to use it, or remove it", binary.display());
     }
@@ -234,13 +248,13 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), wants_link(root))
         .with_context(|| format!("cannot link {}", wants_link(root).display()))?;
     if args.install_binary {
-        let parent = args.binary.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let parent = args.binary().parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         created.extend(create_dirs(root, &parent)?);
         let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
         std::fs::copy(&me, &binary)
             .with_context(|| format!("cannot copy {} to {}", me.display(), binary.display()))?;
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755))?;
-        created.push(args.binary.to_string_lossy().into_owned());
+        created.push(args.binary().to_string_lossy().into_owned());
     }
     let mut drop_in = String::from(
         "# Written by `coldstart boot enable`, with the options given to it; `coldstart boot disable`\n\
@@ -433,6 +447,32 @@ mod tests {
         assert_eq!(exec_word("window-name:/a b/"), "\"window-name:/a b/\"");
         assert_eq!(exec_word("mark:50%"), "\"mark:50%%\"");
         assert_eq!(exec_word("mark:$HOME\"x"), "\"mark:$$HOME\\\"x\"");
+    }
+
+    /// The packaged binary is found where it is the only one; a hand-installed one, or
+    /// `--binary`, wins.
+    #[test]
+    fn enable_finds_the_packaged_binary_where_it_is_the_only_one() {
+        #[derive(clap::Parser)]
+        struct Line {
+            #[command(flatten)]
+            enable: EnableArgs,
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().to_str().unwrap();
+        let binary = |extra: &[&str]| {
+            let line = <Line as clap::Parser>::parse_from([&["enable", "--root", dir][..], extra].concat());
+            line.enable.binary()
+        };
+        assert_eq!(binary(&[]), Path::new(DEFAULT_BINARY));
+        std::fs::create_dir_all(root.path().join("usr/bin")).unwrap();
+        std::fs::write(root.path().join("usr/bin/coldstart"), "").unwrap();
+        assert_eq!(binary(&[]), Path::new(PACKAGED_BINARY));
+        assert_eq!(binary(&["--install-binary"]), Path::new(DEFAULT_BINARY));
+        assert_eq!(binary(&["--binary", "/opt/coldstart"]), Path::new("/opt/coldstart"));
+        std::fs::create_dir_all(root.path().join("usr/local/bin")).unwrap();
+        std::fs::write(root.path().join("usr/local/bin/coldstart"), "").unwrap();
+        assert_eq!(binary(&[]), Path::new(DEFAULT_BINARY));
     }
 
     #[test]
