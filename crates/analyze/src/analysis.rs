@@ -611,7 +611,8 @@ pub struct WaitedIn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub area: Option<String>,
     /// The call was named from the kernel stack alone (no `syscall` row): each sleep counts
-    /// as one wait, and there is no path.
+    /// as one wait, and there is no path (`dir` is then the slow mount the process's files
+    /// were on, when there is one).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_stack: bool,
 }

@@ -64,6 +64,23 @@ fn systemds_generators_are_the_image_builders_and_its_executor_is_no_helper() {
     assert!(!words(&d).to_lowercase().contains("avoid starting"), "{}", words(&d));
 }
 
+/// A oneshot unit's main process is gone when the units are read, so the trace does not list
+/// it among the unit's processes: a child of the service manager is still the unit's, named by
+/// the unit that was starting when it started, and told to the image builder.
+#[test]
+fn a_child_of_systemd_the_trace_gives_no_unit_is_still_the_units() {
+    let mut trace = scenarios::boot_generators();
+    for unit in &mut trace.units {
+        unit.pid = None;
+    }
+    let d = diagnose(&trace);
+    check_invariants(&d);
+    let tmpfiles =
+        titled(&d, "systemd-tmpfiles-setup.service's systemd-tmpfiles: 25.0 ms on the critical path");
+    assert_eq!(tmpfiles.audience, Audience::Distribution);
+    assert!(!d.findings.iter().any(|f| f.title.starts_with("systemd runs")), "{}", render(&d));
+}
+
 #[test]
 fn names_cut_at_fifteen_characters_are_the_executables() {
     let trace = scenarios::boot_generators();

@@ -82,7 +82,8 @@ fn quoted(text: &str) -> Vec<&str> {
 /// A path or file name in backquotes: it has a known extension and no spaces.
 fn as_file(q: &str) -> Option<&str> {
     let q = q.trim_end_matches(['/', ',', ':']);
-    let word = !q.contains(' ') && !q.contains('*') && !q.starts_with("--") && !q.contains('=');
+    let placeholder = q.contains('<') || q.contains('*');
+    let word = !q.contains(' ') && !placeholder && !q.starts_with("--") && !q.contains('=');
     (word && FILE_EXTENSIONS.iter().any(|e| q.ends_with(e))).then_some(q)
 }
 

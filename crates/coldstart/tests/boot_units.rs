@@ -50,7 +50,7 @@ fn a_recorded_boot_reports_its_units_split_and_the_chain_to_the_target() {
     assert_eq!(journald["pids_from"], "main_pid");
     let pid = journald["pids"][0].as_i64().expect("journald's pid");
     let comm = a["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid).map(|p| p["comm"].clone());
-    assert_eq!(comm, Some("systemd-journal".into()));
+    assert_eq!(comm, Some("systemd-journald".into()), "named by its executable, not the 15-byte comm");
     assert!(journald["cpu_time_ns"].as_i64().is_some_and(|ns| ns > 0), "journald ran: {journald}");
     let took = journald["took_ns"].as_i64().unwrap();
     let split: i64 = ["cpu_ns", "io_wait_ns", "manager_wait_ns", "other_ns"]

@@ -289,7 +289,7 @@ impl SpoolRoot {
             let name = OsStr::from_bytes(entry.file_name().to_bytes());
             let Some((pid, start)) = name.to_str().and_then(|n| n.split_once('-')) else { continue };
             let (Ok(pid), Ok(start)) = (pid.parse(), start.parse()) else { continue };
-            if (InstanceOwner { pid, starttime: Some(start) }).is_alive() {
+            if (InstanceOwner { pid, starttime: Some(start), pid_ns: None }).is_alive() {
                 continue;
             }
             let dir = self.path.join(name);

@@ -78,28 +78,62 @@ impl Tracefs {
     }
 }
 
-/// The recorder process an instance name belongs to.
+/// The recorder process an instance name belongs to. Instances are global to the kernel,
+/// but a pid means something only in its PID namespace: a recorder inside a container
+/// (`boot init` as its PID 1's child) names its instances with its namespace, so that a
+/// recorder outside does not take them for a dead process's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstanceOwner {
     pub pid: i32,
     pub starttime: Option<u64>,
+    /// The inode of the owner's PID namespace (`/proc/self/ns/pid`).
+    pub pid_ns: Option<u64>,
+}
+
+/// The inode of the initial PID namespace (`PROC_PID_INIT_INO` in the kernel).
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// The PID namespace of `/proc/PID` (`self` for this process).
+fn pid_namespace(pid: &str) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}/ns/pid")).ok().map(|m| m.ino())
+}
+
+/// Whether any process this /proc shows is in PID namespace `ns`.
+fn pid_namespace_has_processes(ns: u64) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else { return true };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        name.bytes().all(|b| b.is_ascii_digit()) && pid_namespace(&name) == Some(ns)
+    })
 }
 
 impl InstanceOwner {
     /// The current process.
     pub fn current() -> InstanceOwner {
         let pid = std::process::id() as i32;
-        InstanceOwner { pid, starttime: process_starttime(pid) }
+        InstanceOwner { pid, starttime: process_starttime(pid), pid_ns: pid_namespace("self") }
     }
 
     pub fn parse(name: &str) -> Option<InstanceOwner> {
         let mut parts = name.strip_prefix(PREFIX)?.split('-');
         let pid = parts.next()?.parse().ok()?;
         let starttime = parts.next().and_then(|s| s.parse().ok());
-        Some(InstanceOwner { pid, starttime })
+        let pid_ns = parts.next().and_then(|s| s.strip_prefix('n')?.parse().ok());
+        Some(InstanceOwner { pid, starttime, pid_ns })
     }
 
+    /// Whether the owner still runs. An owner in another PID namespace is alive while any
+    /// process is in that namespace, which only the initial namespace can see; from
+    /// inside another one it is left alone.
     pub fn is_alive(&self) -> bool {
+        let own = pid_namespace("self");
+        if let Some(ns) = self.pid_ns
+            && Some(ns) != own
+        {
+            return own != Some(INITIAL_PID_NS) || pid_namespace_has_processes(ns);
+        }
         match (process_starttime(self.pid), self.starttime) {
             (None, _) => false,
             (Some(now), Some(then)) => now == then,
@@ -108,7 +142,8 @@ impl InstanceOwner {
     }
 
     pub fn instance_name(&self, role: &str) -> String {
-        format!("{PREFIX}{}-{}-{role}", self.pid, self.starttime.unwrap_or(0))
+        let ns = self.pid_ns.map(|ns| format!("n{ns}-")).unwrap_or_default();
+        format!("{PREFIX}{}-{}-{ns}{role}", self.pid, self.starttime.unwrap_or(0))
     }
 }
 
@@ -274,9 +309,58 @@ mod tests {
         let name = me.instance_name("scope");
         assert_eq!(InstanceOwner::parse(&name), Some(me));
         assert!(me.is_alive());
-        assert!(!InstanceOwner { pid: me.pid, starttime: Some(me.starttime.unwrap() + 1) }.is_alive());
-        assert!(!InstanceOwner { pid: i32::MAX, starttime: None }.is_alive());
+        assert!(!InstanceOwner { starttime: Some(me.starttime.unwrap() + 1), ..me }.is_alive());
+        assert!(!InstanceOwner { pid: i32::MAX, starttime: None, pid_ns: me.pid_ns }.is_alive());
         assert_eq!(InstanceOwner::parse("other-1-2"), None);
+        let old = InstanceOwner::parse(&format!("{PREFIX}7-99-scope")).unwrap();
+        assert_eq!(old, InstanceOwner { pid: 7, starttime: Some(99), pid_ns: None });
+    }
+
+    /// A container's recorder is pid 2 in its namespace: from the initial namespace, where
+    /// pid 2 is kthreadd (another start time), its instance is alive while its namespace
+    /// has processes, and stale once none is left.
+    #[test]
+    fn an_owner_in_another_pid_namespace_is_alive_while_the_namespace_has_processes() {
+        let me = InstanceOwner::current();
+        if me.pid_ns != Some(INITIAL_PID_NS) {
+            return;
+        }
+        let mut child = std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc", "sleep", "30"])
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (sleeper, ns) = loop {
+            let found = fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+                })
+                .filter_map(|pid| Some((pid, pid_namespace(&pid.to_string())?)))
+                .find(|&(pid, ns)| Some(ns) != me.pid_ns && process_parent(pid) == Some(child.id() as i32));
+            if let Some(found) = found {
+                break found;
+            }
+            assert!(std::time::Instant::now() < deadline, "no process in a new PID namespace");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let container = InstanceOwner { pid: 2, starttime: Some(1), pid_ns: Some(ns) };
+        assert_eq!(InstanceOwner::parse(&container.instance_name("scope")), Some(container));
+        assert!(container.is_alive(), "the namespace still has its sleep");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(sleeper), nix::sys::signal::Signal::SIGKILL)
+            .unwrap();
+        child.wait().unwrap();
+        let gone = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while container.is_alive() {
+            assert!(std::time::Instant::now() < gone, "the namespace's processes never went");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn process_parent(pid: i32) -> Option<i32> {
+        Some(procfs::process::Process::new(pid).ok()?.stat().ok()?.ppid)
     }
 
     #[test]

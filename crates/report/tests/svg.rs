@@ -323,7 +323,10 @@ fn the_header_says_what_ran_where_how_cold_and_what_was_lost() {
     let texts = texts(&chart(&recorded())).join("\n");
     assert!(texts.contains("app --headless"), "{texts}");
     assert!(texts.contains("host vm · kernel 6.18.0 #1 SMP · CPU 2 × Test CPU · 8.0 GiB RAM"), "{texts}");
-    assert!(texts.contains("disk vda (254:0), rotational"), "{texts}");
+    assert!(
+        texts.contains("disk vda (254:0); kernel flag: rotational; measured: too few reads to tell"),
+        "{texts}"
+    );
     assert!(texts.contains(
         "2026-11-22 19:27:41 UTC · cold page cache (drop_caches) · ready after 0.098 s (mark:ready)"
     ));

@@ -50,7 +50,6 @@ impl EmulatedDisk {
     /// first what disks of dead processes left. Needs root.
     pub fn create(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
         let class = params.class;
-        let read_ahead = params.read_ahead_bytes;
         if size_bytes < MIN_SIZE_BYTES {
             return Err(StorageError::Setup(format!(
                 "a device of {size_bytes} bytes is too small: at least {} MiB",
@@ -90,12 +89,10 @@ impl EmulatedDisk {
             .map_err(StorageError::io(format!("attaching a loop device to {}", image_path.display())))?;
         drop(image);
         set_elevator(&device, elevator_for(class));
-        if let Some(bytes) = read_ahead {
-            disk.read_ahead_before = Some(set_read_ahead(&device, bytes)?);
-        }
         disk.device = device;
         disk.device_file = Some(device_file);
         make_ext4(&disk.device)?;
+        disk.apply_read_ahead()?;
         shared.set_modelled(true);
         Ok(disk)
     }
@@ -113,6 +110,17 @@ impl EmulatedDisk {
             dir.display()
         )))?;
         self.mounts.push(dir.to_owned());
+        self.apply_read_ahead()
+    }
+
+    /// Sets the profile's read-ahead on the device, keeping the first value it replaced for
+    /// the teardown. Again after each step that can raise it: the kernel recomputes a
+    /// device's read-ahead when its limits change (the loop driver does, at its first opens)
+    /// and never lowers it then.
+    fn apply_read_ahead(&mut self) -> Result<()> {
+        let Some(bytes) = self.params().read_ahead_bytes else { return Ok(()) };
+        let before = set_read_ahead(&self.device, bytes)?;
+        self.read_ahead_before.get_or_insert(before);
         Ok(())
     }
 

@@ -154,6 +154,9 @@ impl<'a> Roles<'a> {
             return Origin::Generator;
         }
         let starter = self.parent(root);
+        if starter.is_some_and(|s| executable(self.a, self.visible_starter(s)) == Some("systemd")) {
+            return Origin::Unit(self.unit_running(root));
+        }
         let started_by_bus = starter.is_some_and(|s| {
             self.role(s) == Role::Infrastructure
                 && executable(self.a, s)
@@ -164,6 +167,20 @@ impl<'a> Roles<'a> {
             Some(starter) => Origin::Child { starter: self.visible_starter(starter) },
             None => Origin::Child { starter: root },
         }
+    }
+
+    /// The unit a child of the service manager ran for, when the trace did not list it among
+    /// the unit's processes (a oneshot's main process is gone by the time the units are
+    /// read): the unit named after its executable that was starting when it started.
+    fn unit_running(&self, pid: i32) -> String {
+        let exe = executable(self.a, pid).unwrap_or("?");
+        let started = self.a.process(pid).and_then(|p| p.start_ns);
+        let named: Vec<_> = self.a.units.iter().filter(|u| u.name.starts_with(exe)).collect();
+        let starting = named
+            .iter()
+            .find(|u| started.is_some_and(|t| (u.activating_ns..=u.active_ns).contains(&t)))
+            .or(named.first());
+        starting.map_or_else(|| format!("{exe}.service"), |u| u.name.clone())
     }
 
     /// The process to name as a chain's starter: a manager's fork between fork and exec
