@@ -79,11 +79,11 @@ fn quoted(text: &str) -> Vec<&str> {
     text.split('`').skip(1).step_by(2).filter(|q| !q.is_empty()).collect()
 }
 
-/// A path or file name in backquotes: it has a known extension and no spaces.
+/// A path or file name in backquotes: it has a known extension and no spaces. A pattern
+/// (`*.rs`, `cmd/<name>.rs`) names no one file.
 fn as_file(q: &str) -> Option<&str> {
     let q = q.trim_end_matches(['/', ',', ':']);
-    let placeholder = q.contains('<') || q.contains('*');
-    let word = !q.contains(' ') && !placeholder && !q.starts_with("--") && !q.contains('=');
+    let word = !q.contains(' ') && !q.contains(['*', '<']) && !q.starts_with("--") && !q.contains('=');
     (word && FILE_EXTENSIONS.iter().any(|e| q.ends_with(e))).then_some(q)
 }
 
@@ -186,6 +186,8 @@ fn the_check_catches_a_missing_file_and_a_missing_item() {
     assert!(file_exists("analyze/src/doctor/mod.rs", &all));
     assert!(file_exists("doctor/mod.rs", &all));
     assert!(!file_exists("analyze/src/doctor/nowhere.rs", &all));
+    assert_eq!(as_file("cmd/<name>.rs"), None);
+    assert_eq!(as_file("doctor/mod.rs,"), Some("doctor/mod.rs"));
     assert_eq!(as_item("Running::wait"), Some((Some("Running"), "wait")));
     assert_eq!(as_item("ReadyReason"), Some((None, "ReadyReason")));
     assert_eq!(as_item("trace_marker"), None);
