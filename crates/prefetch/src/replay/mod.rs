@@ -3,17 +3,17 @@
 //! filesystem-metadata ranges (block-device ranges) go first and the other steps
 //! start once they are in, so the opens and directory reads find the inode tables and
 //! directory blocks cached: ext4 reads those one 4 KiB bio per block, and blk-throttle
-//! charges every bio (BENCHMARKS.md, "The replay's bios").
+//! charges every bio (docs/benchmarks-journal.md, "The replay's bios").
 //! By default a range is read exactly ([`Fill::Exact`]: WILLNEED, then reads with
 //! `FADV_RANDOM`: 4 KiB folios, nothing past the range); a replay that is waited for
 //! may instead read like `read(2)` of the whole range does ([`Fill::Sequential`]: the
 //! kernel's readahead allocates large folios), which measured no faster for the
-//! program after it (BENCHMARKS.md, "Ahead: filling the cache with large folios": its
+//! program after it (docs/benchmarks-journal.md, "Ahead: filling the cache with large folios": its
 //! own mmap faults leave mostly 4 KiB folios in a warm cache too).
 //! A replay alongside a start ([`Replay::start`]) also uses fewer threads
 //! (`alongside_depth`): the program's own reads queue behind the replay's requests
 //! in flight, and on a slow disk a deep replay delays every page the program
-//! misses (BENCHMARKS.md, "Orders and depth": 16 threads against 2 and 4).
+//! misses (docs/benchmarks-journal.md, "Orders and depth": 16 threads against 2 and 4).
 //!
 //! Every file is opened by path and checked against the identity in the plan
 //! (device, inode, size, mtime; a block device by its device number) before any
