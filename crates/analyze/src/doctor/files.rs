@@ -170,7 +170,7 @@ fn small_files_finding(f: &Facts, dir: &str, files: &[u32], cost: &SmallFilesCos
         )
     });
     Finding {
-        kind: crate::doctor::FindingKind::ManySmallFiles,
+        kind: FindingKind::ManySmallFiles,
         title: format!("{} small files read from {dir}", count(n)),
         evidence: Evidence {
             summary: format!(
