@@ -70,10 +70,10 @@ pub struct Analysis {
     /// The systemd units that became active during the recording, longest start first;
     /// absent when the trace has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub units: Vec<crate::boot_units::UnitTime>,
+    pub units: Vec<UnitTime>,
     /// The chain of units to the unit the recording waited for (`--until unit:NAME`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit_chain: Option<crate::boot_units::UnitChain>,
+    pub unit_chain: Option<UnitChain>,
 }
 
 /// What was traced, where, and how (from the trace's meta and disk tables).
@@ -774,4 +774,82 @@ pub struct Warning {
     /// How many events, files or nanoseconds it concerns (see `message`).
     pub count: u64,
     pub message: String,
+}
+
+/// How a unit's processes were found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitProcessesFrom {
+    /// Its main process (the manager's `MainPID`) and that process's descendants
+    /// started while the unit was activating.
+    MainPid,
+    /// No main process was alive at the end: the manager's children started while the
+    /// unit was activating whose command name begins its unit name (or `mount` for a
+    /// mount unit), and their descendants.
+    Name,
+    /// None found: a target, a slice, a socket, or a unit whose processes had exited
+    /// under a name that does not say whose they were.
+    None,
+}
+
+/// Time a unit's processes waited on a process of another unit (the waker of their sleep).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitWait {
+    pub unit: String,
+    pub ns: Nanos,
+}
+
+/// Time a unit's processes waited for the pages of one file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitFileWait {
+    pub file: u32,
+    pub ns: Nanos,
+}
+
+/// One systemd unit that became active during the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitTime {
+    pub name: String,
+    /// `container`, `system` or `user`.
+    pub manager: String,
+    /// When its start began (systemd's `InactiveExitTimestamp`); may be before t = 0.
+    pub activating_ns: Nanos,
+    /// When it became active (`ActiveEnterTimestamp`).
+    pub active_ns: Nanos,
+    /// `active_ns - activating_ns`, what `systemd-analyze blame` shows.
+    pub took_ns: Nanos,
+    /// Its processes, by pid.
+    pub pids: Vec<i32>,
+    pub pids_from: UnitProcessesFrom,
+    /// Wall-clock time of `took_ns` when one of its processes ran on a CPU.
+    pub cpu_ns: Nanos,
+    /// CPU time of its processes while it was activating, threads summed.
+    pub cpu_time_ns: Nanos,
+    /// Wall-clock time none ran and one waited for I/O…
+    pub io_wait_ns: Nanos,
+    /// …by the file with most pages behind each wait (the analysis's attribution of
+    /// I/O waits), most first; waits with no page seen are in `io_wait_ns` only.
+    pub io_files: Vec<UnitFileWait>,
+    /// Wall-clock time none ran or waited for I/O and one slept until a process of
+    /// another unit woke it, by that unit, most first.
+    pub unit_waits: Vec<UnitWait>,
+    /// … or until the manager itself (systemd) woke it.
+    pub manager_wait_ns: Nanos,
+    /// The rest of `took_ns`: other sleeps, and all of it for a unit without processes.
+    pub other_ns: Nanos,
+    /// Of its `After=` units, the one that became active last before its start began,
+    /// the unit it waited for in `systemd-analyze critical-chain`'s terms.
+    pub after: Option<String>,
+    /// When that unit became active.
+    pub after_active_ns: Option<Nanos>,
+}
+
+/// The chain of units to a target: each the `After=` unit that became active last
+/// before the previous one started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitChain {
+    pub target: String,
+    /// Unit names from the target back to the first, as `systemd-analyze critical-chain`
+    /// prints them; each is in [`Analysis::units`].
+    pub links: Vec<String>,
 }

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use coldstart_trace::{Nanos, ReadyReason, ThreadState, Unit};
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::{Deserialize, Serialize};
 
-use crate::analysis::ThreadInfo;
+use crate::analysis::{ThreadInfo, UnitChain, UnitFileWait, UnitProcessesFrom, UnitTime, UnitWait};
 use crate::context::Ctx;
 use crate::critical::wakeup_ending;
 use crate::time::NO_FILE;
@@ -19,84 +18,6 @@ const FORK_SLACK_NS: Nanos = 20_000_000;
 /// How far a chain link's active time may lie after the next link's start (the two
 /// timestamps are taken by the manager in one step, and moved to the trace's clock).
 const CHAIN_SLACK_NS: Nanos = 1_000_000;
-
-/// How a unit's processes were found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnitProcessesFrom {
-    /// Its main process (the manager's `MainPID`) and that process's descendants
-    /// started while the unit was activating.
-    MainPid,
-    /// No main process was alive at the end: the manager's children started while the
-    /// unit was activating whose command name begins its unit name (or `mount` for a
-    /// mount unit), and their descendants.
-    Name,
-    /// None found: a target, a slice, a socket, or a unit whose processes had exited
-    /// under a name that does not say whose they were.
-    None,
-}
-
-/// Time a unit's processes waited on a process of another unit (the waker of their sleep).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitWait {
-    pub unit: String,
-    pub ns: Nanos,
-}
-
-/// Time a unit's processes waited for the pages of one file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitFileWait {
-    pub file: u32,
-    pub ns: Nanos,
-}
-
-/// One systemd unit that became active during the recording.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitTime {
-    pub name: String,
-    /// `container`, `system` or `user`.
-    pub manager: String,
-    /// When its start began (systemd's `InactiveExitTimestamp`); may be before t = 0.
-    pub activating_ns: Nanos,
-    /// When it became active (`ActiveEnterTimestamp`).
-    pub active_ns: Nanos,
-    /// `active_ns - activating_ns`, what `systemd-analyze blame` shows.
-    pub took_ns: Nanos,
-    /// Its processes, by pid.
-    pub pids: Vec<i32>,
-    pub pids_from: UnitProcessesFrom,
-    /// Wall-clock time of `took_ns` when one of its processes ran on a CPU.
-    pub cpu_ns: Nanos,
-    /// CPU time of its processes while it was activating, threads summed.
-    pub cpu_time_ns: Nanos,
-    /// Wall-clock time none ran and one waited for I/O…
-    pub io_wait_ns: Nanos,
-    /// …by the file with most pages behind each wait (the analysis's attribution of
-    /// I/O waits), most first; waits with no page seen are in `io_wait_ns` only.
-    pub io_files: Vec<UnitFileWait>,
-    /// Wall-clock time none ran or waited for I/O and one slept until a process of
-    /// another unit woke it, by that unit, most first.
-    pub unit_waits: Vec<UnitWait>,
-    /// … or until the manager itself (systemd) woke it.
-    pub manager_wait_ns: Nanos,
-    /// The rest of `took_ns`: other sleeps, and all of it for a unit without processes.
-    pub other_ns: Nanos,
-    /// Of its `After=` units, the one that became active last before its start began,
-    /// the unit it waited for in `systemd-analyze critical-chain`'s terms.
-    pub after: Option<String>,
-    /// When that unit became active.
-    pub after_active_ns: Option<Nanos>,
-}
-
-/// The chain of units to a target: each the `After=` unit that became active last
-/// before the previous one started.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitChain {
-    pub target: String,
-    /// Unit names from the target back to the first, as `systemd-analyze critical-chain`
-    /// prints them; each is in [`Analysis::units`](crate::Analysis::units).
-    pub links: Vec<String>,
-}
 
 /// The unit a ready reason names, without its manager (`unit:user/NAME` gives `NAME`).
 pub fn ready_unit(reason: &ReadyReason) -> Option<&str> {

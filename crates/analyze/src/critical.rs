@@ -41,11 +41,19 @@ const WAKEUP_SLACK_NS: Nanos = 50_000;
 /// Most running (and runnable) time between two timer-ended sleeps of a polling loop.
 const POLL_CHECK_NS: Nanos = 1_000_000;
 
+/// The walk back from ready: where it is (thread `tid` at time `t`) and what it has found.
 struct Walk<'c, 't> {
     ctx: &'c Ctx<'t>,
     /// In reverse time order while walking.
     segments: Vec<PathSegment>,
     buffer: WaitFiles,
+    tid: i32,
+    t: Nanos,
+    /// Jumps to another thread made without moving back in time (a wakeup cycle, past a limit).
+    jumps_at_t: u32,
+    /// Sleepers to return to, with the time each began to sleep: the walk follows a waker
+    /// no further back than that.
+    sleepers: Vec<(i32, Nanos)>,
 }
 
 impl<'t> Walk<'_, 't> {
@@ -156,6 +164,108 @@ impl<'t> Walk<'_, 't> {
         };
         self.thread_of_at(parent_pid, t).filter(|&c| c != tid)
     }
+
+    /// One step back from `t` on thread `tid`: the part of the interval that holds `t`
+    /// down to `floor`, or a jump to the thread that created `tid` or woke it.
+    fn step(&mut self, floor: Nanos) {
+        let (ctx, tid, t) = (self.ctx, self.tid, self.t);
+        let rows = ctx.sched_by_tid.rows_of(tid);
+        let k = rows.partition_point(|&r| self.interval(r).start_ns < t);
+        if k == 0 {
+            match self.creator(tid, t) {
+                Some(creator) if self.jumps_at_t < MAX_JUMPS_AT_ONE_TIME => {
+                    self.tid = creator;
+                    self.jumps_at_t += 1;
+                }
+                _ => {
+                    self.push(tid, floor, t, SegmentKind::Untraced);
+                    self.t = floor;
+                }
+            }
+            return;
+        }
+        let iv = self.interval(rows[k - 1]).clone();
+        if iv.end_ns < t {
+            let from = iv.end_ns.max(floor);
+            self.push(tid, from, t, SegmentKind::Untraced);
+            self.t = from;
+            self.jumps_at_t = 0;
+            return;
+        }
+        let start = iv.start_ns.max(floor);
+        match iv.state {
+            ThreadState::Running => self.push(tid, start, t, SegmentKind::Cpu),
+            ThreadState::Runnable => self.push(tid, start, t, SegmentKind::CpuWait),
+            ThreadState::IoWait => self.push_io_wait(rows, k - 1, start),
+            ThreadState::Sleeping | ThreadState::Stopped => {
+                if self.follow_waker(&iv, rows, k - 1, start, floor) {
+                    return;
+                }
+            }
+        }
+        self.t = start;
+        self.jumps_at_t = 0;
+    }
+
+    /// The I/O wait `rows[k]` of the current thread from `start` to `t`, with the files it was for.
+    fn push_io_wait(&mut self, rows: &[u32], k: usize, start: Nanos) {
+        let (tid, t) = (self.tid, self.t);
+        let fill_rows = self.ctx.fills_by_tid.rows_of(tid);
+        let mut buffer = std::mem::take(&mut self.buffer);
+        wait_files(self.ctx, rows, k, fill_rows, &mut buffer);
+        let files = buffer
+            .iter()
+            .zip(split(t - start, buffer.iter().map(|f| f.2)))
+            .map(|(f, ns)| FileTime { file: f.1, ns })
+            .collect();
+        self.buffer = buffer;
+        self.push(tid, start, t, SegmentKind::IoWait);
+        if let Some(seg) = self.segments.last_mut() {
+            seg.files = files;
+        }
+    }
+
+    /// The sleep `iv` (`rows[k]`) of the current thread from `start` to `t`: jumps to the
+    /// thread that woke it, whose history stands in for the sleep, or else records the
+    /// sleep with what ended it. Returns whether the walk jumped.
+    fn follow_waker(
+        &mut self,
+        iv: &SchedInterval,
+        rows: &[u32],
+        k: usize,
+        start: Nanos,
+        floor: Nanos,
+    ) -> bool {
+        let (tid, t) = (self.tid, self.t);
+        let wakeup = self.wakeup_ending(tid, iv, t).map(|w| (w.t_ns, w.waker_tid));
+        match wakeup {
+            // The line that makes the walk cross threads and processes alike: the
+            // waker's history stands in for the sleep.
+            Some((wake_t, Some(waker)))
+                if waker != tid && !self.ctx.sched_by_tid.rows_of(waker).is_empty() =>
+            {
+                let jump_t = wake_t.min(t).max(start);
+                if self.jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
+                    self.push(tid, jump_t, t, SegmentKind::Sleep);
+                    self.jumps_at_t = if jump_t < t { 0 } else { self.jumps_at_t + 1 };
+                    let since = if iv.state == ThreadState::Sleeping {
+                        self.polling_since(tid, rows, k, floor)
+                    } else {
+                        start
+                    };
+                    self.sleepers.push((tid, since));
+                    self.tid = waker;
+                    self.t = jump_t;
+                    return true;
+                }
+                self.push(tid, start, t, SegmentKind::NoWakeup);
+            }
+            Some((_, Some(waker))) if waker != tid => self.push_outside_wait(tid, start, t, waker),
+            Some(_) => self.push(tid, start, t, SegmentKind::Sleep),
+            None => self.push(tid, start, t, SegmentKind::NoWakeup),
+        }
+        false
+    }
 }
 
 /// The wakeup that ended sleep `iv` of `tid` (at `t` or later), if one was seen.
@@ -177,20 +287,23 @@ pub(crate) fn critical_path(
     if ctx.trace.sched.is_empty() || ready.t_ns <= origin {
         return None;
     }
-    let mut walk = Walk { ctx, segments: Vec::new(), buffer: WaitFiles::new() };
-    let (mut tid, mut t) = (ready.tid, ready.t_ns);
-    let mut jumps_at_t = 0;
+    let mut walk = Walk {
+        ctx,
+        segments: Vec::new(),
+        buffer: WaitFiles::new(),
+        tid: ready.tid,
+        t: ready.t_ns,
+        jumps_at_t: 0,
+        sleepers: Vec::new(),
+    };
     let mut steps: usize = 0;
     let step_limit = 4 * ctx.trace.sched.len() + 1000;
-    // Sleepers to return to, with the time each began to sleep: the walk follows a waker
-    // no further back than that.
-    let mut sleepers: Vec<(i32, Nanos)> = Vec::new();
     loop {
-        let floor = sleepers.last().map_or(origin, |&(_, since)| since);
-        if t <= floor {
-            match sleepers.pop() {
+        let floor = walk.sleepers.last().map_or(origin, |&(_, since)| since);
+        if walk.t <= floor {
+            match walk.sleepers.pop() {
                 Some((sleeper, since)) => {
-                    (tid, t) = (sleeper, since);
+                    (walk.tid, walk.t) = (sleeper, since);
                     continue;
                 }
                 None => break,
@@ -201,85 +314,15 @@ pub(crate) fn critical_path(
             warnings.push(Warning {
                 code: WarningCode::PathIncomplete,
                 count: 1,
-                message: format!("the critical path walk stopped after {step_limit} steps at t = {t} ns"),
+                message: format!(
+                    "the critical path walk stopped after {step_limit} steps at t = {} ns",
+                    walk.t
+                ),
             });
-            walk.push(tid, origin, t, SegmentKind::Untraced);
+            walk.push(walk.tid, origin, walk.t, SegmentKind::Untraced);
             break;
         }
-        let rows = ctx.sched_by_tid.rows_of(tid);
-        let k = rows.partition_point(|&r| walk.interval(r).start_ns < t);
-        if k == 0 {
-            match walk.creator(tid, t) {
-                Some(creator) if jumps_at_t < MAX_JUMPS_AT_ONE_TIME => {
-                    tid = creator;
-                    jumps_at_t += 1;
-                }
-                _ => {
-                    walk.push(tid, floor, t, SegmentKind::Untraced);
-                    t = floor;
-                }
-            }
-            continue;
-        }
-        let iv = walk.interval(rows[k - 1]).clone();
-        if iv.end_ns < t {
-            let from = iv.end_ns.max(floor);
-            walk.push(tid, from, t, SegmentKind::Untraced);
-            t = from;
-            jumps_at_t = 0;
-            continue;
-        }
-        let start = iv.start_ns.max(floor);
-        match iv.state {
-            ThreadState::Running => walk.push(tid, start, t, SegmentKind::Cpu),
-            ThreadState::Runnable => walk.push(tid, start, t, SegmentKind::CpuWait),
-            ThreadState::IoWait => {
-                let fill_rows = ctx.fills_by_tid.rows_of(tid);
-                let mut buffer = std::mem::take(&mut walk.buffer);
-                wait_files(ctx, rows, k - 1, fill_rows, &mut buffer);
-                let files = buffer
-                    .iter()
-                    .zip(split(t - start, buffer.iter().map(|f| f.2)))
-                    .map(|(f, ns)| FileTime { file: f.1, ns })
-                    .collect();
-                walk.buffer = buffer;
-                walk.push(tid, start, t, SegmentKind::IoWait);
-                if let Some(seg) = walk.segments.last_mut() {
-                    seg.files = files;
-                }
-            }
-            ThreadState::Sleeping | ThreadState::Stopped => {
-                let wakeup = walk.wakeup_ending(tid, &iv, t).map(|w| (w.t_ns, w.waker_tid));
-                match wakeup {
-                    // The line that makes the walk cross threads and processes alike: the
-                    // waker's history stands in for the sleep.
-                    Some((wake_t, Some(waker)))
-                        if waker != tid && !ctx.sched_by_tid.rows_of(waker).is_empty() =>
-                    {
-                        let jump_t = wake_t.min(t).max(start);
-                        if jumps_at_t < MAX_JUMPS_AT_ONE_TIME || jump_t < t {
-                            walk.push(tid, jump_t, t, SegmentKind::Sleep);
-                            jumps_at_t = if jump_t < t { 0 } else { jumps_at_t + 1 };
-                            let since = if iv.state == ThreadState::Sleeping {
-                                walk.polling_since(tid, rows, k - 1, floor)
-                            } else {
-                                start
-                            };
-                            sleepers.push((tid, since));
-                            tid = waker;
-                            t = jump_t;
-                            continue;
-                        }
-                        walk.push(tid, start, t, SegmentKind::NoWakeup);
-                    }
-                    Some((_, Some(waker))) if waker != tid => walk.push_outside_wait(tid, start, t, waker),
-                    Some(_) => walk.push(tid, start, t, SegmentKind::Sleep),
-                    None => walk.push(tid, start, t, SegmentKind::NoWakeup),
-                }
-            }
-        }
-        t = start;
-        jumps_at_t = 0;
+        walk.step(floor);
     }
     let mut segments = walk.segments;
     segments.reverse();

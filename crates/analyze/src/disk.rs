@@ -151,36 +151,9 @@ fn owner_of(ctx: &Ctx, io: &BlockIo, map: &RangeMap) -> Owner {
 }
 
 fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysis {
-    let info = ctx.trace.disks.iter().find(|d| d.dev == dev);
     let threshold_sectors = ctx.config.seek_threshold_bytes / SECTOR;
     let mut seeks = DiskSeeks { threshold_bytes: ctx.config.seek_threshold_bytes, ..DiskSeeks::default() };
-    let mut out = DiskAnalysis {
-        dev,
-        name: info.map_or_else(|| dev.to_string(), |d| d.name.clone()),
-        model: info.and_then(|d| d.model.clone()),
-        rotational: info.and_then(|d| d.rotational),
-        kind: String::new(),
-        read_ahead_kb: info.and_then(|d| d.read_ahead_kb),
-        filled_pages: 0,
-        unused_pages: 0,
-        diskstats_read_bytes: info.and_then(|d| d.read_bytes),
-        diskstats_read_ios: info.and_then(|d| d.read_ios),
-        reissued: 0,
-        traced_read_requests: 0,
-        traced_read_bytes: 0,
-        coverage: None,
-        seeks,
-        read_latency_ns: 0,
-        read_latency_median_ns: None,
-        metadata_requests: 0,
-        metadata_bytes: 0,
-        unknown_requests: 0,
-        unknown_bytes: 0,
-        write_requests: 0,
-        write_bytes: 0,
-        files: Vec::new(),
-        requests: Vec::new(),
-    };
+    let mut out = unmeasured_disk(ctx, dev, seeks);
     let mut latencies: Vec<Nanos> = Vec::new();
     let mut distances: Vec<u64> = Vec::new();
     let mut files: FxHashMap<u32, DiskFile> = FxHashMap::default();
@@ -229,43 +202,8 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
         }
         let distance = previous_end.map(|end| sector as i64 - end as i64);
         previous_end = Some(sector + u64::from(io.bytes).div_ceil(SECTOR));
-        seeks.requests += 1;
-        match distance {
-            Some(0) => seeks.sequential += 1,
-            Some(d) if d > 0 => {
-                seeks.forward += 1;
-                seeks.forward_sectors = seeks.forward_sectors.saturating_add(d as u64);
-            }
-            Some(d) => {
-                seeks.backward += 1;
-                seeks.backward_sectors = seeks.backward_sectors.saturating_add(d.unsigned_abs());
-            }
-            None => {}
-        }
-        if let Some(d) = distance.filter(|&d| d != 0) {
-            let bytes = d.unsigned_abs().saturating_mul(SECTOR);
-            seeks.distances.add(bytes);
-            distances.push(bytes);
-        }
-        let far = distance.is_some_and(|d| d.unsigned_abs() > threshold_sectors);
-        seeks.far += u64::from(far);
-        match owner {
-            Owner::File(id) => {
-                let f = files.entry(id).or_insert(DiskFile { file: id, ..DiskFile::default() });
-                f.requests += 1;
-                f.bytes = f.bytes.saturating_add(u64::from(io.bytes));
-                f.far_seeks += u64::from(far);
-                f.latency_ns = f.latency_ns.saturating_add(latency.unwrap_or(0));
-            }
-            Owner::Metadata => {
-                out.metadata_requests += 1;
-                out.metadata_bytes = out.metadata_bytes.saturating_add(u64::from(io.bytes));
-            }
-            Owner::Unknown => {
-                out.unknown_requests += 1;
-                out.unknown_bytes = out.unknown_bytes.saturating_add(u64::from(io.bytes));
-            }
-        }
+        let far = count_seek(&mut seeks, distance, threshold_sectors, &mut distances);
+        count_read_by_owner(&mut out, &mut files, owner, io, far, latency);
         out.requests.push(row(distance, far));
     }
     if !distances.is_empty() {
@@ -284,6 +222,97 @@ fn disk(ctx: &Ctx, dev: Dev, requests: &[Paired], map: &RangeMap) -> DiskAnalysi
         .sort_by(|a, b| b.requests.cmp(&a.requests).then(b.bytes.cmp(&a.bytes)).then(a.file.cmp(&b.file)));
     out.kind = kind_words(&out);
     out
+}
+
+/// The disk as the trace's `disk` table describes it, before its requests are counted.
+fn unmeasured_disk(ctx: &Ctx, dev: Dev, seeks: DiskSeeks) -> DiskAnalysis {
+    let info = ctx.trace.disks.iter().find(|d| d.dev == dev);
+    DiskAnalysis {
+        dev,
+        name: info.map_or_else(|| dev.to_string(), |d| d.name.clone()),
+        model: info.and_then(|d| d.model.clone()),
+        rotational: info.and_then(|d| d.rotational),
+        kind: String::new(),
+        read_ahead_kb: info.and_then(|d| d.read_ahead_kb),
+        filled_pages: 0,
+        unused_pages: 0,
+        diskstats_read_bytes: info.and_then(|d| d.read_bytes),
+        diskstats_read_ios: info.and_then(|d| d.read_ios),
+        reissued: 0,
+        traced_read_requests: 0,
+        traced_read_bytes: 0,
+        coverage: None,
+        seeks,
+        read_latency_ns: 0,
+        read_latency_median_ns: None,
+        metadata_requests: 0,
+        metadata_bytes: 0,
+        unknown_requests: 0,
+        unknown_bytes: 0,
+        write_requests: 0,
+        write_bytes: 0,
+        files: Vec::new(),
+        requests: Vec::new(),
+    }
+}
+
+/// Counts a read request's head movement (`distance` sectors from the end of the
+/// previous read, `None` for the first); returns whether it was a far seek.
+fn count_seek(
+    seeks: &mut DiskSeeks,
+    distance: Option<i64>,
+    threshold_sectors: u64,
+    distances: &mut Vec<u64>,
+) -> bool {
+    seeks.requests += 1;
+    match distance {
+        Some(0) => seeks.sequential += 1,
+        Some(d) if d > 0 => {
+            seeks.forward += 1;
+            seeks.forward_sectors = seeks.forward_sectors.saturating_add(d as u64);
+        }
+        Some(d) => {
+            seeks.backward += 1;
+            seeks.backward_sectors = seeks.backward_sectors.saturating_add(d.unsigned_abs());
+        }
+        None => {}
+    }
+    if let Some(d) = distance.filter(|&d| d != 0) {
+        let bytes = d.unsigned_abs().saturating_mul(SECTOR);
+        seeks.distances.add(bytes);
+        distances.push(bytes);
+    }
+    let far = distance.is_some_and(|d| d.unsigned_abs() > threshold_sectors);
+    seeks.far += u64::from(far);
+    far
+}
+
+/// Counts a read request for the file it read, or as metadata or unknown.
+fn count_read_by_owner(
+    out: &mut DiskAnalysis,
+    files: &mut FxHashMap<u32, DiskFile>,
+    owner: Owner,
+    io: &BlockIo,
+    far: bool,
+    latency: Option<Nanos>,
+) {
+    match owner {
+        Owner::File(id) => {
+            let f = files.entry(id).or_insert(DiskFile { file: id, ..DiskFile::default() });
+            f.requests += 1;
+            f.bytes = f.bytes.saturating_add(u64::from(io.bytes));
+            f.far_seeks += u64::from(far);
+            f.latency_ns = f.latency_ns.saturating_add(latency.unwrap_or(0));
+        }
+        Owner::Metadata => {
+            out.metadata_requests += 1;
+            out.metadata_bytes = out.metadata_bytes.saturating_add(u64::from(io.bytes));
+        }
+        Owner::Unknown => {
+            out.unknown_requests += 1;
+            out.unknown_bytes = out.unknown_bytes.saturating_add(u64::from(io.bytes));
+        }
+    }
 }
 
 /// Read requests a disk needs before its median latency says what kind of disk it is.

@@ -30,7 +30,7 @@ pub mod units;
 mod warnings;
 
 pub use analysis::*;
-pub use boot_units::{UnitChain, UnitFileWait, UnitProcessesFrom, UnitTime, UnitWait, chain_to, ready_unit};
+pub use boot_units::{chain_to, ready_unit};
 pub use cpu::{CpuFunction, CpuLibrary, CpuProfile, PhaseCpu, SegmentCpu};
 pub use offcpu::{KernelWait, OffCpuIndex, area_of, kernel_wait};
 pub use ranking::{RankBy, ReadFilter};

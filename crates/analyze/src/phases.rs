@@ -91,6 +91,31 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
     let config = ctx.config;
     let span_ns = to - from;
     let width = (span_ns / Nanos::from(config.phase_bins.max(1))).max(config.phase_bin_min_ns).max(1);
+    let marks = marks_between(ctx, from, to);
+    let (edges, span_of) = bin_edges(from, to, width, &marks);
+    let mut bins = vec![Bin::default(); edges.len() - 1];
+    let mut dirs =
+        Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
+    add_sched(ctx, &edges, &mut bins, &mut dirs, wait_top_file);
+    add_fills(ctx, &edges, &mut bins, &mut dirs);
+    for bin in bins.iter_mut().filter(|bin| bin.dir.is_none()) {
+        bin.dir = top_wait_dir(bin);
+    }
+
+    let has_sched = !ctx.trace.sched.is_empty();
+    if !has_sched {
+        add_cpu_samples(ctx, &edges, &mut bins);
+    }
+    let labels = label_bins(&bins, &edges, has_sched || !ctx.trace.cpu_samples.is_empty());
+    let mut segments = run_lengths(&labels, &span_of, &bins);
+    let min_len = (3 * width).max(span_ns / Nanos::from(config.phase_min_fraction.max(1)));
+    absorb_short(&mut segments, &edges, min_len);
+
+    describe(ctx, &segments, &edges, &bins, &marks, reads)
+}
+
+/// The marks strictly inside `from..to`, by time, one per time.
+fn marks_between<'t>(ctx: &Ctx<'t>, from: Nanos, to: Nanos) -> Vec<(Nanos, &'t str)> {
     let mut marks: Vec<(Nanos, &str)> = ctx
         .trace
         .marks
@@ -100,8 +125,12 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
         .collect();
     marks.sort();
     marks.dedup_by_key(|m| m.0);
+    marks
+}
 
-    // Bin edges: a regular grid, plus every mark time; `span_of[b]` counts marks before bin b.
+/// Bin edges: a regular grid of `width`, plus every mark time; with, per bin, the
+/// number of marks before it.
+fn bin_edges(from: Nanos, to: Nanos, width: Nanos, marks: &[(Nanos, &str)]) -> (Vec<Nanos>, Vec<usize>) {
     let mut edges = vec![from];
     let mut span_of = Vec::new();
     let mut span = 0;
@@ -126,11 +155,14 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
             span += 1;
         }
     }
-    let bin_of = |t: Nanos| edges.partition_point(|&e| e <= t).saturating_sub(1).min(edges.len() - 2);
-    let mut bins = vec![Bin::default(); edges.len() - 1];
-    let mut dirs =
-        Dirs { ctx, names: Vec::new(), by_name: FxHashMap::default(), by_file: FxHashMap::default() };
+    (edges, span_of)
+}
 
+/// Adds the in-scope threads' running and I/O wait time to the bins, the waits also to
+/// the directory of the file they were for.
+fn add_sched(ctx: &Ctx, edges: &[Nanos], bins: &mut [Bin], dirs: &mut Dirs<'_>, wait_top_file: &[u32]) {
+    let (from, to) = (edges[0], edges[edges.len() - 1]);
+    let bin_of = |t: Nanos| edges.partition_point(|&e| e <= t).saturating_sub(1).min(edges.len() - 2);
     let mut in_scope = ctx.in_scope_test();
     for (r, s) in ctx.trace.sched.iter().enumerate() {
         if !matches!(s.state, ThreadState::Running | ThreadState::IoWait) {
@@ -161,7 +193,11 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
             }
         }
     }
+}
 
+/// Adds the page fills to the bins, each bin closed with the directory it filled most.
+fn add_fills(ctx: &Ctx, edges: &[Nanos], bins: &mut [Bin], dirs: &mut Dirs<'_>) {
+    let (from, to) = (edges[0], edges[edges.len() - 1]);
     let fills = &ctx.trace.page_fills;
     let order = &ctx.fills_in_time;
     let first = order.partition_point(|&r| fills[r as usize].t_ns < from);
@@ -178,7 +214,7 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
             b += 1;
         }
         if b != current_bin {
-            close_bin(&mut bins, current_bin, &mut pages_by_dir);
+            close_bin(bins, current_bin, &mut pages_by_dir);
             current_bin = b;
         }
         let d = match last_file {
@@ -195,21 +231,7 @@ pub(crate) fn phases(ctx: &Ctx, from: Nanos, to: Nanos, reads: &[Read], wait_top
         }
         bins[b].pages = bins[b].pages.saturating_add(u64::from(fill.pages));
     }
-    close_bin(&mut bins, current_bin, &mut pages_by_dir);
-    for bin in bins.iter_mut().filter(|bin| bin.dir.is_none()) {
-        bin.dir = top_wait_dir(bin);
-    }
-
-    let has_sched = !ctx.trace.sched.is_empty();
-    if !has_sched {
-        add_cpu_samples(ctx, &edges, &mut bins);
-    }
-    let labels = label_bins(&bins, &edges, has_sched || !ctx.trace.cpu_samples.is_empty());
-    let mut segments = run_lengths(&labels, &span_of, &bins);
-    let min_len = (3 * width).max(span_ns / Nanos::from(config.phase_min_fraction.max(1)));
-    absorb_short(&mut segments, &edges, min_len);
-
-    describe(ctx, &segments, &edges, &bins, &marks, reads)
+    close_bin(bins, current_bin, &mut pages_by_dir);
 }
 
 /// Without scheduler data, the system's CPU samples (imports, bootchart-style)

@@ -59,3 +59,11 @@ impl LaunchError {
         LaunchError::File { path: path.into(), source: source.into() }
     }
 }
+
+/// A regex error in one line: the regex crate's own message spans several lines,
+/// pointing at the pattern; its last line says what is wrong.
+pub(crate) fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    format!("not a regular expression: {}", last.strip_prefix("error: ").unwrap_or(last))
+}

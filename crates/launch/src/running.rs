@@ -9,11 +9,10 @@ use crate::clock::{BootNanos, boottime_ns};
 use crate::error::{LaunchError, Result};
 use crate::idle::IdleDetector;
 use crate::interrupt::Interrupts;
-use crate::marks::{Marks, MarksFile, MarksWatcher};
+use crate::marks::{Mark, Marks, MarksFile, MarksWatcher};
 use crate::output::OutputPipe;
-use crate::spawn::Report;
-use crate::sys;
-use crate::systemd::{Manager, UnitSpec, UnitWatcher};
+use crate::sys::{self, Report};
+use crate::systemd::{Manager, UnitMet, UnitSpec, UnitWatcher};
 use crate::tree::{IoWaitSampler, delay_accounting_enabled, descendants, signal_descendants};
 use crate::until::{Reason, Until};
 use crate::window::{Mapped, WindowFacts, WindowWatcher};
@@ -392,6 +391,213 @@ impl Drop for Launch {
     }
 }
 
+/// One wait of [`Running::wait_all`]: the watchers its conditions need, and what has been
+/// met so far.
+struct Waiting<'c> {
+    conditions: &'c [Until],
+    marks: Option<MarksWatcher>,
+    idle: Vec<Option<IdleDetector>>,
+    window: Option<WindowWatcher>,
+    unit_specs: HashMap<usize, UnitSpec>,
+    units: Option<UnitWatcher>,
+    /// The systemd manager the last `unit:` condition met was met on.
+    unit_manager: Option<Manager>,
+    met: Vec<Option<Milestone>>,
+    signal: Option<i32>,
+    interrupted_at: Option<BootNanos>,
+}
+
+impl<'c> Waiting<'c> {
+    /// Starts the watchers the conditions need.
+    fn start(l: &Launch, conditions: &'c [Until], options: &WaitOptions) -> Result<Waiting<'c>> {
+        let marks = match conditions.iter().any(|c| matches!(c, Until::Mark(_))) {
+            true => Some(MarksWatcher::new(l.marks.path())?),
+            false => None,
+        };
+        let idle: Vec<Option<IdleDetector>> = conditions
+            .iter()
+            .map(|c| match c {
+                Until::Idle(quiet) => Some(IdleDetector::new(*quiet, l.started_ns)),
+                _ => None,
+            })
+            .collect();
+        let window = match conditions.iter().any(Until::watches_windows) {
+            true => Some(WindowWatcher::connect(l.display.as_deref(), l.wayland)?),
+            false => None,
+        };
+        let unit_specs: HashMap<usize, UnitSpec> = conditions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Until::Unit(spec) => Some((i, spec.clone())),
+                _ => None,
+            })
+            .collect();
+        let units = match unit_specs.is_empty() {
+            true => None,
+            false => {
+                let specs: Vec<(usize, UnitSpec)> = unit_specs.iter().map(|(i, s)| (*i, s.clone())).collect();
+                Some(UnitWatcher::start(
+                    &specs,
+                    l.shepherd,
+                    l.uid,
+                    l.started_ns,
+                    options.system_manager_later,
+                )?)
+            }
+        };
+        Ok(Waiting {
+            conditions,
+            marks,
+            idle,
+            window,
+            unit_specs,
+            units,
+            unit_manager: None,
+            met: vec![None; conditions.len()],
+            signal: None,
+            interrupted_at: None,
+        })
+    }
+
+    /// Waits for at most one tick (less when an idle condition or the deadline is due),
+    /// forwards the signals that arrived, and records the conditions met.
+    fn poll(&mut self, l: &mut Launch, deadline: Option<BootNanos>) -> Result<()> {
+        let now = boottime_ns();
+        let tick = Duration::from_millis(50);
+        let mut wait_for = self.idle.iter().flatten().map(IdleDetector::until_due).fold(tick, Duration::min);
+        if let Some(d) = deadline {
+            wait_for = wait_for.min(Duration::from_nanos((d - now).max(0) as u64));
+        }
+        let extra: Vec<BorrowedFd<'_>> = [l.interrupts.as_ref().map(|i| i.fd())]
+            .into_iter()
+            .chain([self.marks.as_ref().map(|m| m.fd()), self.window.as_ref().map(|w| w.fd())])
+            .flatten()
+            .collect();
+        let pumped = l.pump(&extra, wait_for);
+        drop(extra);
+        l.sample_io_wait();
+
+        if pumped.extra_ready.first() == Some(&true)
+            && let Some(interrupts) = l.interrupts.as_mut()
+        {
+            for sig in interrupts.take() {
+                signal_descendants(l.shepherd, sig);
+                self.signal = Some(sig);
+                self.interrupted_at.get_or_insert(boottime_ns());
+            }
+        }
+        let new_marks = match self.marks.as_mut() {
+            Some(watcher) => watcher.read_new()?,
+            None => Vec::new(),
+        };
+        let mapped = match self.window.as_mut() {
+            Some(watcher) => watcher.check()?,
+            None => Vec::new(),
+        };
+        let units_met = match self.units.as_mut() {
+            Some(watcher) => watcher.check(&self.unit_specs)?,
+            None => Vec::new(),
+        };
+        self.record_met(l, &pumped.lines, &new_marks, &mapped, &units_met);
+        Ok(())
+    }
+
+    /// Records each condition not met before that what arrived meets.
+    fn record_met(
+        &mut self,
+        l: &Launch,
+        lines: &[(BootNanos, String)],
+        new_marks: &[Mark],
+        mapped: &[Mapped],
+        units_met: &[UnitMet],
+    ) {
+        for (i, condition) in self.conditions.iter().enumerate() {
+            if self.met[i].is_some() {
+                continue;
+            }
+            let at =
+                |t_ns, pid, tid, detail| Milestone { reason: condition.reason(), t_ns, pid, tid, detail };
+            self.met[i] = match condition {
+                Until::Exit => l.root_exit.map(|(_, t)| at(t, Some(l.root_pid), Some(l.root_pid), None)),
+                Until::Mark(name) => new_marks.iter().find(|m| &m.name == name).map(|m| {
+                    at(m.boottime_ns.min(boottime_ns()), m.pid, None, m.pid.map(|p| format!("pid {p}")))
+                }),
+                Until::Output(re) => lines
+                    .iter()
+                    .find(|(_, line)| re.is_match(line))
+                    .map(|(t, line)| at(*t, None, None, Some(line.clone()))),
+                Until::Idle(_) => {
+                    self.idle[i].as_mut().and_then(IdleDetector::poll).map(|t| at(t, None, None, None))
+                }
+                Until::Window | Until::WindowClass(_) | Until::WindowName(_) | Until::WindowManager => {
+                    mapped.iter().find_map(|m| {
+                        let facts = m.windows.iter().find(|w| window_meets(condition, m, w, l.shepherd))?;
+                        Some(at(m.time_ns, facts.pid, facts.pid, Some(facts.describe())))
+                    })
+                }
+                Until::Unit(_) => {
+                    units_met.iter().find(|(index, ..)| *index == i).map(|(_, manager, t, pid)| {
+                        self.unit_manager = Some(manager.clone());
+                        at(*t, *pid, *pid, Some(format!("active on {manager}")))
+                    })
+                }
+            };
+        }
+    }
+
+    /// The outcome, once every condition is met, the command's tree has ended, the grace
+    /// after an interrupt has passed, or the deadline.
+    fn ended(&self, l: &Launch, options: &WaitOptions, deadline: Option<BootNanos>) -> Option<Outcome> {
+        let mut milestones: Vec<Milestone> = self.met.iter().flatten().cloned().collect();
+        milestones.sort_by_key(|m| m.t_ns);
+        if milestones.len() == self.conditions.len()
+            && let Some(ready) = milestones.last().cloned()
+        {
+            return Some(self.complete(l.outcome(ready, true, self.signal, milestones)));
+        }
+        if let Some((_, exit_ns)) = l.root_exit {
+            let idle_pending = self
+                .conditions
+                .iter()
+                .zip(&self.met)
+                .any(|(c, m)| matches!(c, Until::Idle(_)) && m.is_none());
+            if self.interrupted_at.is_some() || (l.tree_gone && !idle_pending) {
+                let exit = Milestone::stop(Reason::Exit, exit_ns, Some(l.root_pid));
+                return Some(self.complete(l.outcome(exit, false, self.signal, milestones)));
+            }
+        }
+        let now = boottime_ns();
+        if let Some(at) = self.interrupted_at
+            && now - at >= options.interrupt_grace.as_nanos() as i64
+        {
+            let stop = Milestone::stop(Reason::Interrupted, now, None);
+            return Some(self.complete(l.outcome(stop, false, self.signal, milestones)));
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            let stop = Milestone::stop(Reason::Timeout, now, None);
+            return Some(self.complete(l.outcome(stop, false, self.signal, milestones)));
+        }
+        None
+    }
+
+    /// Adds the manager of the `unit:` conditions and the conditions not met.
+    fn complete(&self, mut outcome: Outcome) -> Outcome {
+        outcome.unit_manager = self.unit_manager.clone();
+        outcome.unmet = self
+            .conditions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.met[*i].is_none())
+            .map(|(i, c)| match (c, self.units.as_ref()) {
+                (Until::Unit(_), Some(watcher)) => format!("{c}: {}", watcher.pending(i)),
+                _ => format!("{c}: not met"),
+            })
+            .collect();
+        outcome
+    }
+}
+
 /// A command that has exec'd. Wait for it with [`Running::wait`] (any number of
 /// times, e.g. for successive conditions), then end it with [`Running::finish`].
 /// Dropping it unfinished kills its whole tree.
@@ -454,164 +660,12 @@ impl Running {
         if options.sample_io_wait && l.io_wait.is_none() && delay_accounting_enabled() {
             l.io_wait = Some(IoWaitSampler::default());
         }
-        let mut marks = match conditions.iter().any(|c| matches!(c, Until::Mark(_))) {
-            true => Some(MarksWatcher::new(l.marks.path())?),
-            false => None,
-        };
-        let mut idle: Vec<Option<IdleDetector>> = conditions
-            .iter()
-            .map(|c| match c {
-                Until::Idle(quiet) => Some(IdleDetector::new(*quiet, l.started_ns)),
-                _ => None,
-            })
-            .collect();
-        let mut window = match conditions.iter().any(Until::watches_windows) {
-            true => Some(WindowWatcher::connect(l.display.as_deref(), l.wayland)?),
-            false => None,
-        };
-        let unit_specs: HashMap<usize, UnitSpec> = conditions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| match c {
-                Until::Unit(spec) => Some((i, spec.clone())),
-                _ => None,
-            })
-            .collect();
-        let mut units = match unit_specs.is_empty() {
-            true => None,
-            false => {
-                let specs: Vec<(usize, UnitSpec)> = unit_specs.iter().map(|(i, s)| (*i, s.clone())).collect();
-                Some(UnitWatcher::start(
-                    &specs,
-                    l.shepherd,
-                    l.uid,
-                    l.started_ns,
-                    options.system_manager_later,
-                )?)
-            }
-        };
-        let mut unit_manager: Option<Manager> = None;
-        let mut met: Vec<Option<Milestone>> = vec![None; conditions.len()];
+        let mut waiting = Waiting::start(l, conditions, options)?;
         let deadline = options.timeout.map(|t| l.started_ns + t.as_nanos() as i64);
-        let tick = Duration::from_millis(50);
-        let mut signal = None;
-        let mut interrupted_at: Option<BootNanos> = None;
         loop {
-            let now = boottime_ns();
-            let mut wait_for = idle.iter().flatten().map(IdleDetector::until_due).fold(tick, Duration::min);
-            if let Some(d) = deadline {
-                wait_for = wait_for.min(Duration::from_nanos((d - now).max(0) as u64));
-            }
-            let extra: Vec<BorrowedFd<'_>> = [l.interrupts.as_ref().map(|i| i.fd())]
-                .into_iter()
-                .chain([marks.as_ref().map(|m| m.fd()), window.as_ref().map(|w| w.fd())])
-                .flatten()
-                .collect();
-            let pumped = l.pump(&extra, wait_for);
-            drop(extra);
-            l.sample_io_wait();
-
-            if pumped.extra_ready.first() == Some(&true)
-                && let Some(interrupts) = l.interrupts.as_mut()
-            {
-                for sig in interrupts.take() {
-                    signal_descendants(l.shepherd, sig);
-                    signal = Some(sig);
-                    interrupted_at.get_or_insert(boottime_ns());
-                }
-            }
-            let new_marks = match marks.as_mut() {
-                Some(watcher) => watcher.read_new()?,
-                None => Vec::new(),
-            };
-            let mapped = match window.as_mut() {
-                Some(watcher) => watcher.check()?,
-                None => Vec::new(),
-            };
-            let units_met = match units.as_mut() {
-                Some(watcher) => watcher.check(&unit_specs)?,
-                None => Vec::new(),
-            };
-            for (i, condition) in conditions.iter().enumerate() {
-                if met[i].is_some() {
-                    continue;
-                }
-                let at =
-                    |t_ns, pid, tid, detail| Milestone { reason: condition.reason(), t_ns, pid, tid, detail };
-                met[i] = match condition {
-                    Until::Exit => l.root_exit.map(|(_, t)| at(t, Some(l.root_pid), Some(l.root_pid), None)),
-                    Until::Mark(name) => new_marks.iter().find(|m| &m.name == name).map(|m| {
-                        at(m.boottime_ns.min(boottime_ns()), m.pid, None, m.pid.map(|p| format!("pid {p}")))
-                    }),
-                    Until::Output(re) => pumped
-                        .lines
-                        .iter()
-                        .find(|(_, line)| re.is_match(line))
-                        .map(|(t, line)| at(*t, None, None, Some(line.clone()))),
-                    Until::Idle(_) => {
-                        idle[i].as_mut().and_then(IdleDetector::poll).map(|t| at(t, None, None, None))
-                    }
-                    Until::Window | Until::WindowClass(_) | Until::WindowName(_) | Until::WindowManager => {
-                        mapped.iter().find_map(|m| {
-                            let facts =
-                                m.windows.iter().find(|w| window_meets(condition, m, w, l.shepherd))?;
-                            Some(at(m.time_ns, facts.pid, facts.pid, Some(facts.describe())))
-                        })
-                    }
-                    Until::Unit(_) => {
-                        units_met.iter().find(|(index, ..)| *index == i).map(|(_, manager, t, pid)| {
-                            unit_manager = Some(manager.clone());
-                            at(*t, *pid, *pid, Some(format!("active on {manager}")))
-                        })
-                    }
-                };
-            }
-            let finish = |mut outcome: Outcome| {
-                outcome.unit_manager = unit_manager.clone();
-                outcome.unmet = conditions
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| met[*i].is_none())
-                    .map(|(i, c)| match (c, units.as_ref()) {
-                        (Until::Unit(_), Some(watcher)) => format!("{c}: {}", watcher.pending(i)),
-                        _ => format!("{c}: not met"),
-                    })
-                    .collect();
-                outcome
-            };
-            let mut milestones: Vec<Milestone> = met.iter().flatten().cloned().collect();
-            milestones.sort_by_key(|m| m.t_ns);
-            if milestones.len() == conditions.len()
-                && let Some(ready) = milestones.last().cloned()
-            {
-                return Ok(finish(l.outcome(ready, true, signal, milestones)));
-            }
-            if let Some((_, exit_ns)) = l.root_exit {
-                let idle_pending =
-                    conditions.iter().zip(&met).any(|(c, m)| matches!(c, Until::Idle(_)) && m.is_none());
-                if interrupted_at.is_some() || (l.tree_gone && !idle_pending) {
-                    let exit = Milestone::stop(Reason::Exit, exit_ns, Some(l.root_pid));
-                    return Ok(finish(l.outcome(exit, false, signal, milestones)));
-                }
-            }
-            let now = boottime_ns();
-            if let Some(at) = interrupted_at
-                && now - at >= options.interrupt_grace.as_nanos() as i64
-            {
-                return Ok(finish(l.outcome(
-                    Milestone::stop(Reason::Interrupted, now, None),
-                    false,
-                    signal,
-                    milestones,
-                )));
-            }
-            if deadline.is_some_and(|d| now >= d) {
-                return Ok(finish(l.outcome(
-                    Milestone::stop(Reason::Timeout, now, None),
-                    false,
-                    signal,
-                    milestones,
-                )));
+            waiting.poll(l, deadline)?;
+            if let Some(outcome) = waiting.ended(l, options, deadline) {
+                return Ok(outcome);
             }
         }
     }

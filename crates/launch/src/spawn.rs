@@ -21,54 +21,7 @@ use crate::interrupt::Interrupts;
 use crate::marks::MarksFile;
 use crate::output::{OutputPipe, Stream};
 use crate::running::{Launch, Running};
-use crate::sys::{self, ChildPlan, EXEC_STAGES};
-
-/// A message from the shepherd: `Report::STARTED` (the command's pid),
-/// `Report::FORK_FAILED` (errno) or `Report::EXITED` (pid, wait status, time).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Report {
-    pub(crate) kind: i32,
-    pub(crate) pid: i32,
-    pub(crate) status: i32,
-    pub(crate) errno: i32,
-    pub(crate) time_ns: i64,
-}
-
-impl Report {
-    pub(crate) const STARTED: i32 = 1;
-    pub(crate) const FORK_FAILED: i32 = 2;
-    pub(crate) const EXITED: i32 = 3;
-    pub(crate) const SIZE: usize = std::mem::size_of::<Report>();
-
-    /// The report's bytes as the pipe carries them (the fields in order, native endian).
-    pub(crate) fn to_bytes(self) -> [u8; Report::SIZE] {
-        let mut bytes = [0u8; Report::SIZE];
-        let fields = [self.kind, self.pid, self.status, self.errno].map(i32::to_ne_bytes);
-        for (at, field) in fields.iter().enumerate() {
-            bytes[at * 4..at * 4 + 4].copy_from_slice(field);
-        }
-        bytes[16..].copy_from_slice(&self.time_ns.to_ne_bytes());
-        bytes
-    }
-
-    /// The report of `bytes`; missing bytes read as zero.
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Report {
-        let mut all = [0u8; Report::SIZE];
-        let n = bytes.len().min(Report::SIZE);
-        all[..n].copy_from_slice(&bytes[..n]);
-        let int = |at: usize| i32::from_ne_bytes([all[at], all[at + 1], all[at + 2], all[at + 3]]);
-        let mut time = [0u8; 8];
-        time.copy_from_slice(&all[16..]);
-        Report {
-            kind: int(0),
-            pid: int(4),
-            status: int(8),
-            errno: int(12),
-            time_ns: i64::from_ne_bytes(time),
-        }
-    }
-}
+use crate::sys::{self, ChildPlan, EXEC_STAGES, Report};
 
 /// A command forked but not yet exec'd: it waits for [`PausedChild::resume`].
 /// Dropping it without resuming ends the command before it ever runs.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::error::LaunchError;
+use crate::error::{LaunchError, regex_error};
 use crate::systemd::UnitSpec;
 use crate::window::WindowPattern;
 
@@ -97,14 +97,6 @@ impl Until {
         let texts: Vec<String> = conditions.iter().map(Until::to_string).collect();
         texts.join(" and ")
     }
-}
-
-/// A regex error in one line: the regex crate's own message spans several lines,
-/// pointing at the pattern; its last line says what is wrong.
-pub(crate) fn regex_error(e: &regex::Error) -> String {
-    let text = e.to_string();
-    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
-    format!("not a regular expression: {}", last.strip_prefix("error: ").unwrap_or(last))
 }
 
 impl PartialEq for Until {

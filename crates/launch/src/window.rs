@@ -41,7 +41,7 @@ use x11rb::protocol::xproto::{AtomEnum, ChangeWindowAttributesAux, ConnectionExt
 use x11rb::rust_connection::RustConnection;
 
 use crate::clock::{BootNanos, boottime_ns};
-use crate::error::{LaunchError, Result};
+use crate::error::{LaunchError, Result, regex_error};
 
 /// What a window's class or title must be: exactly this text, or matching a regular
 /// expression (written `/REGEX/`, unanchored as in `output:REGEX`).
@@ -63,7 +63,7 @@ impl WindowPattern {
         };
         match rest.strip_suffix('/') {
             Some("") => Err("the regular expression is empty".to_owned()),
-            Some(re) => Regex::new(re).map(WindowPattern::Regex).map_err(|e| crate::until::regex_error(&e)),
+            Some(re) => Regex::new(re).map(WindowPattern::Regex).map_err(|e| regex_error(&e)),
             None => Err("a regular expression is written between slashes: /REGEX/".to_owned()),
         }
     }

@@ -290,6 +290,72 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
     };
 
     let mut stats = PlanStats::default();
+    let (mut candidates, excluded) = candidates(trace, &by, settings, used_from, page, &mut stats);
+    if candidates.iter().all(|c| c.used.is_empty() || c.kind == PlanFileKind::BlockDevice) {
+        return Err(PrefetchError::NothingToPlan);
+    }
+
+    let used_pages: u64 = candidates.iter().map(|c| pages::total_pages(&c.used)).fold(0, u64::saturating_add);
+    let read_pages_planned: u64 =
+        candidates.iter().map(|c| pages::total_pages(&c.fills)).fold(0, u64::saturating_add);
+    stats.used_bytes = used_pages * page;
+    stats.used_cached_bytes = candidates
+        .iter()
+        .map(|c| pages::total_pages(&c.used) - pages::overlap_pages(&c.used, &c.fills))
+        .fold(0, u64::saturating_add)
+        * page;
+    let used_before: Vec<Vec<Piece>> = candidates.iter().map(|c| c.used.clone()).collect();
+    if !settings.whole_files {
+        let allowed = (settings.max_size_ratio * read_pages_planned as f64).floor() as u64;
+        stats.gap_bytes =
+            merge_gaps(&mut candidates, &by, settings, page, allowed.saturating_sub(used_pages)) * page;
+    }
+
+    let max_pages = (settings.max_range_bytes / page).max(1);
+    let mut files: Vec<PlanFile> = candidates
+        .iter()
+        .zip(&used_before)
+        .map(|(c, used_before)| plan_file(c, used_before, &by, page, max_pages, &mut stats))
+        .collect();
+    files.retain(|f| !(f.kind == PlanFileKind::BlockDevice && f.ranges.is_empty()));
+
+    let directories = directories(&files);
+    count_planned(&mut stats, &files, &directories);
+    stats.excluded = excluded.into_values().collect();
+    let steps = order::steps(&files, &directories, settings.order, settings.blend_window_ns);
+    Ok(Plan {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: tool.into(),
+        source: PlanSource {
+            trace: trace_name.into(),
+            command: trace.meta.command.clone(),
+            host: trace.meta.host.clone(),
+            kernel: trace.meta.kernel.clone(),
+            recorded_unix_ns: trace.meta.start_unix_ns,
+            page_size: page as u32,
+            used_pages_from: used_from,
+            fleet: None,
+        },
+        settings: settings.clone(),
+        files,
+        directories,
+        steps,
+        stats,
+        notes: plan_notes(trace, used_from),
+    })
+}
+
+/// The trace's files the plan may read, in id order, with their used pages; the files
+/// left out by a setting, grouped by reason. Counts the bytes the start read.
+fn candidates<'a>(
+    trace: &'a Trace,
+    by: &ByFile,
+    settings: &PlanSettings,
+    used_from: UsedPagesFrom,
+    page: u64,
+    stats: &mut PlanStats,
+) -> (Vec<Candidate<'a>>, BTreeMap<&'static str, Exclusion>) {
     let mut excluded: BTreeMap<&'static str, Exclusion> = BTreeMap::new();
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
     let mut files_sorted: Vec<&File> = trace.files.iter().collect();
@@ -317,7 +383,7 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
         } else {
             PlanFileKind::Regular
         };
-        let mut used_raw = clipped_used_pages(&by, file, &fills, used_from, page);
+        let mut used_raw = clipped_used_pages(by, file, &fills, used_from, page);
         let first = [opened_ns, used_raw.iter().map(|p| p.t).min(), fills.iter().map(|p| p.t).min()]
             .into_iter()
             .flatten()
@@ -331,65 +397,54 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
         }
         candidates.push(Candidate { file, kind, fills, used_raw, used, opened_ns });
     }
-    if candidates.iter().all(|c| c.used.is_empty() || c.kind == PlanFileKind::BlockDevice) {
-        return Err(PrefetchError::NothingToPlan);
-    }
+    (candidates, excluded)
+}
 
-    let used_pages: u64 = candidates.iter().map(|c| pages::total_pages(&c.used)).fold(0, u64::saturating_add);
-    let read_pages_planned: u64 =
-        candidates.iter().map(|c| pages::total_pages(&c.fills)).fold(0, u64::saturating_add);
-    stats.used_bytes = used_pages * page;
-    stats.used_cached_bytes = candidates
+/// A candidate's entry of the plan: its used pages split into ranges of at most
+/// `max_pages`, each with its place on the disk. Counts the bytes it plans.
+fn plan_file(
+    c: &Candidate<'_>,
+    used_before: &[Piece],
+    by: &ByFile,
+    page: u64,
+    max_pages: u64,
+    stats: &mut PlanStats,
+) -> PlanFile {
+    let extents = by.extents.get(&c.file.id).map(Vec::as_slice).unwrap_or_default();
+    let parts = pages::split(&c.used, max_pages, &c.used_raw);
+    let ranges: Vec<PlanRange> = parts
         .iter()
-        .map(|c| pages::total_pages(&c.used) - pages::overlap_pages(&c.used, &c.fills))
-        .fold(0, u64::saturating_add)
-        * page;
-    let used_before: Vec<Vec<Piece>> = candidates.iter().map(|c| c.used.clone()).collect();
-    if !settings.whole_files {
-        let allowed = (settings.max_size_ratio * read_pages_planned as f64).floor() as u64;
-        stats.gap_bytes =
-            merge_gaps(&mut candidates, &by, settings, page, allowed.saturating_sub(used_pages)) * page;
+        .map(|p| {
+            let offset = p.start * page;
+            let (disk, physical) = match c.kind {
+                PlanFileKind::BlockDevice => (Some(c.file.dev), Some(offset)),
+                PlanFileKind::Regular => {
+                    physical(extents, offset).map_or((None, None), |(d, o)| (Some(d), Some(o)))
+                }
+            };
+            PlanRange { offset, length: p.pages() * page, first_need_ns: p.t.max(0), disk, physical }
+        })
+        .collect();
+    stats.planned_read_bytes =
+        stats.planned_read_bytes.saturating_add(pages::overlap_pages(&c.used, &c.fills).saturating_mul(page));
+    stats.planned_used_bytes =
+        stats.planned_used_bytes.saturating_add(pages::total_pages(used_before).saturating_mul(page));
+    let first_need_ns =
+        [c.opened_ns, ranges.iter().map(|r| r.first_need_ns).min()].into_iter().flatten().min();
+    PlanFile {
+        path: c.file.path.clone().unwrap_or_default(),
+        kind: c.kind,
+        dev: c.file.dev,
+        ino: c.file.ino,
+        size: if c.kind == PlanFileKind::Regular { c.file.size } else { None },
+        mtime_ns: if c.kind == PlanFileKind::Regular { c.file.mtime_ns } else { None },
+        first_need_ns: first_need_ns.unwrap_or(0).max(0),
+        ranges,
     }
+}
 
-    let max_pages = (settings.max_range_bytes / page).max(1);
-    let mut files = Vec::with_capacity(candidates.len());
-    for (c, used_before) in candidates.iter().zip(&used_before) {
-        let extents = by.extents.get(&c.file.id).map(Vec::as_slice).unwrap_or_default();
-        let parts = pages::split(&c.used, max_pages, &c.used_raw);
-        let ranges: Vec<PlanRange> = parts
-            .iter()
-            .map(|p| {
-                let offset = p.start * page;
-                let (disk, physical) = match c.kind {
-                    PlanFileKind::BlockDevice => (Some(c.file.dev), Some(offset)),
-                    PlanFileKind::Regular => {
-                        physical(extents, offset).map_or((None, None), |(d, o)| (Some(d), Some(o)))
-                    }
-                };
-                PlanRange { offset, length: p.pages() * page, first_need_ns: p.t.max(0), disk, physical }
-            })
-            .collect();
-        stats.planned_read_bytes = stats
-            .planned_read_bytes
-            .saturating_add(pages::overlap_pages(&c.used, &c.fills).saturating_mul(page));
-        stats.planned_used_bytes =
-            stats.planned_used_bytes.saturating_add(pages::total_pages(used_before).saturating_mul(page));
-        let first_need_ns =
-            [c.opened_ns, ranges.iter().map(|r| r.first_need_ns).min()].into_iter().flatten().min();
-        files.push(PlanFile {
-            path: c.file.path.clone().unwrap_or_default(),
-            kind: c.kind,
-            dev: c.file.dev,
-            ino: c.file.ino,
-            size: if c.kind == PlanFileKind::Regular { c.file.size } else { None },
-            mtime_ns: if c.kind == PlanFileKind::Regular { c.file.mtime_ns } else { None },
-            first_need_ns: first_need_ns.unwrap_or(0).max(0),
-            ranges,
-        });
-    }
-    files.retain(|f| !(f.kind == PlanFileKind::BlockDevice && f.ranges.is_empty()));
-
-    let directories = directories(&files);
+/// Counts the files, ranges, directories and bytes the plan holds.
+fn count_planned(stats: &mut PlanStats, files: &[PlanFile], directories: &[PlanDirectory]) {
     stats.files = files.len();
     stats.ranges = files.iter().map(|f| f.ranges.len()).sum();
     stats.open_only_files = files.iter().filter(|f| f.ranges.is_empty()).count();
@@ -401,8 +456,9 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
         .flat_map(|f| &f.ranges)
         .map(|r| r.length)
         .fold(0, u64::saturating_add);
-    stats.excluded = excluded.into_values().collect();
+}
 
+fn plan_notes(trace: &Trace, used_from: UsedPagesFrom) -> Vec<String> {
     let mut notes = Vec::new();
     if used_from == UsedPagesFrom::Fills {
         notes.push(
@@ -414,28 +470,7 @@ pub fn build_plan(trace: &Trace, trace_name: &str, settings: &PlanSettings, tool
     if trace.meta.partial {
         notes.push("the trace is partial (recovered from a recorder that did not finish)".to_owned());
     }
-    let steps = order::steps(&files, &directories, settings.order, settings.blend_window_ns);
-    Ok(Plan {
-        format: FORMAT.into(),
-        version: VERSION,
-        tool: tool.into(),
-        source: PlanSource {
-            trace: trace_name.into(),
-            command: trace.meta.command.clone(),
-            host: trace.meta.host.clone(),
-            kernel: trace.meta.kernel.clone(),
-            recorded_unix_ns: trace.meta.start_unix_ns,
-            page_size: page as u32,
-            used_pages_from: used_from,
-            fleet: None,
-        },
-        settings: settings.clone(),
-        files,
-        directories,
-        steps,
-        stats,
-        notes,
-    })
+    notes
 }
 
 #[cfg(test)]

@@ -54,9 +54,17 @@ fn ms(ns: i64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }
 
+/// The plan as text: its source, its size against what the start read, then its files.
 pub fn render(plan: &Plan, options: ShowOptions) -> String {
     let mut out = String::new();
-    let s = &plan.stats;
+    write_source(&mut out, plan);
+    write_summary(&mut out, plan);
+    write_files(&mut out, plan, options);
+    out
+}
+
+/// Where the plan came from and how its used pages were chosen.
+fn write_source(out: &mut String, plan: &Plan) {
     let src = &plan.source;
     let _ = writeln!(
         out,
@@ -97,6 +105,11 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
         UsedPagesFrom::WholeFiles => "whole files (--whole-files)",
     };
     let _ = writeln!(out, "used pages  from {used_from}");
+}
+
+/// The settings, contents and size of the plan against what the start read; what it left out.
+fn write_summary(out: &mut String, plan: &Plan) {
+    let s = &plan.stats;
     let st = &plan.settings;
     let _ = writeln!(
         out,
@@ -152,7 +165,10 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
     for n in &plan.notes {
         let _ = writeln!(out, "note        {n}");
     }
+}
 
+/// The files in replay order (at most `options.max_files`), with their ranges if asked.
+fn write_files(out: &mut String, plan: &Plan, options: ShowOptions) {
     let order = replay_order(plan);
     let first_step: HashMap<usize, usize> = plan
         .steps
@@ -199,5 +215,4 @@ pub fn render(plan: &Plan, options: ShowOptions) -> String {
     if shown < order.len() {
         let _ = writeln!(out, "… {} more (--all lists every file)", order.len() - shown);
     }
-    out
 }

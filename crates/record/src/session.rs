@@ -11,7 +11,7 @@ use std::time::Duration;
 use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitOptions};
 use coldstart_trace::{Mark, MarkSource, Ready, TraceWriter};
 
-use crate::assemble::{Summary, assemble};
+use crate::assemble::{Assembled, Summary, assemble};
 use crate::capture::bpf::{PathCapture, PathLosses, ScopeMap};
 use crate::capture::connector::ProcWatch;
 use crate::capture::fanotify::OpenWatch;
@@ -298,27 +298,8 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let tracefs = preflight()?;
     let spool_root = SpoolRoot::create(&config.spool_root)?;
     let removed_stale_instances = tracefs.remove_stale_instances();
-    let mut recovered = Vec::new();
-    let recovery = recover_leftovers(&spool_root)?;
-    let mut recover_errors: Vec<String> = recovery.skipped.iter().map(ToString::to_string).collect();
-    for r in recovery.rebuilt {
-        match r {
-            Ok(done) => recovered.push(done),
-            Err(e) => recover_errors.push(coldstart_trace::error_chain(&e)),
-        }
-    }
-    let output = match (&config.output, config.boot) {
-        (Some(output), _) => output.clone(),
-        (None, true) => crate::boot::boot_output(
-            Path::new(crate::boot::BOOT_TRACE_DIR),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0),
-        ),
-        (None, false) => default_output(&config.command),
-    };
-    let output = if output.is_absolute() { output } else { std::env::current_dir().at(".")?.join(output) };
+    let (recovered, recover_errors) = recover_earlier_spools(&spool_root)?;
+    let output = output_path(config)?;
 
     let owner = InstanceOwner::current();
     let names = [owner.instance_name("scope"), owner.instance_name("block")];
@@ -327,110 +308,25 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let spool = spool_root.new_spool(&owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
     let enabled = save_formats(&tracefs, &spool, config.syscalls)?;
-    let filters = match crate::syscall_table::tracefs_filter() {
-        Some(filter) if enabled.syscalls => SYSCALL_EVENTS.iter().map(|&e| (e, filter.clone())).collect(),
-        _ => Vec::new(),
-    };
-
-    let scope_config = InstanceConfig {
-        events: enabled.scope,
-        filters,
-        pids: (!config.system).then(Vec::new),
-        notrace_pids: Vec::new(),
-        buffer_kb: config.buffer_kb,
-        buffer_percent: config.buffer_percent,
-    };
-    let block_config = InstanceConfig {
-        events: enabled.block,
-        filters: Vec::new(),
-        pids: None,
-        notrace_pids: Vec::new(),
-        buffer_kb: (config.buffer_kb / 4).max(1024),
-        buffer_percent: config.buffer_percent,
-    };
-    let mut instances = Instances { list: Vec::new() };
-    instances.list.push(Instance::create(&tracefs, &names[0], &scope_config)?);
-    instances.list.push(Instance::create(&tracefs, &names[1], &block_config)?);
-    let subbuf_kb = std::fs::read_to_string(instances.list[0].dir.join("buffer_subbuf_size_kb"))
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(4);
-    let page_size = subbuf_kb * 1024;
+    let instances =
+        create_instances(&tracefs, &names, config, enabled.scope, enabled.block, enabled.syscalls)?;
+    let page_size = ring_buffer_page_size(&instances.list[0]);
     let cpus = tracefs.cpus();
-
-    let mut sources = Vec::new();
-    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
-        for &cpu in &cpus {
-            let out_path = spool.raw_path(role, cpu);
-            let out = spool.create_file(
-                &out_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            )?;
-            sources.push(PageSource::open(inst.raw_pipe(cpu), out, out_path)?);
-        }
-    }
-    let mounts = crate::system::mounts();
-    let open_watch = OpenWatch::new(&mounts)?;
-    let mut notes: Vec<String> = open_watch
-        .stats
-        .unmarked
-        .iter()
-        .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
-        .collect();
-    if !enabled.missing_access.is_empty() {
-        notes.push(format!(
-            "this kernel lacks {}: page accesses (and fill origins) are not recorded",
-            enabled.missing_access.join(", ")
-        ));
-    }
-    for missing in &enabled.missing_block {
-        let consequence = if missing.ends_with("block_io_start") {
-            "a request is counted for the task that issued it from the queue, which may not be the one that made it"
-        } else {
-            "a request the driver handed back and issued again may show as two block_io rows"
-        };
-        notes.push(format!("this kernel lacks {missing}: {consequence}"));
-    }
+    let sources = open_page_sources(&instances, &spool, &cpus)?;
+    let open_watch = OpenWatch::new(&crate::system::mounts())?;
+    let mut notes = unrecorded_notes(&open_watch, &enabled.missing_access, &enabled.missing_block);
     if config.syscalls && !enabled.syscalls {
         notes.push("this kernel (or architecture) lacks the raw_syscalls events coldstart uses: system calls are not recorded".into());
     }
-    let paths = if enabled.syscalls {
-        match PathCapture::start(&tracefs.root, config.system) {
-            Ok(capture) => Some(capture),
-            Err(e) => {
-                notes.push(format!(
-                    "the names of path system calls (stat, access, opens fanotify does not see) are not recorded: {}",
-                    coldstart_trace::error_chain(&e)
-                ));
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let paths =
+        if enabled.syscalls { start_path_capture(&tracefs.root, config.system, &mut notes) } else { None };
     let scope_map = paths.as_ref().and_then(PathCapture::scope_map);
     let proc_watch = ProcWatch::new()?;
     let stop = Stop::new()?;
     let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
-    let threads = {
-        let (s1, s2, s3, s4) = (stop.clone(), stop.clone(), stop.clone(), stop.clone());
-        let (sc1, sc2) = (scope.clone(), scope.clone());
-        let opens_out = LineWriter::create(&spool, "opens.jsonl")?;
-        let procs_out = LineWriter::create(&spool, "procs.jsonl")?;
-        let samples_out = LineWriter::create(&spool, "samples.jsonl")?;
-        let paths_out = match paths {
-            Some(_) => Some(spool.create_file(crate::capture::bpf::SPOOL_FILE)?),
-            None => None,
-        };
-        let s5 = stop.clone();
-        let hz = config.sample_hz;
-        Threads {
-            pages: spawn(move || pages::run(sources, page_size, s1)),
-            opens: spawn(move || open_watch.run(opens_out, s2)),
-            procs: spawn(move || proc_watch.run(procs_out, sc1, s3)),
-            samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
-            paths: paths.zip(paths_out).map(|(capture, out)| spawn(move || capture.run(out, s5))),
-        }
-    };
+    let captures =
+        Captures { sources, page_size, open_watch, proc_watch, paths, sample_hz: config.sample_hz };
+    let threads = spawn_threads(captures, &spool, &scope, &stop)?;
     let mut perf_thread = None;
     let result = run_command(
         config,
@@ -451,13 +347,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     for inst in &instances.list {
         let _ = inst.set_tracing(false);
     }
-    let mut cpu = Vec::new();
-    let pages = join(threads.pages, "page reader", &mut cpu);
-    let opens = join(threads.opens, "fanotify", &mut cpu);
-    let procs_lost = join(threads.procs, "proc connector", &mut cpu);
-    let samples = join(threads.samples, "sampler", &mut cpu);
-    let perf_bytes = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
-    let paths = threads.paths.map(|h| join(h, "eBPF paths", &mut cpu));
+    let joined = join_threads(threads, perf_thread);
     let (end_partial, exit_code, unmet) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -466,9 +356,234 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             return Err(e);
         }
     };
-    let (pages, opens, procs_lost, _samples) = (pages?, opens?, procs_lost?, samples?);
+    let end = complete_end(end_partial, joined, notes, &instances, &cpus, page_size)?;
+    drop(instances);
+    guardian.dismiss();
+    spool.write_json("end.json", &end)?;
+    unfinished_spool.0 = None;
+
+    let (output, assembled) = assemble_and_write(config, &spool, output)?;
+    spool.remove()?;
+    Ok(Recorded {
+        path: output,
+        ready: assembled.trace.meta.ready.clone(),
+        milestones: assembled.trace.marks.iter().filter(|m| m.source == MarkSource::Until).cloned().collect(),
+        summary: assembled.summary,
+        exit_code,
+        recovered,
+        recover_errors,
+        removed_stale_instances,
+        unmet,
+    })
+}
+
+/// A trace rebuilt from a leftover spool, and its summary.
+type Rebuilt = (PathBuf, Summary);
+
+/// Rebuilds the traces of earlier, killed recorders: those rebuilt, and why the others were not.
+fn recover_earlier_spools(spool_root: &SpoolRoot) -> Result<(Vec<Rebuilt>, Vec<String>)> {
+    let mut recovered = Vec::new();
+    let recovery = recover_leftovers(spool_root)?;
+    let mut recover_errors: Vec<String> = recovery.skipped.iter().map(ToString::to_string).collect();
+    for r in recovery.rebuilt {
+        match r {
+            Ok(done) => recovered.push(done),
+            Err(e) => recover_errors.push(coldstart_trace::error_chain(&e)),
+        }
+    }
+    Ok((recovered, recover_errors))
+}
+
+/// The absolute path the trace goes to: `--output`, the boot trace's, or one named after the command.
+fn output_path(config: &RecordConfig) -> Result<PathBuf> {
+    let output = match (&config.output, config.boot) {
+        (Some(output), _) => output.clone(),
+        (None, true) => crate::boot::boot_output(
+            Path::new(crate::boot::BOOT_TRACE_DIR),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0),
+        ),
+        (None, false) => default_output(&config.command),
+    };
+    Ok(if output.is_absolute() { output } else { std::env::current_dir().at(".")?.join(output) })
+}
+
+/// Creates the scope instance (the command's tree, or everything with `--system`) and the
+/// block instance (every block request).
+fn create_instances(
+    tracefs: &Tracefs,
+    names: &[String; 2],
+    config: &RecordConfig,
+    scope_events: Vec<EventName>,
+    block_events: Vec<EventName>,
+    syscalls: bool,
+) -> Result<Instances> {
+    let filters = match crate::syscall_table::tracefs_filter() {
+        Some(filter) if syscalls => SYSCALL_EVENTS.iter().map(|&e| (e, filter.clone())).collect(),
+        _ => Vec::new(),
+    };
+    let scope_config = InstanceConfig {
+        events: scope_events,
+        filters,
+        pids: (!config.system).then(Vec::new),
+        notrace_pids: Vec::new(),
+        buffer_kb: config.buffer_kb,
+        buffer_percent: config.buffer_percent,
+    };
+    let block_config = InstanceConfig {
+        events: block_events,
+        filters: Vec::new(),
+        pids: None,
+        notrace_pids: Vec::new(),
+        buffer_kb: (config.buffer_kb / 4).max(1024),
+        buffer_percent: config.buffer_percent,
+    };
+    let mut instances = Instances { list: Vec::new() };
+    instances.list.push(Instance::create(tracefs, &names[0], &scope_config)?);
+    instances.list.push(Instance::create(tracefs, &names[1], &block_config)?);
+    Ok(instances)
+}
+
+/// The size in bytes of the pages of an instance's ring buffer (its sub-buffers).
+fn ring_buffer_page_size(instance: &Instance) -> usize {
+    let subbuf_kb = std::fs::read_to_string(instance.dir.join("buffer_subbuf_size_kb"))
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(4);
+    subbuf_kb * 1024
+}
+
+/// Opens each instance's raw pipe of each CPU, with the spool file its pages go to.
+fn open_page_sources(instances: &Instances, spool: &Spool, cpus: &[u16]) -> Result<Vec<PageSource>> {
+    let mut sources = Vec::new();
+    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
+        for &cpu in cpus {
+            let out_path = spool.raw_path(role, cpu);
+            let out = spool.create_file(
+                &out_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            )?;
+            sources.push(PageSource::open(inst.raw_pipe(cpu), out, out_path)?);
+        }
+    }
+    Ok(sources)
+}
+
+/// Notes on what will not be recorded: mounts fanotify cannot watch, events this kernel lacks.
+fn unrecorded_notes(
+    open_watch: &OpenWatch,
+    missing_access: &[String],
+    missing_block: &[String],
+) -> Vec<String> {
+    let mut notes: Vec<String> = open_watch
+        .stats
+        .unmarked
+        .iter()
+        .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
+        .collect();
+    if !missing_access.is_empty() {
+        notes.push(format!(
+            "this kernel lacks {}: page accesses (and fill origins) are not recorded",
+            missing_access.join(", ")
+        ));
+    }
+    for missing in missing_block {
+        let consequence = if missing.ends_with("block_io_start") {
+            "a request is counted for the task that issued it from the queue, which may not be the one that made it"
+        } else {
+            "a request the driver handed back and issued again may show as two block_io rows"
+        };
+        notes.push(format!("this kernel lacks {missing}: {consequence}"));
+    }
+    notes
+}
+
+/// Starts the eBPF capture of path system calls' names, or notes why it could not start.
+fn start_path_capture(tracefs: &Path, system: bool, notes: &mut Vec<String>) -> Option<PathCapture> {
+    match PathCapture::start(tracefs, system) {
+        Ok(capture) => Some(capture),
+        Err(e) => {
+            notes.push(format!(
+                "the names of path system calls (stat, access, opens fanotify does not see) are not recorded: {}",
+                coldstart_trace::error_chain(&e)
+            ));
+            None
+        }
+    }
+}
+
+/// What the capture threads read from, before they start.
+struct Captures {
+    sources: Vec<PageSource>,
+    page_size: usize,
+    open_watch: OpenWatch,
+    proc_watch: ProcWatch,
+    paths: Option<PathCapture>,
+    sample_hz: f64,
+}
+
+fn spawn_threads(
+    captures: Captures,
+    spool: &Spool,
+    scope: &SharedScope,
+    stop: &Arc<Stop>,
+) -> Result<Threads> {
+    let Captures { sources, page_size, open_watch, proc_watch, paths, sample_hz: hz } = captures;
+    let (s1, s2, s3, s4) = (stop.clone(), stop.clone(), stop.clone(), stop.clone());
+    let (sc1, sc2) = (scope.clone(), scope.clone());
+    let opens_out = LineWriter::create(spool, "opens.jsonl")?;
+    let procs_out = LineWriter::create(spool, "procs.jsonl")?;
+    let samples_out = LineWriter::create(spool, "samples.jsonl")?;
+    let paths_out = match paths {
+        Some(_) => Some(spool.create_file(crate::capture::bpf::SPOOL_FILE)?),
+        None => None,
+    };
+    let s5 = stop.clone();
+    Ok(Threads {
+        pages: spawn(move || pages::run(sources, page_size, s1)),
+        opens: spawn(move || open_watch.run(opens_out, s2)),
+        procs: spawn(move || proc_watch.run(procs_out, sc1, s3)),
+        samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
+        paths: paths.zip(paths_out).map(|(capture, out)| spawn(move || capture.run(out, s5))),
+    })
+}
+
+/// What the capture threads returned, and the CPU time each used.
+struct Joined {
+    pages: Result<u64>,
+    opens: Result<crate::capture::fanotify::OpenStats>,
+    procs_lost: Result<u64>,
+    samples: Result<u64>,
+    perf: Option<Result<crate::capture::perf::PerfCopied>>,
+    paths: Option<Result<(u64, PathLosses)>>,
+    cpu: Vec<(String, i64)>,
+}
+
+fn join_threads(threads: Threads, perf_thread: Option<Handle<crate::capture::perf::PerfCopied>>) -> Joined {
+    let mut cpu = Vec::new();
+    let pages = join(threads.pages, "page reader", &mut cpu);
+    let opens = join(threads.opens, "fanotify", &mut cpu);
+    let procs_lost = join(threads.procs, "proc connector", &mut cpu);
+    let samples = join(threads.samples, "sampler", &mut cpu);
+    let perf = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
+    let paths = threads.paths.map(|h| join(h, "eBPF paths", &mut cpu));
+    Joined { pages, opens, procs_lost, samples, perf, paths, cpu }
+}
+
+/// Adds to the end of the spool what the capture threads lost and the notes of the recording.
+fn complete_end(
+    mut end: SpoolEnd,
+    joined: Joined,
+    mut notes: Vec<String>,
+    instances: &Instances,
+    cpus: &[u16],
+    page_size: usize,
+) -> Result<SpoolEnd> {
+    let (pages, opens, procs_lost, _samples) =
+        (joined.pages?, joined.opens?, joined.procs_lost?, joined.samples?);
     let mut perf_loss = None;
-    if let Some(copied) = perf_bytes {
+    if let Some(copied) = joined.perf {
         let copied = copied?;
         notes.push(format!("{} KiB of CPU samples with stacks copied", copied.bytes / 1024));
         if copied.stopped_early {
@@ -483,18 +598,9 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
             ));
         }
     }
-    let paths = paths.transpose()?;
-    let mut end = end_partial;
+    let paths = joined.paths.transpose()?;
     end.losses.extend(perf_loss);
-    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
-        for &cpu in &cpus {
-            for (key, value) in inst.cpu_stats(cpu) {
-                if matches!(key.as_str(), "overrun" | "commit overrun" | "dropped events") {
-                    end.losses.push(("tracefs".into(), format!("{role} cpu{cpu} {key}"), value));
-                }
-            }
-        }
-    }
+    end.losses.extend(instance_losses(instances, cpus));
     end.losses.push(("fanotify".into(), "queue overflows".into(), opens.overflows));
     if procs_lost > 0 {
         end.losses.push(("proc connector".into(), "receive buffer overruns".into(), procs_lost));
@@ -508,20 +614,37 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     end.notes.extend(notes);
     end.notes
         .push(format!("{pages} ring-buffer pages of {page_size} bytes read, {} opens seen", opens.events));
-    let parts: Vec<String> = cpu.iter().map(|(w, ns)| format!("{w} {:.1}", *ns as f64 / 1e6)).collect();
-    let total: i64 = cpu.iter().map(|(_, ns)| ns).sum();
+    let parts: Vec<String> =
+        joined.cpu.iter().map(|(w, ns)| format!("{w} {:.1}", *ns as f64 / 1e6)).collect();
+    let total: i64 = joined.cpu.iter().map(|(_, ns)| ns).sum();
     end.notes.push(format!(
         "capture threads used {:.1} ms of CPU while recording ({} ms)",
         total as f64 / 1e6,
         parts.join(", ")
     ));
-    drop(instances);
-    guardian.dismiss();
-    spool.write_json("end.json", &end)?;
-    unfinished_spool.0 = None;
+    Ok(end)
+}
 
+/// The events each instance's ring buffers dropped, per CPU.
+fn instance_losses(instances: &Instances, cpus: &[u16]) -> Vec<(String, String, u64)> {
+    let mut losses = Vec::new();
+    for (inst, role) in instances.list.iter().zip(["scope", "block"]) {
+        for &cpu in cpus {
+            for (key, value) in inst.cpu_stats(cpu) {
+                if matches!(key.as_str(), "overrun" | "commit overrun" | "dropped events") {
+                    losses.push(("tracefs".into(), format!("{role} cpu{cpu} {key}"), value));
+                }
+            }
+        }
+    }
+    losses
+}
+
+/// Builds the trace from the finished spool and writes it: to `output`, or for a boot
+/// whose `output` cannot be written yet, to the fallback directory.
+fn assemble_and_write(config: &RecordConfig, spool: &Spool, output: PathBuf) -> Result<(PathBuf, Assembled)> {
     let kept = |e: RecordError| RecordError::Kept { spool: spool.dir.clone(), source: Box::new(e) };
-    let mut assembled = assemble(&spool).map_err(kept)?;
+    let mut assembled = assemble(spool).map_err(kept)?;
     let start = spool.start()?;
     let write = |trace: &coldstart_trace::Trace, output: &Path| -> Result<()> {
         if config.boot
@@ -554,18 +677,7 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         }
         Err(e) => return Err(kept(e)),
     };
-    spool.remove()?;
-    Ok(Recorded {
-        path: output,
-        ready: assembled.trace.meta.ready.clone(),
-        milestones: assembled.trace.marks.iter().filter(|m| m.source == MarkSource::Until).cloned().collect(),
-        summary: assembled.summary,
-        exit_code,
-        recovered,
-        recover_errors,
-        removed_stale_instances,
-        unmet,
-    })
+    Ok((output, assembled))
 }
 
 /// Starts the command, waits for readiness and ends it; returns the end of the
@@ -587,12 +699,7 @@ fn run_command(
     notes: &mut Vec<String>,
     perf_thread: &mut Option<Handle<crate::capture::perf::PerfCopied>>,
 ) -> Result<(SpoolEnd, i32, Vec<String>)> {
-    let mut command = Command::new(config.command.iter().cloned());
-    command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
-    command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
-    if config.until.iter().any(Until::watches_output) {
-        command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
-    }
+    let command = build_command(config, instances);
     let user = coldstart_launch::resolve_user(&command.run_as)?
         .map(|c| c.name)
         .or_else(|| std::env::var("USER").ok());
@@ -606,48 +713,11 @@ fn run_command(
     let root_pid = paused.pid();
     let also_pids: Vec<i32> = also.iter().flat_map(|a| a.pids.iter().copied()).collect();
     let also_threads = crate::also::threads_of(&also_pids);
-    if !config.system {
-        instances.list[0].add_pids(&[root_pid])?;
-        instances.list[0].add_pids(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
-        if let Some(map) = scope_map {
-            map.add(&[root_pid])?;
-            map.add(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
-        }
-    }
-    if let Ok(mut s) = scope.lock() {
-        s.add(root_pid);
-        for &pid in &also_pids {
-            s.add(pid);
-        }
-    }
-    if config.system {
-        let tids: Vec<i32> =
-            crate::also::threads_of(&[std::process::id() as i32]).into_iter().map(|(tid, _)| tid).collect();
-        let path = instances.list[0].dir.join("set_event_notrace_pid");
-        if path.exists() {
-            let list: Vec<String> = tids.iter().map(i32::to_string).collect();
-            std::fs::write(&path, list.join(" ")).at(&path)?;
-        }
-    }
+    follow_in_scope(config, instances, scope_map, scope, root_pid, &also_pids, &also_threads)?;
     if let Some(options) = config.cpu_samples {
         // The tree alone is followed from its root; tasks that exist already need whole CPUs.
         let pid = (!config.system && also_pids.is_empty()).then_some(root_pid);
-        match PerfCapture::open(spool, pid, cpus, options, tracefs) {
-            Ok(capture) => {
-                if let Some(why) = &capture.off_cpu_refused {
-                    notes.push(format!(
-                        "off-CPU kernel stacks (what a sleeping thread waited in) are not recorded: {why}"
-                    ));
-                }
-                let stop = stop.clone();
-                *perf_thread = Some(spawn(move || capture.run(stop)));
-            }
-            Err(e) => notes.push(format!(
-                "CPU samples with stacks are not recorded: {} (perf_event_open needs root, or \
-                 kernel.perf_event_paranoid at most 1 for a command's tree)",
-                coldstart_trace::error_chain(&e)
-            )),
-        }
+        *perf_thread = start_perf(options, spool, pid, cpus, tracefs, stop, notes);
     }
     for inst in &instances.list {
         inst.set_tracing(true)?;
@@ -702,6 +772,100 @@ fn run_command(
     {
         notes.push(format!("systemd was not told the recording had started (NOTIFY_SOCKET): {e}"));
     }
+    wait_and_end(config, paused, instances, spool, stop, t0_boot_ns, notes)
+}
+
+/// The command to record, its output watched when a condition reads it.
+fn build_command(config: &RecordConfig, instances: &Instances) -> Command {
+    let mut command = Command::new(config.command.iter().cloned());
+    command.run_as(if config.as_root { RunAs::Current } else { RunAs::Invoker });
+    command.env(TRACE_MARKER_ENV, instances.list[0].trace_marker());
+    if config.until.iter().any(Until::watches_output) {
+        command.stdout(Output::Watch { echo: true }).stderr(Output::Watch { echo: true });
+    }
+    command
+}
+
+/// Puts the paused command and the `--also` processes in the scope of the instance, the
+/// eBPF map and the capture threads; with `--system`, keeps the recorder's own threads out.
+fn follow_in_scope(
+    config: &RecordConfig,
+    instances: &Instances,
+    scope_map: Option<&ScopeMap>,
+    scope: &SharedScope,
+    root_pid: i32,
+    also_pids: &[i32],
+    also_threads: &[(i32, i32)],
+) -> Result<()> {
+    if !config.system {
+        instances.list[0].add_pids(&[root_pid])?;
+        instances.list[0].add_pids(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
+        if let Some(map) = scope_map {
+            map.add(&[root_pid])?;
+            map.add(&also_threads.iter().map(|&(tid, _)| tid).collect::<Vec<_>>())?;
+        }
+    }
+    if let Ok(mut s) = scope.lock() {
+        s.add(root_pid);
+        for &pid in also_pids {
+            s.add(pid);
+        }
+    }
+    if config.system {
+        let tids: Vec<i32> =
+            crate::also::threads_of(&[std::process::id() as i32]).into_iter().map(|(tid, _)| tid).collect();
+        let path = instances.list[0].dir.join("set_event_notrace_pid");
+        if path.exists() {
+            let list: Vec<String> = tids.iter().map(i32::to_string).collect();
+            std::fs::write(&path, list.join(" ")).at(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Starts the perf capture of CPU samples with stacks (of `pid`'s tree, or of whole
+/// CPUs), or notes why it could not start.
+fn start_perf(
+    options: crate::capture::perf::PerfOptions,
+    spool: &Spool,
+    pid: Option<i32>,
+    cpus: &[u16],
+    tracefs: &Path,
+    stop: &Arc<Stop>,
+    notes: &mut Vec<String>,
+) -> Option<Handle<crate::capture::perf::PerfCopied>> {
+    match PerfCapture::open(spool, pid, cpus, options, tracefs) {
+        Ok(capture) => {
+            if let Some(why) = &capture.off_cpu_refused {
+                notes.push(format!(
+                    "off-CPU kernel stacks (what a sleeping thread waited in) are not recorded: {why}"
+                ));
+            }
+            let stop = stop.clone();
+            Some(spawn(move || capture.run(stop)))
+        }
+        Err(e) => {
+            notes.push(format!(
+                "CPU samples with stacks are not recorded: {} (perf_event_open needs root, or \
+                 kernel.perf_event_paranoid at most 1 for a command's tree)",
+                coldstart_trace::error_chain(&e)
+            ));
+            None
+        }
+    }
+}
+
+/// Resumes the command, waits for its readiness conditions, stops tracing and ends the
+/// tree; returns the end of the spool, the status to exit with and the conditions not met.
+fn wait_and_end(
+    config: &RecordConfig,
+    paused: PausedChild,
+    instances: &Instances,
+    spool: &Spool,
+    stop: &Arc<Stop>,
+    t0_boot_ns: i64,
+    notes: &mut Vec<String>,
+) -> Result<(SpoolEnd, i32, Vec<String>)> {
     let mut running = paused.resume()?;
     let options = WaitOptions {
         timeout: config.timeout,

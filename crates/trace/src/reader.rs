@@ -256,308 +256,54 @@ impl Reader<'_> {
     }
 
     fn read(&self) -> Result<Trace> {
-        let page_origin = |text: Option<String>| -> Result<Option<PageOrigin>> {
-            text.map(|t| word("page_fill", "origin", &t)).transpose()
-        };
         let meta = self.meta()?;
         let page_size = if meta.page_size == 0 { 4096 } else { u64::from(meta.page_size) };
         Ok(Trace {
             meta,
-            disks: self.rows("SELECT * FROM disk ORDER BY rowid", |r| {
-                Ok(Disk {
-                    dev: dev("disk", "dev", &r.get::<_, String>("dev")?)?,
-                    name: r.get("name")?,
-                    model: r.get("model")?,
-                    rotational: r.get("rotational")?,
-                    size_bytes: unsigned_or_null(r, "disk", "size_bytes")?,
-                    read_bytes: unsigned_or_null(r, "disk", "read_bytes")?,
-                    read_ios: unsigned_or_null(r, "disk", "read_ios")?,
-                    write_bytes: unsigned_or_null(r, "disk", "write_bytes")?,
-                    write_ios: unsigned_or_null(r, "disk", "write_ios")?,
-                    read_ahead_kb: optional_column(r, "read_ahead_kb")?,
-                })
-            })?,
-            losses: self.rows("SELECT * FROM loss ORDER BY rowid", |r| {
-                let source = LossSource::from_any_word(&r.get::<_, String>("source")?);
-                Ok(Loss { source, what: r.get("what")?, count: unsigned(r, "loss", "count")? })
-            })?,
-            notes: self.rows("SELECT * FROM note ORDER BY rowid", |r| {
-                Ok(Note {
-                    source: NoteSource::from_any_word(&r.get::<_, String>("source")?),
-                    text: r.get("text")?,
-                })
-            })?,
-            processes: self.rows("SELECT * FROM process ORDER BY rowid", |r| {
-                Ok(Process {
-                    pid: r.get("pid")?,
-                    ppid: r.get("ppid")?,
-                    comm: r.get("comm")?,
-                    exe: r.get("exe")?,
-                    argv: list("process", "argv", &r.get::<_, String>("argv")?)?,
-                    start_ns: time_or_null(r, "process", "start_ns")?,
-                    end_ns: time_or_null(r, "process", "end_ns")?,
-                    exit_code: r.get("exit_code")?,
-                    in_scope: r.get("in_scope")?,
-                })
-            })?,
-            execs: self.rows("SELECT * FROM exec ORDER BY rowid", |r| {
-                Ok(Exec {
-                    pid: r.get("pid")?,
-                    t_ns: time(r, "exec", "t_ns")?,
-                    path: r.get("path")?,
-                    argv: list("exec", "argv", &r.get::<_, String>("argv")?)?,
-                })
-            })?,
-            threads: self.rows("SELECT * FROM thread ORDER BY rowid", |r| {
-                Ok(Thread {
-                    tid: r.get("tid")?,
-                    pid: r.get("pid")?,
-                    comm: r.get("comm")?,
-                    start_ns: time_or_null(r, "thread", "start_ns")?,
-                    end_ns: time_or_null(r, "thread", "end_ns")?,
-                })
-            })?,
-            files: self.rows("SELECT * FROM file ORDER BY id", |r| {
-                Ok(File {
-                    id: r.get("id")?,
-                    dev: dev("file", "dev", &r.get::<_, String>("dev")?)?,
-                    // Inode numbers use all 64 bits on some filesystems; the writer stores them cast.
-                    ino: r.get::<_, i64>("ino")? as u64,
-                    path: r.get("path")?,
-                    kind: word("file", "kind", &r.get::<_, String>("kind")?)?,
-                    size: unsigned_or_null(r, "file", "size")?,
-                    mtime_ns: r.get("mtime_ns")?,
-                })
-            })?,
-            extents: self.rows("SELECT * FROM extent ORDER BY rowid", |r| {
-                Ok(Extent {
-                    file_id: r.get("file_id")?,
-                    disk: dev("extent", "disk", &r.get::<_, String>("disk")?)?,
-                    logical: unsigned(r, "extent", "logical")?,
-                    physical: unsigned(r, "extent", "physical")?,
-                    length: unsigned(r, "extent", "length")?,
-                    flags: r.get("flags")?,
-                })
-            })?,
-            file_opens: self.rows("SELECT * FROM file_open ORDER BY rowid", |r| {
-                Ok(FileOpen {
-                    t_ns: time(r, "file_open", "t_ns")?,
-                    pid: r.get("pid")?,
-                    file_id: r.get("file_id")?,
-                    exec: r.get("exec")?,
-                })
-            })?,
-            page_fills: self.rows("SELECT * FROM page_fill ORDER BY rowid", |r| {
-                Ok(PageFill {
-                    t_ns: time(r, "page_fill", "t_ns")?,
-                    pid: r.get("pid")?,
-                    tid: r.get("tid")?,
-                    file_id: r.get("file_id")?,
-                    index: page_index(r, "page_fill", page_size)?,
-                    pages: r.get("pages")?,
-                    origin: page_origin(r.get("origin")?)?,
-                })
-            })?,
+            disks: self.rows("SELECT * FROM disk ORDER BY rowid", read_disk)?,
+            losses: self.rows("SELECT * FROM loss ORDER BY rowid", read_loss)?,
+            notes: self.rows("SELECT * FROM note ORDER BY rowid", read_note)?,
+            processes: self.rows("SELECT * FROM process ORDER BY rowid", read_process)?,
+            execs: self.rows("SELECT * FROM exec ORDER BY rowid", read_exec)?,
+            threads: self.rows("SELECT * FROM thread ORDER BY rowid", read_thread)?,
+            files: self.rows("SELECT * FROM file ORDER BY id", read_file)?,
+            extents: self.rows("SELECT * FROM extent ORDER BY rowid", read_extent)?,
+            file_opens: self.rows("SELECT * FROM file_open ORDER BY rowid", read_file_open)?,
+            page_fills: self
+                .rows("SELECT * FROM page_fill ORDER BY rowid", |r| read_page_fill(r, page_size))?,
             page_accesses: self.rows_if_table(
                 "page_access",
                 "SELECT * FROM page_access ORDER BY rowid",
-                |r| {
-                    Ok(PageAccess {
-                        t_ns: time(r, "page_access", "t_ns")?,
-                        pid: r.get("pid")?,
-                        tid: r.get("tid")?,
-                        file_id: r.get("file_id")?,
-                        index: page_index(r, "page_access", page_size)?,
-                        pages: r.get("pages")?,
-                        kind: word("page_access", "kind", &r.get::<_, String>("kind")?)?,
-                    })
-                },
+                |r| read_page_access(r, page_size),
             )?,
             page_residents: self.rows_if_table(
                 "page_resident",
                 "SELECT * FROM page_resident ORDER BY rowid",
-                |r| {
-                    Ok(PageResident {
-                        file_id: r.get("file_id")?,
-                        index: page_index(r, "page_resident", page_size)?,
-                        pages: r.get("pages")?,
-                    })
-                },
+                |r| read_page_resident(r, page_size),
             )?,
-            block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", |r| {
-                Ok(BlockIo {
-                    issue_ns: time_or_null(r, "block_io", "issue_ns")?,
-                    complete_ns: time_or_null(r, "block_io", "complete_ns")?,
-                    dev: dev("block_io", "dev", &r.get::<_, String>("dev")?)?,
-                    sector: sector(r)?,
-                    bytes: r.get("bytes")?,
-                    op: word("block_io", "op", &r.get::<_, String>("op")?)?,
-                    rwbs: r.get("rwbs")?,
-                    pid: r.get("pid")?,
-                    comm: r.get("comm")?,
-                    file_id: r.get("file_id")?,
-                    error: r.get("error")?,
-                })
-            })?,
-            sched: self.rows("SELECT * FROM sched ORDER BY rowid", |r| {
-                Ok(SchedInterval {
-                    tid: r.get("tid")?,
-                    start_ns: time(r, "sched", "start_ns")?,
-                    end_ns: time(r, "sched", "end_ns")?,
-                    state: word("sched", "state", &r.get::<_, String>("state")?)?,
-                })
-            })?,
-            wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", |r| {
-                Ok(Wakeup {
-                    t_ns: time(r, "wakeup", "t_ns")?,
-                    tid: r.get("tid")?,
-                    waker_tid: r.get("waker_tid")?,
-                })
-            })?,
-            marks: self.rows("SELECT * FROM mark ORDER BY rowid", |r| {
-                Ok(Mark {
-                    t_ns: time(r, "mark", "t_ns")?,
-                    pid: r.get("pid")?,
-                    name: r.get("name")?,
-                    source: word("mark", "source", &r.get::<_, String>("source")?)?,
-                    tid: optional_column(r, "tid")?,
-                })
-            })?,
-            cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", |r| {
-                Ok(CpuSample {
-                    t_ns: time(r, "cpu_sample", "t_ns")?,
-                    dt_ns: span(r, "cpu_sample", "dt_ns")?,
-                    user: fraction(r, "cpu_sample", "user")?,
-                    system: fraction(r, "cpu_sample", "system")?,
-                    iowait: fraction(r, "cpu_sample", "iowait")?,
-                    idle: fraction(r, "cpu_sample", "idle")?,
-                    running: r.get("running")?,
-                    blocked: r.get("blocked")?,
-                })
-            })?,
-            disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", |r| {
-                Ok(DiskSample {
-                    t_ns: time(r, "disk_sample", "t_ns")?,
-                    dt_ns: span(r, "disk_sample", "dt_ns")?,
-                    dev: dev("disk_sample", "dev", &r.get::<_, String>("dev")?)?,
-                    read_bytes: unsigned(r, "disk_sample", "read_bytes")?,
-                    read_ios: unsigned(r, "disk_sample", "read_ios")?,
-                    write_bytes: unsigned(r, "disk_sample", "write_bytes")?,
-                    write_ios: unsigned(r, "disk_sample", "write_ios")?,
-                    busy: fraction(r, "disk_sample", "busy")?,
-                })
-            })?,
-            units: self.rows_if_table("unit", "SELECT * FROM unit ORDER BY rowid", |r| {
-                Ok(Unit {
-                    name: r.get("name")?,
-                    manager: r.get("manager")?,
-                    activating_ns: time_or_null(r, "unit", "activating_ns")?,
-                    active_ns: time_or_null(r, "unit", "active_ns")?,
-                    deactivating_ns: time_or_null(r, "unit", "deactivating_ns")?,
-                    pid: r.get("pid")?,
-                    after: list("unit", "after", &r.get::<_, String>("after")?)?,
-                })
-            })?,
-            process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", |r| {
-                Ok(ProcessSample {
-                    t_ns: time(r, "process_sample", "t_ns")?,
-                    dt_ns: span(r, "process_sample", "dt_ns")?,
-                    pid: r.get("pid")?,
-                    state: r.get::<_, String>("state")?.chars().next().unwrap_or('?'),
-                    cpu_user: fraction(r, "process_sample", "cpu_user")?,
-                    cpu_system: fraction(r, "process_sample", "cpu_system")?,
-                    major_faults: unsigned(r, "process_sample", "major_faults")?,
-                    rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes")?,
-                })
-            })?,
-            mappings: self.rows_if_table("mapping", "SELECT * FROM mapping ORDER BY id", |r| {
-                Ok(Mapping {
-                    id: r.get("id")?,
-                    pid: r.get("pid")?,
-                    t_ns: time(r, "mapping", "t_ns")?,
-                    start: unsigned(r, "mapping", "start")?,
-                    end: unsigned(r, "mapping", "end")?,
-                    file_offset: unsigned(r, "mapping", "file_offset")?,
-                    path: r.get("path")?,
-                    build_id: r.get("build_id")?,
-                })
-            })?,
-            frames: self.rows_if_table("frame", "SELECT * FROM frame ORDER BY id", |r| {
-                Ok(Frame {
-                    id: r.get("id")?,
-                    mapping_id: r.get("mapping_id")?,
-                    kernel: r.get("kernel")?,
-                    address: r.get::<_, i64>("address")? as u64,
-                    symbol: r.get("symbol")?,
-                })
-            })?,
-            stacks: self.rows_if_table("stack", "SELECT * FROM stack ORDER BY id", |r| {
-                let id: u32 = r.get("id")?;
-                let parent_id: Option<u32> = r.get("parent_id")?;
-                if parent_id.is_some_and(|p| p >= id) {
-                    return Err(TraceError::OutOfRange {
-                        table: "stack",
-                        column: "parent_id",
-                        value: parent_id.map(|p| p.to_string()).unwrap_or_default(),
-                        allowed: "less than the row's id",
-                    });
-                }
-                Ok(Stack { id, parent_id, frame_id: r.get("frame_id")? })
-            })?,
+            block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", read_block_io)?,
+            sched: self.rows("SELECT * FROM sched ORDER BY rowid", read_sched_interval)?,
+            wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", read_wakeup)?,
+            marks: self.rows("SELECT * FROM mark ORDER BY rowid", read_mark)?,
+            cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", read_cpu_sample)?,
+            disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", read_disk_sample)?,
+            units: self.rows_if_table("unit", "SELECT * FROM unit ORDER BY rowid", read_unit)?,
+            process_samples: self.rows("SELECT * FROM process_sample ORDER BY rowid", read_process_sample)?,
+            mappings: self.rows_if_table("mapping", "SELECT * FROM mapping ORDER BY id", read_mapping)?,
+            frames: self.rows_if_table("frame", "SELECT * FROM frame ORDER BY id", read_frame)?,
+            stacks: self.rows_if_table("stack", "SELECT * FROM stack ORDER BY id", read_stack)?,
             stack_samples: self.rows_if_table(
                 "stack_sample",
                 "SELECT * FROM stack_sample ORDER BY rowid",
-                |r| {
-                    Ok(StackSample {
-                        t_ns: time(r, "stack_sample", "t_ns")?,
-                        pid: r.get("pid")?,
-                        tid: r.get("tid")?,
-                        cpu: r.get("cpu")?,
-                        stack_id: r.get("stack_id")?,
-                    })
-                },
+                read_stack_sample,
             )?,
             off_cpu_samples: self.rows_if_table(
                 "off_cpu_sample",
                 "SELECT * FROM off_cpu_sample ORDER BY rowid",
-                |r| {
-                    Ok(OffCpuSample {
-                        t_ns: time(r, "off_cpu_sample", "t_ns")?,
-                        pid: r.get("pid")?,
-                        tid: r.get("tid")?,
-                        stack_id: r.get("stack_id")?,
-                    })
-                },
+                read_off_cpu_sample,
             )?,
-            mounts: self.rows_if_table("mount", "SELECT * FROM mount ORDER BY rowid", |r| {
-                Ok(Mount {
-                    dev: dev("mount", "dev", &r.get::<_, String>("dev")?)?,
-                    point: r.get("point")?,
-                    fstype: r.get("fstype")?,
-                })
-            })?,
-            syscalls: self.rows_if_table("syscall", "SELECT * FROM syscall ORDER BY rowid", |r| {
-                let enter_ns = time(r, "syscall", "enter_ns")?;
-                let exit_ns = time_or_null(r, "syscall", "exit_ns")?;
-                if let Some(exit) = exit_ns.filter(|&e| e < enter_ns) {
-                    return Err(TraceError::BadValue {
-                        table: "syscall",
-                        column: "exit_ns",
-                        value: format!("{exit} (before enter_ns {enter_ns})"),
-                    });
-                }
-                Ok(Syscall {
-                    tid: r.get("tid")?,
-                    pid: r.get("pid")?,
-                    enter_ns,
-                    exit_ns,
-                    name: r.get("name")?,
-                    result: r.get("result")?,
-                    fd: r.get("fd")?,
-                    file_id: r.get("file_id")?,
-                    path: r.get("path")?,
-                })
-            })?,
+            mounts: self.rows_if_table("mount", "SELECT * FROM mount ORDER BY rowid", read_mount)?,
+            syscalls: self.rows_if_table("syscall", "SELECT * FROM syscall ORDER BY rowid", read_syscall)?,
         })
     }
 }
@@ -593,4 +339,303 @@ impl Trace {
         }
         Reader { conn, path }.read()
     }
+}
+
+fn read_disk(r: &Row<'_>) -> Result<Disk> {
+    Ok(Disk {
+        dev: dev("disk", "dev", &r.get::<_, String>("dev")?)?,
+        name: r.get("name")?,
+        model: r.get("model")?,
+        rotational: r.get("rotational")?,
+        size_bytes: unsigned_or_null(r, "disk", "size_bytes")?,
+        read_bytes: unsigned_or_null(r, "disk", "read_bytes")?,
+        read_ios: unsigned_or_null(r, "disk", "read_ios")?,
+        write_bytes: unsigned_or_null(r, "disk", "write_bytes")?,
+        write_ios: unsigned_or_null(r, "disk", "write_ios")?,
+        read_ahead_kb: optional_column(r, "read_ahead_kb")?,
+    })
+}
+
+fn read_loss(r: &Row<'_>) -> Result<Loss> {
+    let source = LossSource::from_any_word(&r.get::<_, String>("source")?);
+    Ok(Loss { source, what: r.get("what")?, count: unsigned(r, "loss", "count")? })
+}
+
+fn read_note(r: &Row<'_>) -> Result<Note> {
+    Ok(Note { source: NoteSource::from_any_word(&r.get::<_, String>("source")?), text: r.get("text")? })
+}
+
+fn read_process(r: &Row<'_>) -> Result<Process> {
+    Ok(Process {
+        pid: r.get("pid")?,
+        ppid: r.get("ppid")?,
+        comm: r.get("comm")?,
+        exe: r.get("exe")?,
+        argv: list("process", "argv", &r.get::<_, String>("argv")?)?,
+        start_ns: time_or_null(r, "process", "start_ns")?,
+        end_ns: time_or_null(r, "process", "end_ns")?,
+        exit_code: r.get("exit_code")?,
+        in_scope: r.get("in_scope")?,
+    })
+}
+
+fn read_exec(r: &Row<'_>) -> Result<Exec> {
+    Ok(Exec {
+        pid: r.get("pid")?,
+        t_ns: time(r, "exec", "t_ns")?,
+        path: r.get("path")?,
+        argv: list("exec", "argv", &r.get::<_, String>("argv")?)?,
+    })
+}
+
+fn read_thread(r: &Row<'_>) -> Result<Thread> {
+    Ok(Thread {
+        tid: r.get("tid")?,
+        pid: r.get("pid")?,
+        comm: r.get("comm")?,
+        start_ns: time_or_null(r, "thread", "start_ns")?,
+        end_ns: time_or_null(r, "thread", "end_ns")?,
+    })
+}
+
+fn read_file(r: &Row<'_>) -> Result<File> {
+    Ok(File {
+        id: r.get("id")?,
+        dev: dev("file", "dev", &r.get::<_, String>("dev")?)?,
+        // Inode numbers use all 64 bits on some filesystems; the writer stores them cast.
+        ino: r.get::<_, i64>("ino")? as u64,
+        path: r.get("path")?,
+        kind: word("file", "kind", &r.get::<_, String>("kind")?)?,
+        size: unsigned_or_null(r, "file", "size")?,
+        mtime_ns: r.get("mtime_ns")?,
+    })
+}
+
+fn read_extent(r: &Row<'_>) -> Result<Extent> {
+    Ok(Extent {
+        file_id: r.get("file_id")?,
+        disk: dev("extent", "disk", &r.get::<_, String>("disk")?)?,
+        logical: unsigned(r, "extent", "logical")?,
+        physical: unsigned(r, "extent", "physical")?,
+        length: unsigned(r, "extent", "length")?,
+        flags: r.get("flags")?,
+    })
+}
+
+fn read_file_open(r: &Row<'_>) -> Result<FileOpen> {
+    Ok(FileOpen {
+        t_ns: time(r, "file_open", "t_ns")?,
+        pid: r.get("pid")?,
+        file_id: r.get("file_id")?,
+        exec: r.get("exec")?,
+    })
+}
+
+fn read_page_fill(r: &Row<'_>, page_size: u64) -> Result<PageFill> {
+    Ok(PageFill {
+        t_ns: time(r, "page_fill", "t_ns")?,
+        pid: r.get("pid")?,
+        tid: r.get("tid")?,
+        file_id: r.get("file_id")?,
+        index: page_index(r, "page_fill", page_size)?,
+        pages: r.get("pages")?,
+        origin: r.get::<_, Option<String>>("origin")?.map(|t| word("page_fill", "origin", &t)).transpose()?,
+    })
+}
+
+fn read_page_access(r: &Row<'_>, page_size: u64) -> Result<PageAccess> {
+    Ok(PageAccess {
+        t_ns: time(r, "page_access", "t_ns")?,
+        pid: r.get("pid")?,
+        tid: r.get("tid")?,
+        file_id: r.get("file_id")?,
+        index: page_index(r, "page_access", page_size)?,
+        pages: r.get("pages")?,
+        kind: word("page_access", "kind", &r.get::<_, String>("kind")?)?,
+    })
+}
+
+fn read_page_resident(r: &Row<'_>, page_size: u64) -> Result<PageResident> {
+    Ok(PageResident {
+        file_id: r.get("file_id")?,
+        index: page_index(r, "page_resident", page_size)?,
+        pages: r.get("pages")?,
+    })
+}
+
+fn read_block_io(r: &Row<'_>) -> Result<BlockIo> {
+    Ok(BlockIo {
+        issue_ns: time_or_null(r, "block_io", "issue_ns")?,
+        complete_ns: time_or_null(r, "block_io", "complete_ns")?,
+        dev: dev("block_io", "dev", &r.get::<_, String>("dev")?)?,
+        sector: sector(r)?,
+        bytes: r.get("bytes")?,
+        op: word("block_io", "op", &r.get::<_, String>("op")?)?,
+        rwbs: r.get("rwbs")?,
+        pid: r.get("pid")?,
+        comm: r.get("comm")?,
+        file_id: r.get("file_id")?,
+        error: r.get("error")?,
+    })
+}
+
+fn read_sched_interval(r: &Row<'_>) -> Result<SchedInterval> {
+    Ok(SchedInterval {
+        tid: r.get("tid")?,
+        start_ns: time(r, "sched", "start_ns")?,
+        end_ns: time(r, "sched", "end_ns")?,
+        state: word("sched", "state", &r.get::<_, String>("state")?)?,
+    })
+}
+
+fn read_wakeup(r: &Row<'_>) -> Result<Wakeup> {
+    Ok(Wakeup { t_ns: time(r, "wakeup", "t_ns")?, tid: r.get("tid")?, waker_tid: r.get("waker_tid")? })
+}
+
+fn read_mark(r: &Row<'_>) -> Result<Mark> {
+    Ok(Mark {
+        t_ns: time(r, "mark", "t_ns")?,
+        pid: r.get("pid")?,
+        name: r.get("name")?,
+        source: word("mark", "source", &r.get::<_, String>("source")?)?,
+        tid: optional_column(r, "tid")?,
+    })
+}
+
+fn read_cpu_sample(r: &Row<'_>) -> Result<CpuSample> {
+    Ok(CpuSample {
+        t_ns: time(r, "cpu_sample", "t_ns")?,
+        dt_ns: span(r, "cpu_sample", "dt_ns")?,
+        user: fraction(r, "cpu_sample", "user")?,
+        system: fraction(r, "cpu_sample", "system")?,
+        iowait: fraction(r, "cpu_sample", "iowait")?,
+        idle: fraction(r, "cpu_sample", "idle")?,
+        running: r.get("running")?,
+        blocked: r.get("blocked")?,
+    })
+}
+
+fn read_disk_sample(r: &Row<'_>) -> Result<DiskSample> {
+    Ok(DiskSample {
+        t_ns: time(r, "disk_sample", "t_ns")?,
+        dt_ns: span(r, "disk_sample", "dt_ns")?,
+        dev: dev("disk_sample", "dev", &r.get::<_, String>("dev")?)?,
+        read_bytes: unsigned(r, "disk_sample", "read_bytes")?,
+        read_ios: unsigned(r, "disk_sample", "read_ios")?,
+        write_bytes: unsigned(r, "disk_sample", "write_bytes")?,
+        write_ios: unsigned(r, "disk_sample", "write_ios")?,
+        busy: fraction(r, "disk_sample", "busy")?,
+    })
+}
+
+fn read_unit(r: &Row<'_>) -> Result<Unit> {
+    Ok(Unit {
+        name: r.get("name")?,
+        manager: r.get("manager")?,
+        activating_ns: time_or_null(r, "unit", "activating_ns")?,
+        active_ns: time_or_null(r, "unit", "active_ns")?,
+        deactivating_ns: time_or_null(r, "unit", "deactivating_ns")?,
+        pid: r.get("pid")?,
+        after: list("unit", "after", &r.get::<_, String>("after")?)?,
+    })
+}
+
+fn read_process_sample(r: &Row<'_>) -> Result<ProcessSample> {
+    Ok(ProcessSample {
+        t_ns: time(r, "process_sample", "t_ns")?,
+        dt_ns: span(r, "process_sample", "dt_ns")?,
+        pid: r.get("pid")?,
+        state: r.get::<_, String>("state")?.chars().next().unwrap_or('?'),
+        cpu_user: fraction(r, "process_sample", "cpu_user")?,
+        cpu_system: fraction(r, "process_sample", "cpu_system")?,
+        major_faults: unsigned(r, "process_sample", "major_faults")?,
+        rss_bytes: unsigned_or_null(r, "process_sample", "rss_bytes")?,
+    })
+}
+
+fn read_mapping(r: &Row<'_>) -> Result<Mapping> {
+    Ok(Mapping {
+        id: r.get("id")?,
+        pid: r.get("pid")?,
+        t_ns: time(r, "mapping", "t_ns")?,
+        start: unsigned(r, "mapping", "start")?,
+        end: unsigned(r, "mapping", "end")?,
+        file_offset: unsigned(r, "mapping", "file_offset")?,
+        path: r.get("path")?,
+        build_id: r.get("build_id")?,
+    })
+}
+
+fn read_frame(r: &Row<'_>) -> Result<Frame> {
+    Ok(Frame {
+        id: r.get("id")?,
+        mapping_id: r.get("mapping_id")?,
+        kernel: r.get("kernel")?,
+        address: r.get::<_, i64>("address")? as u64,
+        symbol: r.get("symbol")?,
+    })
+}
+
+fn read_stack(r: &Row<'_>) -> Result<Stack> {
+    let id: u32 = r.get("id")?;
+    let parent_id: Option<u32> = r.get("parent_id")?;
+    if parent_id.is_some_and(|p| p >= id) {
+        return Err(TraceError::OutOfRange {
+            table: "stack",
+            column: "parent_id",
+            value: parent_id.map(|p| p.to_string()).unwrap_or_default(),
+            allowed: "less than the row's id",
+        });
+    }
+    Ok(Stack { id, parent_id, frame_id: r.get("frame_id")? })
+}
+
+fn read_stack_sample(r: &Row<'_>) -> Result<StackSample> {
+    Ok(StackSample {
+        t_ns: time(r, "stack_sample", "t_ns")?,
+        pid: r.get("pid")?,
+        tid: r.get("tid")?,
+        cpu: r.get("cpu")?,
+        stack_id: r.get("stack_id")?,
+    })
+}
+
+fn read_off_cpu_sample(r: &Row<'_>) -> Result<OffCpuSample> {
+    Ok(OffCpuSample {
+        t_ns: time(r, "off_cpu_sample", "t_ns")?,
+        pid: r.get("pid")?,
+        tid: r.get("tid")?,
+        stack_id: r.get("stack_id")?,
+    })
+}
+
+fn read_mount(r: &Row<'_>) -> Result<Mount> {
+    Ok(Mount {
+        dev: dev("mount", "dev", &r.get::<_, String>("dev")?)?,
+        point: r.get("point")?,
+        fstype: r.get("fstype")?,
+    })
+}
+
+fn read_syscall(r: &Row<'_>) -> Result<Syscall> {
+    let enter_ns = time(r, "syscall", "enter_ns")?;
+    let exit_ns = time_or_null(r, "syscall", "exit_ns")?;
+    if let Some(exit) = exit_ns.filter(|&e| e < enter_ns) {
+        return Err(TraceError::BadValue {
+            table: "syscall",
+            column: "exit_ns",
+            value: format!("{exit} (before enter_ns {enter_ns})"),
+        });
+    }
+    Ok(Syscall {
+        tid: r.get("tid")?,
+        pid: r.get("pid")?,
+        enter_ns,
+        exit_ns,
+        name: r.get("name")?,
+        result: r.get("result")?,
+        fd: r.get("fd")?,
+        file_id: r.get("file_id")?,
+        path: r.get("path")?,
+    })
 }

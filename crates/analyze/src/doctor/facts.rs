@@ -5,11 +5,10 @@
 use coldstart_trace::{Dev, FileKind, Nanos, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::analysis::{Analysis, CriticalPath, SegmentKind};
+use crate::analysis::{Analysis, CriticalPath};
 use crate::doctor::config::DoctorConfig;
-use crate::doctor::disk_model::DiskParams;
+use crate::doctor::disk_model::{DiskClass, DiskParams};
 use crate::doctor::finding::EvidenceFile;
-use crate::time::split;
 
 /// Reads of one file by all processes.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +51,8 @@ pub(crate) struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
+    /// The facts of one trace, its disk models as measured: `whatif::calibrate` fits them
+    /// to the trace and shares the path's I/O waits among files.
     pub fn new(trace: &'a Trace, a: &'a Analysis, config: &'a DoctorConfig) -> Facts<'a> {
         let origin = a.overview.origin_ns;
         let ready = a.overview.end_ns;
@@ -76,7 +77,7 @@ impl<'a> Facts<'a> {
             s.last_ns = s.last_ns.max(u.last_ns);
         }
         let disks: Vec<(Dev, DiskParams)> = a.disks.iter().map(|d| (d.dev, DiskParams::measure(d))).collect();
-        let primary = DiskParams::class_defaults(super::DiskClass::Measured);
+        let primary = DiskParams::class_defaults(DiskClass::Measured);
         let mut disk_of_file = FxHashMap::default();
         for e in &trace.extents {
             disk_of_file.entry(e.file_id).or_insert(e.disk);
@@ -87,7 +88,7 @@ impl<'a> Facts<'a> {
             }
         }
         let path_pids = path.map(|cp| cp.segments.iter().map(|s| s.pid).collect()).unwrap_or_default();
-        let mut facts = Facts {
+        Facts {
             trace,
             a,
             config,
@@ -106,62 +107,6 @@ impl<'a> Facts<'a> {
             disk_of_file,
             path_pids,
             command: shell_join(&trace.meta.command),
-        };
-        super::whatif::fit_hidden_queues(&mut facts);
-        facts.primary = a
-            .disks
-            .iter()
-            .zip(&facts.disks)
-            .max_by_key(|(d, _)| (d.traced_read_bytes, std::cmp::Reverse(d.dev)))
-            .map_or_else(|| DiskParams::class_defaults(super::DiskClass::Measured), |(_, (_, p))| p.clone());
-        facts.share_path_waits();
-        facts
-    }
-
-    /// Shares each I/O wait on the critical path, and the wait for a CPU right after it,
-    /// among files: by the cost in their disk's model of each file's requests that
-    /// completed in it (the what-if's window), else — no request of a known file there —
-    /// by the pages the waiting thread added (the analysis's own split, kept as it is).
-    /// Needs the fitted disk models: on a disk whose every request costs the same, a small
-    /// file's one request takes as much of a wait as a large file's readahead.
-    fn share_path_waits(&mut self) {
-        let Some(cp) = self.path else { return };
-        let (requests, _) = super::whatif::start_requests(self);
-        let shares: Vec<Vec<(u32, Nanos)>> = cp
-            .segments
-            .iter()
-            .map(|seg| {
-                if seg.kind != SegmentKind::IoWait {
-                    return Vec::new();
-                }
-                let costs = super::whatif::file_costs_in_wait(self, &requests, seg.start_ns, seg.end_ns);
-                if costs.is_empty() {
-                    seg.files.iter().map(|t| (t.file, t.ns)).collect()
-                } else {
-                    let ns = seg.end_ns - seg.start_ns;
-                    costs.iter().map(|c| c.0).zip(split(ns, costs.iter().map(|c| c.1))).collect()
-                }
-            })
-            .collect();
-        for share in shares.iter().flatten() {
-            self.wait.entry(share.0).and_modify(|sum| *sum = sum.saturating_add(share.1)).or_insert(share.1);
-        }
-        for (i, pair) in cp.segments.windows(2).enumerate() {
-            let (io, next) = (&pair[0], &pair[1]);
-            if io.kind != SegmentKind::IoWait
-                || next.kind != SegmentKind::CpuWait
-                || next.tid != io.tid
-                || next.start_ns != io.end_ns
-            {
-                continue;
-            }
-            let ns = next.end_ns - next.start_ns;
-            self.path_wake_ns = self.path_wake_ns.saturating_add(ns);
-            let total: Nanos = shares[i].iter().map(|s| s.1).fold(0, Nanos::saturating_add);
-            for (file, share) in shares[i].iter().filter(|_| total > 0) {
-                let part = (i128::from(ns) * i128::from(*share) / i128::from(total)) as Nanos;
-                self.wake.entry(*file).and_modify(|sum| *sum = sum.saturating_add(part)).or_insert(part);
-            }
         }
     }
 

@@ -94,6 +94,29 @@ fn small_file_trees(f: &Facts) -> Vec<(String, Vec<u32>)> {
 pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     for (dir, files) in small_file_trees(f) {
+        let cost = SmallFilesCost::of(f, &files);
+        if cost.gain < f.min_gain {
+            continue;
+        }
+        out.push(small_files_finding(f, &dir, &files, &cost));
+    }
+    out
+}
+
+/// What reading a tree's small files cost, and what one merged file would cost instead.
+struct SmallFilesCost {
+    wait: Nanos,
+    wake: Nanos,
+    total_bytes: u64,
+    read_bytes: u64,
+    reads: u64,
+    /// Reading them all at once, sequentially.
+    merged: Nanos,
+    gain: Nanos,
+}
+
+impl SmallFilesCost {
+    fn of(f: &Facts, files: &[u32]) -> SmallFilesCost {
         let wait: Nanos = files.iter().map(|&id| f.wait_of(id)).fold(0, Nanos::saturating_add);
         let wake: Nanos = files.iter().map(|&id| f.wake_of(id)).fold(0, Nanos::saturating_add);
         let total_bytes: u64 = files
@@ -102,116 +125,121 @@ pub(crate) fn many_small_files(f: &Facts) -> Vec<Finding> {
             .fold(0, u64::saturating_add);
         let read_bytes: u64 = files.iter().map(|&id| f.read_bytes(id)).fold(0, u64::saturating_add);
         let reads: u64 = files.iter().map(|&id| f.files.get(&id).map_or(0, |s| s.reads)).sum();
-        let disk = f.disk_for(files[0]);
-        let merged = disk.sequential_read_ns(total_bytes);
+        let merged = f.disk_for(files[0]).sequential_read_ns(total_bytes);
         let gain = (wait + wake - merged).max(0);
-        if gain < f.min_gain {
-            continue;
-        }
-        let n = files.len() as u64;
-        let waited = files.iter().filter(|&&id| f.wait_of(id) > 0).count() as u64;
-        let mut pids: Vec<i32> =
-            files.iter().flat_map(|id| f.files.get(id).map(|s| s.pids.clone()).unwrap_or_default()).collect();
-        pids.sort_unstable();
-        pids.dedup();
-        let paths: Vec<&str> = files.iter().filter_map(|&id| f.path_of(id)).collect();
-        let advice = crate::doctor::known::small_files(&dir, &paths).unwrap_or_else(|| {
-            (
-                Audience::Developers,
-                format!(
-                    "Merge the {} files under {dir} into one cache file that the program reads at once (one file \
-                     per setting, plugin description or entry costs a separate read, and an inode and a directory \
-                     lookup, each); or keep them together and prefetch them.",
-                    count(n)
-                ),
-            )
-        });
-        out.push(Finding {
-            kind: crate::doctor::FindingKind::ManySmallFiles,
-            title: format!("{} small files read from {dir}", count(n)),
-            evidence: Evidence {
-                summary: format!(
-                    "{} files of at most {} each under {dir} ({} in all, {} read in {}); {} of them cost {} of I/O wait {}",
-                    count(n),
-                    bytes(f.config.small_file_max_bytes),
-                    bytes(total_bytes),
-                    bytes(read_bytes),
-                    plural(reads, "read"),
-                    count(waited),
-                    duration(wait),
-                    f.wait_scope()
-                ),
-                files: f.evidence_files(&files),
-                files_total: n,
-                processes: pids
-                    .iter()
-                    .map(|&pid| {
-                        let uses = f.a.file_uses.iter().filter(|u| u.pid == pid && files.binary_search(&u.file).is_ok());
-                        let (wait, pages) = uses.fold((0, 0), |acc, u| (acc.0 + u.io_wait_ns, acc.1 + u.pages));
-                        EvidenceProcess {
-                            pid,
-                            comm: f.a.comm(pid).to_owned(),
-                            ns: wait,
-                            read_bytes: pages * f.page_size,
-                            in_scope: f.a.process(pid).is_none_or(|p| p.in_scope),
-                        }
-                    })
-                    .collect(),
-                figures: vec![
-                    Figure::count("files", n),
-                    Figure::count("files_waited_for", waited),
-                    Figure::count("reads", reads),
-                    Figure::bytes("total_size_bytes", total_bytes),
-                    Figure::bytes("read_bytes", read_bytes),
-                    Figure::ns("wait_now_ns", wait),
-                    Figure::ns("wake_after_io_ns", wake),
-                ],
-                intervals: Vec::new(),
-            },
-            gain: Gain {
-                ns: gain,
-                formula: "wait_now_ns + wake_after_io_ns - merged_read_ns".to_owned(),
-                text: format!(
-                    "{} of I/O wait for these files now + {} waiting for a CPU when woken after it − {} to read {} \
-                     once, sequentially ({} per request + {} positioning + {} at {}/s, {}) = {}",
-                    duration(wait),
-                    duration(wake),
-                    duration(merged),
-                    bytes(total_bytes),
-                    duration(disk.request_ns),
-                    duration(disk.positioning_ns(None)),
-                    bytes(total_bytes),
-                    bytes(disk.bandwidth_bytes_per_s as u64),
-                    disk.description,
-                    duration(gain)
-                ),
-                inputs: vec![
-                    Figure::ns("wait_now_ns", wait),
-                    Figure::ns("wake_after_io_ns", wake),
-                    Figure::bytes("total_size_bytes", total_bytes),
-                    Figure::ns("merged_read_ns", merged),
-                    Figure::ns("request_ns", disk.request_ns),
-                    Figure::rate("bandwidth", disk.bandwidth_bytes_per_s),
-                ],
-                ahead_ns: Some(wait + wake),
-            },
-            audience: advice.0,
-            suggestion: advice.1,
-            verify: format!(
-                "{}  # before and after the merge; `coldstart prefetch` of these files ahead of the start measures \
-                 the upper bound ({} expected)",
-                f.bench_command(),
-                duration(wait)
-            ),
-            confidence: if f.path.is_some() { Confidence::Medium } else { Confidence::Low },
-            caveat: Some(
-                "the directory and inode reads (filesystem metadata) behind opening each file are not counted: \
-                 the gain of one merged file can be larger"
-                    .to_owned(),
-            ),
-        });
+        SmallFilesCost { wait, wake, total_bytes, read_bytes, reads, merged, gain }
     }
-    out
+}
+
+/// The processes that read the files, with their I/O wait and bytes read in them.
+fn readers(f: &Facts, files: &[u32]) -> Vec<EvidenceProcess> {
+    let mut pids: Vec<i32> =
+        files.iter().flat_map(|id| f.files.get(id).map(|s| s.pids.clone()).unwrap_or_default()).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.iter()
+        .map(|&pid| {
+            let uses = f.a.file_uses.iter().filter(|u| u.pid == pid && files.binary_search(&u.file).is_ok());
+            let (wait, pages) = uses.fold((0, 0), |acc, u| (acc.0 + u.io_wait_ns, acc.1 + u.pages));
+            EvidenceProcess {
+                pid,
+                comm: f.a.comm(pid).to_owned(),
+                ns: wait,
+                read_bytes: pages * f.page_size,
+                in_scope: f.a.process(pid).is_none_or(|p| p.in_scope),
+            }
+        })
+        .collect()
+}
+
+fn small_files_finding(f: &Facts, dir: &str, files: &[u32], cost: &SmallFilesCost) -> Finding {
+    let SmallFilesCost { wait, wake, total_bytes, read_bytes, reads, merged, gain } = *cost;
+    let disk = f.disk_for(files[0]);
+    let n = files.len() as u64;
+    let waited = files.iter().filter(|&&id| f.wait_of(id) > 0).count() as u64;
+    let paths: Vec<&str> = files.iter().filter_map(|&id| f.path_of(id)).collect();
+    let advice = crate::doctor::known::small_files(dir, &paths).unwrap_or_else(|| {
+        (
+            Audience::Developers,
+            format!(
+                "Merge the {} files under {dir} into one cache file that the program reads at once (one file \
+                 per setting, plugin description or entry costs a separate read, and an inode and a directory \
+                 lookup, each); or keep them together and prefetch them.",
+                count(n)
+            ),
+        )
+    });
+    Finding {
+        kind: FindingKind::ManySmallFiles,
+        title: format!("{} small files read from {dir}", count(n)),
+        evidence: Evidence {
+            summary: format!(
+                "{} files of at most {} each under {dir} ({} in all, {} read in {}); {} of them cost {} of I/O wait {}",
+                count(n),
+                bytes(f.config.small_file_max_bytes),
+                bytes(total_bytes),
+                bytes(read_bytes),
+                plural(reads, "read"),
+                count(waited),
+                duration(wait),
+                f.wait_scope()
+            ),
+            files: f.evidence_files(files),
+            files_total: n,
+            processes: readers(f, files),
+            figures: vec![
+                Figure::count("files", n),
+                Figure::count("files_waited_for", waited),
+                Figure::count("reads", reads),
+                Figure::bytes("total_size_bytes", total_bytes),
+                Figure::bytes("read_bytes", read_bytes),
+                Figure::ns("wait_now_ns", wait),
+                Figure::ns("wake_after_io_ns", wake),
+            ],
+            intervals: Vec::new(),
+        },
+        gain: Gain {
+            ns: gain,
+            formula: "wait_now_ns + wake_after_io_ns - merged_read_ns".to_owned(),
+            text: format!(
+                "{} of I/O wait for these files now + {} waiting for a CPU when woken after it − {} to read {} \
+                 once, sequentially ({} per request + {} positioning + {} at {}/s, {}) = {}",
+                duration(wait),
+                duration(wake),
+                duration(merged),
+                bytes(total_bytes),
+                duration(disk.request_ns),
+                duration(disk.positioning_ns(None)),
+                bytes(total_bytes),
+                bytes(disk.bandwidth_bytes_per_s as u64),
+                disk.description,
+                duration(gain)
+            ),
+            inputs: vec![
+                Figure::ns("wait_now_ns", wait),
+                Figure::ns("wake_after_io_ns", wake),
+                Figure::bytes("total_size_bytes", total_bytes),
+                Figure::ns("merged_read_ns", merged),
+                Figure::ns("request_ns", disk.request_ns),
+                Figure::rate("bandwidth", disk.bandwidth_bytes_per_s),
+            ],
+            ahead_ns: Some(wait + wake),
+        },
+        audience: advice.0,
+        suggestion: advice.1,
+        verify: format!(
+            "{}  # before and after the merge; `coldstart prefetch` of these files ahead of the start measures \
+             the upper bound ({} expected)",
+            f.bench_command(),
+            duration(wait)
+        ),
+        confidence: if f.path.is_some() { Confidence::Medium } else { Confidence::Low },
+        caveat: Some(
+            "the directory and inode reads (filesystem metadata) behind opening each file are not counted: \
+             the gain of one merged file can be larger"
+                .to_owned(),
+        ),
+    }
 }
 
 pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {

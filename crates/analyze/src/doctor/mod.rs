@@ -78,7 +78,8 @@ pub fn diagnose(
     config: &DoctorConfig,
     what_if: &[WhatIfSpec],
 ) -> Diagnosis {
-    let facts = facts::Facts::new(trace, analysis, config);
+    let mut facts = facts::Facts::new(trace, analysis, config);
+    whatif::calibrate(&mut facts);
     let detectors: [fn(&facts::Facts) -> Vec<Finding>; 13] = [
         files::many_small_files,
         files::files_in_pieces,

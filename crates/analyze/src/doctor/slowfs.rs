@@ -290,23 +290,8 @@ fn from_stacks(f: &Facts) -> Vec<Finding> {
         .join(", ");
     let mut servers = waits.servers.clone();
     servers.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    let server = servers
-        .first()
-        .map(|(pid, comm, _)| {
-            let name = if comm.is_empty() { "a process".to_owned() } else { comm.clone() };
-            format!(", answered by {name} (pid {pid}, outside the recording)")
-        })
-        .unwrap_or_default();
-    let (files, named) = files_on(f, mount);
-    let files_text = match (files, named) {
-        (0, _) => String::new(),
-        (n, k) if k == n => format!("; the start read {} there", plural(n, "file")),
-        (n, 0) => format!(
-            "; the start read {} there, unnamed (fanotify does not see {fs} and the recorder does not walk it)",
-            plural(n, "file")
-        ),
-        (n, k) => format!("; the start read {} there ({} named)", plural(n, "file"), count(k)),
-    };
+    let server = answered_by(&servers);
+    let (files, files_text) = files_text(f, mount, &fs);
     let on_path = f.path.is_some();
     let (gain_name, gain_text) = if on_path {
         ("path_ns", "the critical path's waits in them")
@@ -316,32 +301,6 @@ fn from_stacks(f: &Facts) -> Vec<Finding> {
     let mut figures =
         vec![Figure::count("requests", n), Figure::ns(gain_name, waits.ns), Figure::count("files", files)];
     figures.extend(calls.iter().map(|(c, k, _)| Figure::count(&format!("{c}_waits"), *k)));
-    let mut pids: Vec<i32> = waits.segments.iter().map(|s| s.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let mut processes: Vec<EvidenceProcess> = pids
-        .iter()
-        .map(|&pid| EvidenceProcess {
-            pid,
-            comm: f.a.comm(pid).to_owned(),
-            ns: waits.segments.iter().filter(|s| s.pid == pid).map(|s| s.end_ns - s.start_ns).sum(),
-            read_bytes: 0,
-            in_scope: true,
-        })
-        .collect();
-    processes.extend(servers.iter().map(|(pid, comm, ns)| EvidenceProcess {
-        pid: *pid,
-        comm: comm.clone(),
-        ns: *ns,
-        read_bytes: 0,
-        in_scope: false,
-    }));
-    let mut longest = waits.segments.clone();
-    longest.sort_by(|a, b| {
-        (b.end_ns - b.start_ns).cmp(&(a.end_ns - a.start_ns)).then(a.start_ns.cmp(&b.start_ns))
-    });
-    longest.truncate(f.config.max_listed);
-    longest.sort_by_key(|s| s.start_ns);
     let list = match &point {
         Some(p) => format!("coldstart syscalls TRACE --path {p}"),
         None => "coldstart syscalls TRACE --summary".to_owned(),
@@ -362,20 +321,9 @@ fn from_stacks(f: &Facts) -> Vec<Finding> {
             ),
             files: Vec::new(),
             files_total: 0,
-            processes,
+            processes: waiting_and_answering(f, &waits.segments, &servers),
             figures: figures.clone(),
-            intervals: longest
-                .iter()
-                .map(|s| EvidenceInterval {
-                    start_ns: s.start_ns,
-                    end_ns: s.end_ns,
-                    tid: Some(s.tid),
-                    what: match &s.waited_in {
-                        Some(w) => format!("{}/{} in {w}", f.a.comm(s.pid), s.tid),
-                        None => format!("{}/{}", f.a.comm(s.pid), s.tid),
-                    },
-                })
-                .collect(),
+            intervals: longest_waits(f, &waits.segments),
         },
         gain: Gain {
             ns: waits.ns,
@@ -400,6 +348,83 @@ fn from_stacks(f: &Facts) -> Vec<Finding> {
                 .to_owned(),
         ),
     }]
+}
+
+/// `, answered by gvfsd-fuse (pid 812, outside the recording)`: the process that answered most.
+fn answered_by(servers: &[(i32, String, Nanos)]) -> String {
+    servers
+        .first()
+        .map(|(pid, comm, _)| {
+            let name = if comm.is_empty() { "a process".to_owned() } else { comm.clone() };
+            format!(", answered by {name} (pid {pid}, outside the recording)")
+        })
+        .unwrap_or_default()
+}
+
+/// How many files the start read on the mount, and words saying so (and how many are named).
+fn files_text(f: &Facts, mount: Option<&Mount>, fs: &str) -> (u64, String) {
+    let (files, named) = files_on(f, mount);
+    let text = match (files, named) {
+        (0, _) => String::new(),
+        (n, k) if k == n => format!("; the start read {} there", plural(n, "file")),
+        (n, 0) => format!(
+            "; the start read {} there, unnamed (fanotify does not see {fs} and the recorder does not walk it)",
+            plural(n, "file")
+        ),
+        (n, k) => format!("; the start read {} there ({} named)", plural(n, "file"), count(k)),
+    };
+    (files, text)
+}
+
+/// The processes that waited, with their time, then those that answered.
+fn waiting_and_answering(
+    f: &Facts,
+    segments: &[&PathSegment],
+    servers: &[(i32, String, Nanos)],
+) -> Vec<EvidenceProcess> {
+    let mut pids: Vec<i32> = segments.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let mut processes: Vec<EvidenceProcess> = pids
+        .iter()
+        .map(|&pid| EvidenceProcess {
+            pid,
+            comm: f.a.comm(pid).to_owned(),
+            ns: segments.iter().filter(|s| s.pid == pid).map(|s| s.end_ns - s.start_ns).sum(),
+            read_bytes: 0,
+            in_scope: true,
+        })
+        .collect();
+    processes.extend(servers.iter().map(|(pid, comm, ns)| EvidenceProcess {
+        pid: *pid,
+        comm: comm.clone(),
+        ns: *ns,
+        read_bytes: 0,
+        in_scope: false,
+    }));
+    processes
+}
+
+/// The longest waits (at most `max_listed`), in time order.
+fn longest_waits(f: &Facts, segments: &[&PathSegment]) -> Vec<EvidenceInterval> {
+    let mut longest = segments.to_vec();
+    longest.sort_by(|a, b| {
+        (b.end_ns - b.start_ns).cmp(&(a.end_ns - a.start_ns)).then(a.start_ns.cmp(&b.start_ns))
+    });
+    longest.truncate(f.config.max_listed);
+    longest.sort_by_key(|s| s.start_ns);
+    longest
+        .iter()
+        .map(|s| EvidenceInterval {
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            tid: Some(s.tid),
+            what: match &s.waited_in {
+                Some(w) => format!("{}/{} in {w}", f.a.comm(s.pid), s.tid),
+                None => format!("{}/{}", f.a.comm(s.pid), s.tid),
+            },
+        })
+        .collect()
 }
 
 #[cfg(test)]

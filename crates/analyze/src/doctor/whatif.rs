@@ -15,12 +15,74 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::SegmentKind;
 use crate::doctor::disk_model::{DiskClass, DiskParams, HIDDEN_QUEUE_MIN_REQUESTS, RequestShape};
 use crate::doctor::facts::Facts;
+use crate::time::split;
 use crate::units::{bytes, count, duration, plural};
 
 /// How long after a request's completion the thread that waited for it may still be asleep.
 pub(crate) const WAKE_SLACK_NS: Nanos = 500_000;
 /// Ranges of the plan this close on the disk are read through as one.
 const PLAN_GAP_BYTES: u64 = 256 * 1024;
+
+/// Fits the disk models to the trace (hidden queues), takes the model of the disk that
+/// read most as the primary one, and shares the critical path's I/O waits among files by
+/// their cost in those models. [`Facts::new`] leaves the models at their measured values.
+pub(crate) fn calibrate(f: &mut Facts) {
+    fit_hidden_queues(f);
+    f.primary =
+        f.a.disks
+            .iter()
+            .zip(&f.disks)
+            .max_by_key(|(d, _)| (d.traced_read_bytes, std::cmp::Reverse(d.dev)))
+            .map_or_else(|| DiskParams::class_defaults(DiskClass::Measured), |(_, (_, p))| p.clone());
+    share_path_waits(f);
+}
+
+/// Shares each I/O wait on the critical path, and the wait for a CPU right after it,
+/// among files: by the cost in their disk's model of each file's requests that
+/// completed in it (the what-if's window), else — no request of a known file there —
+/// by the pages the waiting thread added (the analysis's own split, kept as it is).
+/// Needs the fitted disk models: on a disk whose every request costs the same, a small
+/// file's one request takes as much of a wait as a large file's readahead.
+fn share_path_waits(f: &mut Facts) {
+    let Some(cp) = f.path else { return };
+    let (requests, _) = start_requests(f);
+    let shares: Vec<Vec<(u32, Nanos)>> = cp
+        .segments
+        .iter()
+        .map(|seg| {
+            if seg.kind != SegmentKind::IoWait {
+                return Vec::new();
+            }
+            let costs = file_costs_in_wait(f, &requests, seg.start_ns, seg.end_ns);
+            if costs.is_empty() {
+                seg.files.iter().map(|t| (t.file, t.ns)).collect()
+            } else {
+                let ns = seg.end_ns - seg.start_ns;
+                costs.iter().map(|c| c.0).zip(split(ns, costs.iter().map(|c| c.1))).collect()
+            }
+        })
+        .collect();
+    for share in shares.iter().flatten() {
+        f.wait.entry(share.0).and_modify(|sum| *sum = sum.saturating_add(share.1)).or_insert(share.1);
+    }
+    for (i, pair) in cp.segments.windows(2).enumerate() {
+        let (io, next) = (&pair[0], &pair[1]);
+        if io.kind != SegmentKind::IoWait
+            || next.kind != SegmentKind::CpuWait
+            || next.tid != io.tid
+            || next.start_ns != io.end_ns
+        {
+            continue;
+        }
+        let ns = next.end_ns - next.start_ns;
+        f.path_wake_ns = f.path_wake_ns.saturating_add(ns);
+        let total: Nanos = shares[i].iter().map(|s| s.1).fold(0, Nanos::saturating_add);
+        for (file, share) in shares[i].iter().filter(|_| total > 0) {
+            let part = (i128::from(ns) * i128::from(*share) / i128::from(total)) as Nanos;
+            f.wake.entry(*file).and_modify(|sum| *sum = sum.saturating_add(part)).or_insert(part);
+        }
+    }
+}
 
 /// A disk to predict the start on: every recorded disk, or only one.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,9 +5,9 @@
 //! fdatasync, O_SYNC, sync_file_range) is not in the trace, nor, for files created
 //! during the start, which file was written.
 
-use coldstart_trace::{BlockOp, Nanos};
+use coldstart_trace::{BlockIo, BlockOp, Nanos};
 
-use crate::analysis::SegmentKind;
+use crate::analysis::{CriticalPath, PathSegment, SegmentKind};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
     Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
@@ -19,8 +19,21 @@ const WAKE_SLACK_NS: Nanos = 1_000_000;
 
 pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
     let Some(cp) = f.path else { return Vec::new() };
-    let durable: Vec<&coldstart_trace::BlockIo> = f
-        .trace
+    let durable = durable_requests(f);
+    if durable.is_empty() {
+        return Vec::new();
+    }
+    let waits = waits_for_durable(cp, &durable);
+    let gain: Nanos = waits.iter().map(|s| s.end_ns - s.start_ns).fold(0, Nanos::saturating_add);
+    if gain < f.min_gain {
+        return Vec::new();
+    }
+    vec![finding(f, &durable, &waits, gain)]
+}
+
+/// The flushes and synchronous or FUA writes of the start.
+fn durable_requests<'t>(f: &Facts<'t>) -> Vec<&'t BlockIo> {
+    f.trace
         .block_ios
         .iter()
         .filter(|b| {
@@ -30,25 +43,37 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
         .filter(|b| {
             b.complete_ns.or(b.issue_ns).is_some_and(|t| t >= f.origin && t <= f.ready + WAKE_SLACK_NS)
         })
-        .collect();
-    if durable.is_empty() {
-        return Vec::new();
-    }
+        .collect()
+}
+
+/// The path's I/O waits without a page read that a durable request's completion ended.
+fn waits_for_durable<'p>(cp: &'p CriticalPath, durable: &[&BlockIo]) -> Vec<&'p PathSegment> {
     let mut completions: Vec<Nanos> = durable.iter().filter_map(|b| b.complete_ns).collect();
     completions.sort_unstable();
-    let waits: Vec<&crate::PathSegment> = cp
-        .segments
+    cp.segments
         .iter()
         .filter(|s| s.kind == SegmentKind::IoWait && s.files.is_empty())
         .filter(|s| {
             let k = completions.partition_point(|&t| t <= s.start_ns);
             completions.get(k).is_some_and(|&t| t <= s.end_ns + WAKE_SLACK_NS)
         })
-        .collect();
-    let gain: Nanos = waits.iter().map(|s| s.end_ns - s.start_ns).fold(0, Nanos::saturating_add);
-    if gain < f.min_gain {
-        return Vec::new();
+        .collect()
+}
+
+/// `comm/pid` of the processes that issued the most durable bytes, at most four.
+fn issuer_names(durable: &[&BlockIo]) -> Vec<String> {
+    let mut issuers: Vec<(String, i32, u64)> = Vec::new();
+    for b in durable {
+        match issuers.iter_mut().find(|i| i.1 == b.pid) {
+            Some(i) => i.2 = i.2.saturating_add(u64::from(b.bytes)),
+            None => issuers.push((b.comm.clone(), b.pid, u64::from(b.bytes))),
+        }
     }
+    issuers.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+    issuers.iter().take(4).map(|i| format!("{}/{}", if i.0.is_empty() { "?" } else { &i.0 }, i.1)).collect()
+}
+
+fn finding(f: &Facts, durable: &[&BlockIo], waits: &[&PathSegment], gain: Nanos) -> Finding {
     let flushes = durable.iter().filter(|b| b.op == BlockOp::Flush).count() as u64;
     let writes = durable.len() as u64 - flushes;
     let written: u64 = durable
@@ -56,26 +81,14 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
         .filter(|b| b.op == BlockOp::Write)
         .map(|b| u64::from(b.bytes))
         .fold(0, u64::saturating_add);
-    let mut issuers: Vec<(String, i32, u64)> = Vec::new();
-    for b in &durable {
-        match issuers.iter_mut().find(|i| i.1 == b.pid) {
-            Some(i) => i.2 = i.2.saturating_add(u64::from(b.bytes)),
-            None => issuers.push((b.comm.clone(), b.pid, u64::from(b.bytes))),
-        }
-    }
-    issuers.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
     let mut files: Vec<u32> = durable.iter().filter_map(|b| b.file_id).collect();
     files.sort_unstable();
     files.dedup();
     let mut waiting: Vec<i32> = waits.iter().map(|s| s.pid).collect();
     waiting.sort_unstable();
     waiting.dedup();
-    let names: Vec<String> = issuers
-        .iter()
-        .take(4)
-        .map(|i| format!("{}/{}", if i.0.is_empty() { "?" } else { &i.0 }, i.1))
-        .collect();
-    vec![Finding {
+    let names = issuer_names(durable);
+    Finding {
         kind: FindingKind::DurableWrites,
         title: format!("Durable writes on the critical path for {}", duration(gain)),
         evidence: Evidence {
@@ -144,5 +157,5 @@ pub(crate) fn durable_writes(f: &Facts) -> Vec<Finding> {
              start; a journal commit forced by one fsync also carries other processes' writes"
                 .to_owned(),
         ),
-    }]
+    }
 }

@@ -69,25 +69,7 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     let disk_name = logs.display_name(PROC_DISKSTATS);
     let disks = diskstats::parse(&disk_name, &text(PROC_DISKSTATS)?, &mut problems)?;
     let mut notes = header_notes(&header);
-    let ps_file =
-        if logs.get(PROC_PS).is_none() && logs.get(TASKSTATS).is_some() { TASKSTATS } else { PROC_PS };
-    let (ps_name, ps) = match (logs.get(PROC_PS), logs.get(TASKSTATS)) {
-        (None, Some(bytes)) => {
-            let name = logs.display_name(TASKSTATS);
-            notes.push(
-                "processes come from taskstats.log, which lists a process only when its totals change: a \
-                 process ends at the last sample that lists it, and starts at the first (as in pybootchartgui)"
-                    .to_owned(),
-            );
-            let ps = taskstats::parse(&name, &String::from_utf8_lossy(bytes), &mut problems)?;
-            (name, ps)
-        }
-        _ => {
-            let name = logs.display_name(PROC_PS);
-            let ps = proc_ps::parse(&name, &text(PROC_PS)?, &mut problems)?;
-            (name, ps)
-        }
-    };
+    let (ps_file, ps_name, ps) = read_process_log(logs, &mut notes, &mut problems)?;
     let pacct = match logs.get(KERNEL_PACCT) {
         Some(bytes) => pacct::parse(&logs.display_name(KERNEL_PACCT), bytes, &mut problems)?,
         None => Vec::new(),
@@ -120,66 +102,13 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
             .into_iter()
             .flatten()
             .fold(end_cs, f64::max);
-    let to_ns = |cs: f64| ((cs - t0_cs as f64) * NS_PER_CS as f64).round() as i64;
-
-    let bootchart_start = pybootchartgui_start(&ps);
-    notes.push(format!(
-        "ready is the end of the boot as pybootchartgui draws it: the last {ps_file} sample ({:.2} s uptime) \
-         plus one mean sample interval ({:.3} s); pybootchartgui's header would say time {:.2} s, from the \
-         earliest process start it sees ({:.2} s uptime) to that end",
-        last_ps.time_cs as f64 / 100.0,
-        period_cs / 100.0,
-        (end_cs - bootchart_start) / 100.0,
-        bootchart_start / 100.0,
-    ));
-    if let Some(earliest) = table.earliest_start_cs.filter(|&e| (e - bootchart_start).abs() >= 1.0) {
-        notes.push(format!(
-            "with process starts on the sample clock, the earliest start is {:.2} s uptime: {:.2} s to the end",
-            earliest / 100.0,
-            (end_cs - earliest) / 100.0
-        ));
-    }
-    notes.push(format!(
-        "times come from /proc/uptime (CLOCK_BOOTTIME) in centiseconds, not jiffies: 10 ms resolution; \
-         t = 0 is the first sample at {:.2} s uptime",
-        t0_cs as f64 / 100.0
-    ));
+    let frame = Frame { t0_cs, period_cs, end_cs, last_cs };
+    notes.extend(timing_notes(ps_file, &ps, table.earliest_start_cs, &frame));
     notes.extend(table.notes.iter().cloned());
 
+    let root_pid = table.processes.iter().any(|p| p.pid == 1).then_some(1);
     let mut trace = Trace {
-        meta: Meta {
-            tool: format!("coldstart {}", env!("CARGO_PKG_VERSION")),
-            source: Source::Bootchart2,
-            command: header.get("profile.process").map(|p| vec![p.to_owned()]).unwrap_or_default(),
-            scope: Scope::System,
-            root_pid: table.processes.iter().any(|p| p.pid == 1).then_some(1),
-            host: header.host().unwrap_or_default(),
-            kernel: header.kernel().unwrap_or_default(),
-            cpu_model: header.cpu_model().unwrap_or_default(),
-            cpu_count: Some(first_stat.cpus).filter(|&n| n > 0).or(header.cpu_count()).unwrap_or(1),
-            mem_total_bytes: logs.get(PROC_MEMINFO).and_then(mem_total_bytes).unwrap_or(0),
-            page_size: PAGE_SIZE as u32,
-            clock: CLOCK.to_owned(),
-            start_unix_ns: i64::try_from(first_stat.btime)
-                .ok()
-                .and_then(|s| s.checked_mul(1_000_000_000)?.checked_add(t0_cs * NS_PER_CS))
-                .unwrap_or(0),
-            start_clock_ns: t0_cs * NS_PER_CS,
-            boottime_offset_ns: 0,
-            duration_ns: to_ns(last_cs),
-            ready: Some(Ready {
-                t_ns: to_ns(end_cs),
-                reason: ReadyReason::Bootchart2End,
-                pid: None,
-                tid: None,
-            }),
-            cache: CacheState::Cold,
-            eviction: Some("boot".to_owned()),
-            exit_code: None,
-            partial: false,
-            sample_hz: Some(100.0 / period_cs).filter(|hz| hz.is_finite()),
-            ..Meta::default()
-        },
+        meta: meta(logs, &header, root_pid, first_stat, &frame),
         disks: disks.totals(),
         cpu_samples: proc_stat::cpu_samples(&stats, t0_cs),
         disk_samples: disks.samples(t0_cs),
@@ -192,6 +121,125 @@ pub fn convert(logs: &LogFiles) -> Result<Trace> {
     notes.extend(problem_notes.into_iter().map(|n| n.text));
     trace.notes = notes.into_iter().map(|text| Note { source: NoteSource::Bootchart2, text }).collect();
     Ok(trace)
+}
+
+/// The samples of the processes: `proc_ps.log`, or `taskstats.log` when only it is there.
+/// Returns the log's file name, its display name and its blocks.
+fn read_process_log(
+    logs: &LogFiles,
+    notes: &mut Vec<String>,
+    problems: &mut Problems,
+) -> Result<(&'static str, String, Vec<proc_ps::PsBlock>)> {
+    match (logs.get(PROC_PS), logs.get(TASKSTATS)) {
+        (None, Some(bytes)) => {
+            let name = logs.display_name(TASKSTATS);
+            notes.push(
+                "processes come from taskstats.log, which lists a process only when its totals change: a \
+                 process ends at the last sample that lists it, and starts at the first (as in pybootchartgui)"
+                    .to_owned(),
+            );
+            let ps = taskstats::parse(&name, &String::from_utf8_lossy(bytes), problems)?;
+            Ok((TASKSTATS, name, ps))
+        }
+        _ => {
+            let name = logs.display_name(PROC_PS);
+            let text = String::from_utf8_lossy(logs.require(PROC_PS)?);
+            let ps = proc_ps::parse(&name, &text, problems)?;
+            Ok((PROC_PS, name, ps))
+        }
+    }
+}
+
+/// The time frame of the logs, in centiseconds of uptime: the first sample (t = 0), the
+/// mean interval of the process samples, the end of the boot (ready) and the last sample.
+struct Frame {
+    t0_cs: i64,
+    period_cs: f64,
+    end_cs: f64,
+    last_cs: f64,
+}
+
+impl Frame {
+    fn to_ns(&self, cs: f64) -> i64 {
+        ((cs - self.t0_cs as f64) * NS_PER_CS as f64).round() as i64
+    }
+}
+
+/// How ready and the trace's times were derived from the logs' clock.
+fn timing_notes(
+    ps_file: &str,
+    ps: &[proc_ps::PsBlock],
+    earliest_start_cs: Option<f64>,
+    frame: &Frame,
+) -> Vec<String> {
+    let Frame { t0_cs, period_cs, end_cs, .. } = *frame;
+    let last_ps_cs = ps.last().map_or(0, |b| b.time_cs);
+    let bootchart_start = pybootchartgui_start(ps);
+    let mut notes = vec![format!(
+        "ready is the end of the boot as pybootchartgui draws it: the last {ps_file} sample ({:.2} s uptime) \
+         plus one mean sample interval ({:.3} s); pybootchartgui's header would say time {:.2} s, from the \
+         earliest process start it sees ({:.2} s uptime) to that end",
+        last_ps_cs as f64 / 100.0,
+        period_cs / 100.0,
+        (end_cs - bootchart_start) / 100.0,
+        bootchart_start / 100.0,
+    )];
+    if let Some(earliest) = earliest_start_cs.filter(|&e| (e - bootchart_start).abs() >= 1.0) {
+        notes.push(format!(
+            "with process starts on the sample clock, the earliest start is {:.2} s uptime: {:.2} s to the end",
+            earliest / 100.0,
+            (end_cs - earliest) / 100.0
+        ));
+    }
+    notes.push(format!(
+        "times come from /proc/uptime (CLOCK_BOOTTIME) in centiseconds, not jiffies: 10 ms resolution; \
+         t = 0 is the first sample at {:.2} s uptime",
+        t0_cs as f64 / 100.0
+    ));
+    notes
+}
+
+fn meta(
+    logs: &LogFiles,
+    header: &Header,
+    root_pid: Option<i32>,
+    first_stat: &proc_stat::StatSample,
+    frame: &Frame,
+) -> Meta {
+    let t0_cs = frame.t0_cs;
+    Meta {
+        tool: format!("coldstart {}", env!("CARGO_PKG_VERSION")),
+        source: Source::Bootchart2,
+        command: header.get("profile.process").map(|p| vec![p.to_owned()]).unwrap_or_default(),
+        scope: Scope::System,
+        root_pid,
+        host: header.host().unwrap_or_default(),
+        kernel: header.kernel().unwrap_or_default(),
+        cpu_model: header.cpu_model().unwrap_or_default(),
+        cpu_count: Some(first_stat.cpus).filter(|&n| n > 0).or(header.cpu_count()).unwrap_or(1),
+        mem_total_bytes: logs.get(PROC_MEMINFO).and_then(mem_total_bytes).unwrap_or(0),
+        page_size: PAGE_SIZE as u32,
+        clock: CLOCK.to_owned(),
+        start_unix_ns: i64::try_from(first_stat.btime)
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000_000)?.checked_add(t0_cs * NS_PER_CS))
+            .unwrap_or(0),
+        start_clock_ns: t0_cs * NS_PER_CS,
+        boottime_offset_ns: 0,
+        duration_ns: frame.to_ns(frame.last_cs),
+        ready: Some(Ready {
+            t_ns: frame.to_ns(frame.end_cs),
+            reason: ReadyReason::Bootchart2End,
+            pid: None,
+            tid: None,
+        }),
+        cache: CacheState::Cold,
+        eviction: Some("boot".to_owned()),
+        exit_code: None,
+        partial: false,
+        sample_hz: Some(100.0 / frame.period_cs).filter(|hz| hz.is_finite()),
+        ..Meta::default()
+    }
 }
 
 /// Executables, arguments and exact parents from `cmdline2.log` and `paternity.log`.

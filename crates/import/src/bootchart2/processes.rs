@@ -81,58 +81,7 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
             -offset as f64 / 100.0
         ));
     }
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut by_key: HashMap<(i32, Option<u64>), usize> = HashMap::new();
-    let ns = |cs: i64| (cs - t0_cs) * NS_PER_CS;
-    for (i, block) in blocks.iter().enumerate() {
-        let t = block.time_cs;
-        let prev_block_cs = i.checked_sub(1).map(|p| blocks[p].time_cs);
-        let last = i + 1 == blocks.len();
-        for line in &block.lines {
-            let index = *by_key.entry((line.pid, line.starttime)).or_insert_with(|| {
-                let start_cs = starttime_cs(line).map_or(t, |s| s.saturating_sub(offset).min(t)) as f64;
-                seen.push(Seen {
-                    pid: line.pid,
-                    ppid: line.ppid,
-                    comm: line.comm.clone(),
-                    start_cs,
-                    start_unknown: line.starttime.is_none() && i == 0,
-                    first_cs: t,
-                    last_alive_cs: None,
-                    in_last_block: false,
-                    prev: None,
-                    has_mm: false,
-                    kernel_thread: false,
-                    exit: None,
-                    exit_comm: None,
-                });
-                seen.len() - 1
-            });
-            let s = &mut seen[index];
-            let since = match (s.prev, prev_block_cs) {
-                (Some(prev), _) => Some(prev),
-                // First seen during the log: all its CPU time fell in this interval.
-                (None, Some(pt)) if s.start_cs > pt as f64 => {
-                    Some(Counters { time_cs: pt, utime_cs: 0.0, stime_cs: 0.0, majflt: 0 })
-                }
-                _ => None,
-            };
-            if let Some(since) = since.filter(|since| t > since.time_cs) {
-                let dt_cs = (t - since.time_cs) as f64;
-                table.samples.push(ProcessSample {
-                    t_ns: ns(t),
-                    dt_ns: ns(t) - ns(since.time_cs),
-                    pid: line.pid,
-                    state: line.state,
-                    cpu_user: (line.utime_cs - since.utime_cs).max(0.0) / dt_cs,
-                    cpu_system: (line.stime_cs - since.stime_cs).max(0.0) / dt_cs,
-                    major_faults: line.majflt.saturating_sub(since.majflt),
-                    rss_bytes: line.rss.map(|pages| pages.saturating_mul(PAGE_SIZE)),
-                });
-            }
-            observe(s, line, t, last);
-        }
-    }
+    let mut seen = follow(blocks, offset, t0_cs, &mut table.samples);
     let kernel_threads = seen.iter().filter(|s| s.kernel_thread).count();
     if kernel_threads > 0 {
         table.notes.push(format!(
@@ -152,15 +101,101 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
         ));
     }
 
+    table.processes = processes(&seen, &pacct_only, t0_cs);
+    let starts = seen.iter().map(|s| s.start_cs).chain(pacct_only.iter().map(|(_, s, _)| *s));
+    table.earliest_start_cs = starts.reduce(f64::min);
+    let exits = seen.iter().filter_map(|s| s.exit.map(|e| e.0)).chain(pacct_only.iter().map(|(_, _, e)| *e));
+    table.latest_exit_cs = exits.reduce(f64::max);
+    table
+}
+
+/// Follows each process through the samples of `blocks` (starts shifted by `offset` to
+/// the sample clock), adding a sample of its use between consecutive blocks to `samples`.
+fn follow(blocks: &[PsBlock], offset: i64, t0_cs: i64, samples: &mut Vec<ProcessSample>) -> Vec<Seen> {
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut by_key: HashMap<(i32, Option<u64>), usize> = HashMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let t = block.time_cs;
+        let prev_block_cs = i.checked_sub(1).map(|p| blocks[p].time_cs);
+        let last = i + 1 == blocks.len();
+        for line in &block.lines {
+            let index = *by_key.entry((line.pid, line.starttime)).or_insert_with(|| {
+                seen.push(first_seen(line, t, offset, i == 0));
+                seen.len() - 1
+            });
+            let s = &mut seen[index];
+            samples.extend(sample_since(s, line, t, prev_block_cs, t0_cs));
+            observe(s, line, t, last);
+        }
+    }
+    seen
+}
+
+/// A process first shown by `line` in the sample at `t`.
+fn first_seen(line: &PsLine, t: i64, offset: i64, first_block: bool) -> Seen {
+    let start_cs = starttime_cs(line).map_or(t, |s| s.saturating_sub(offset).min(t)) as f64;
+    Seen {
+        pid: line.pid,
+        ppid: line.ppid,
+        comm: line.comm.clone(),
+        start_cs,
+        start_unknown: line.starttime.is_none() && first_block,
+        first_cs: t,
+        last_alive_cs: None,
+        in_last_block: false,
+        prev: None,
+        has_mm: false,
+        kernel_thread: false,
+        exit: None,
+        exit_comm: None,
+    }
+}
+
+/// The process's use between its previous sample (or its start during the log, when
+/// first seen) and the one at `t`.
+fn sample_since(
+    s: &Seen,
+    line: &PsLine,
+    t: i64,
+    prev_block_cs: Option<i64>,
+    t0_cs: i64,
+) -> Option<ProcessSample> {
+    let ns = |cs: i64| (cs - t0_cs) * NS_PER_CS;
+    let since = match (s.prev, prev_block_cs) {
+        (Some(prev), _) => Some(prev),
+        // First seen during the log: all its CPU time fell in this interval.
+        (None, Some(pt)) if s.start_cs > pt as f64 => {
+            Some(Counters { time_cs: pt, utime_cs: 0.0, stime_cs: 0.0, majflt: 0 })
+        }
+        _ => None,
+    };
+    let since = since.filter(|since| t > since.time_cs)?;
+    let dt_cs = (t - since.time_cs) as f64;
+    Some(ProcessSample {
+        t_ns: ns(t),
+        dt_ns: ns(t) - ns(since.time_cs),
+        pid: line.pid,
+        state: line.state,
+        cpu_user: (line.utime_cs - since.utime_cs).max(0.0) / dt_cs,
+        cpu_system: (line.stime_cs - since.stime_cs).max(0.0) / dt_cs,
+        major_faults: line.majflt.saturating_sub(since.majflt),
+        rss_bytes: line.rss.map(|pages| pages.saturating_mul(PAGE_SIZE)),
+    })
+}
+
+/// The trace's processes: those of the samples, then those only in `kernel_pacct`, by pid and start.
+fn processes(seen: &[Seen], pacct_only: &[(AcctRecord, f64, f64)], t0_cs: i64) -> Vec<Process> {
+    let ns = |cs: i64| (cs - t0_cs) * NS_PER_CS;
     let to_ns = |cs: f64| ((cs - t0_cs as f64) * NS_PER_CS as f64).round() as Nanos;
     let started = |cs: f64| Some(to_ns(cs)).filter(|&t| t >= 0);
-    for s in &seen {
+    let mut processes = Vec::new();
+    for s in seen {
         let end_ns = match s.exit {
             Some((exit_cs, _)) => Some(to_ns(exit_cs)),
             None if s.in_last_block => None,
             None => Some(ns(s.last_alive_cs.unwrap_or(s.first_cs))),
         };
-        table.processes.push(Process {
+        processes.push(Process {
             pid: s.pid,
             ppid: Some(s.ppid).filter(|&p| p > 0),
             comm: s.exit_comm.clone().unwrap_or_else(|| s.comm.clone()),
@@ -171,8 +206,8 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
             ..Process::default()
         });
     }
-    for (record, start_cs, exit_cs) in &pacct_only {
-        table.processes.push(Process {
+    for (record, start_cs, exit_cs) in pacct_only {
+        processes.push(Process {
             pid: record.pid,
             ppid: Some(record.ppid).filter(|&p| p > 0),
             comm: record.comm.clone(),
@@ -183,13 +218,8 @@ pub fn build(blocks: &[PsBlock], pacct: &[AcctRecord], t0_cs: i64, period_cs: f6
             ..Process::default()
         });
     }
-    table.processes.sort_by_key(|p| (p.pid, p.start_ns));
-
-    let starts = seen.iter().map(|s| s.start_cs).chain(pacct_only.iter().map(|(_, s, _)| *s));
-    table.earliest_start_cs = starts.reduce(f64::min);
-    let exits = seen.iter().filter_map(|s| s.exit.map(|e| e.0)).chain(pacct_only.iter().map(|(_, _, e)| *e));
-    table.latest_exit_cs = exits.reduce(f64::max);
-    table
+    processes.sort_by_key(|p| (p.pid, p.start_ns));
+    processes
 }
 
 fn observe(s: &mut Seen, line: &PsLine, t: i64, last_block: bool) {

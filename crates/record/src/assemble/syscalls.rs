@@ -223,21 +223,9 @@ pub fn collect(
     let mut names = Names::new(inputs.names);
     let mut processes: HashMap<i32, Process> = HashMap::new();
     let mut out = Collected { rows: Vec::new(), opened: Vec::new(), unnamed: 0, proposed_names: Vec::new() };
-    let tree = inputs.tree;
     for c in calls {
-        let pid = tree.tgid(c.tid);
-        if !processes.contains_key(&pid) {
-            let parent_cwd = tree
-                .processes
-                .iter()
-                .find(|p| p.pid == pid)
-                .and_then(|p| p.ppid)
-                .and_then(|ppid| processes.get(&ppid))
-                .and_then(|p| p.cwd.clone());
-            let cwd = parent_cwd.or_else(|| inputs.cwd.map(str::to_owned));
-            processes.insert(pid, Process { fds: HashMap::new(), cwd });
-        }
-        let Some(process) = processes.get_mut(&pid) else { continue };
+        let pid = inputs.tree.tgid(c.tid);
+        let process = process_state(&mut processes, inputs, pid);
         let enter_ns = boot(c.enter);
         let exit_ns = c.exit.map(&boot);
         let duration = exit_ns.unwrap_or(inputs.end) - enter_ns;
@@ -253,81 +241,21 @@ pub fn collect(
             file_id: None,
             path: None,
         };
-        let resolve = |process: &Process, opened: &[Opened], name: &str, dirfd: Option<u8>| -> String {
-            if name.starts_with('/') {
-                return join("", name);
-            }
-            let dir = match dirfd.map(|i| c.args[usize::from(i)]) {
-                Some(arg) if !is_at_fdcwd(arg) => {
-                    process.fds.get(&(arg as i32)).and_then(|&o| opened[o].path.clone())
-                }
-                _ => process.cwd.clone(),
-            };
-            match dir {
-                Some(dir) => join(&dir, name),
-                None => name.to_owned(),
-            }
-        };
-        let mut opened_by = None;
-        match c.call.shape {
+        let opened_by = match c.call.shape {
             Shape::Open { dirfd, .. } | Shape::Path { dirfd, .. } => {
-                let name = match names.take(&c) {
-                    Some(Some(name)) => Some(name),
-                    Some(None) => {
-                        out.unnamed += 1;
-                        None
-                    }
-                    None => None,
-                };
-                let empty_path_flags = match c.call.name {
-                    "newfstatat" => c.args[3],
-                    "statx" => c.args[2],
-                    _ => 0,
-                };
-                if name.as_deref() == Some("") && empty_path_flags & AT_EMPTY_PATH != 0 {
-                    row.fd = Some(arg_fd(0));
-                    opened_by = process.fds.get(&arg_fd(0)).copied();
-                } else {
-                    row.path = name.map(|n| resolve(process, &out.opened, &n, dirfd));
-                }
-                if matches!(c.call.shape, Shape::Open { .. })
-                    && let Some(fd) = c.ret.filter(|&r| r >= 0).and_then(|r| i32::try_from(r).ok())
-                {
-                    row.fd = Some(fd);
-                    out.opened.push(Opened {
-                        pid,
-                        path: row.path.clone(),
-                        exit: c.exit.unwrap_or(c.enter),
-                        ..Opened::default()
-                    });
-                    opened_by = Some(out.opened.len() - 1);
-                    process.fds.insert(fd, out.opened.len() - 1);
-                }
-                if c.call.name == "chdir" && c.ret == Some(0) {
-                    process.cwd = row.path.clone();
-                }
+                path_call(&c, dirfd, pid, process, &mut names, &mut out, &mut row)
             }
             Shape::OnFd => {
                 row.fd = Some(arg_fd(0));
-                opened_by = process.fds.get(&arg_fd(0)).copied();
+                process.fds.get(&arg_fd(0)).copied()
             }
             Shape::Read => {
                 row.fd = Some(arg_fd(0));
-                opened_by = process.fds.get(&arg_fd(0)).copied();
-                let first = match opened_by {
-                    Some(o) => {
-                        let opened = &mut out.opened[o];
-                        opened.reads += 1;
-                        if opened.pages_of.is_none() {
-                            opened.pages_of = c.pages_of;
-                        }
-                        opened.reads <= FIRST_READS
-                    }
-                    None => false,
-                };
-                if !first && duration <= LONG_WAIT_NS {
+                let opened_by = process.fds.get(&arg_fd(0)).copied();
+                if !is_first_read(&c, opened_by, &mut out.opened) && duration <= LONG_WAIT_NS {
                     continue;
                 }
+                opened_by
             }
             Shape::Mmap => {
                 let fd = arg_fd(4);
@@ -335,12 +263,13 @@ pub fn collect(
                     continue;
                 }
                 row.fd = Some(fd);
-                opened_by = process.fds.get(&fd).copied();
+                process.fds.get(&fd).copied()
             }
             Shape::Wait => {
                 if duration <= LONG_WAIT_NS {
                     continue;
                 }
+                None
             }
             Shape::Close => {
                 if c.ret == Some(0) {
@@ -348,11 +277,117 @@ pub fn collect(
                 }
                 continue;
             }
-        }
+        };
         out.rows.push(Row { row, opened: opened_by });
     }
     identify_opened(&mut out, inputs.opens, files);
     out
+}
+
+/// The state of process `pid`; a process first met starts in its parent's working
+/// directory, or else the recorder's.
+fn process_state<'p>(
+    processes: &'p mut HashMap<i32, Process>,
+    inputs: &Inputs<'_>,
+    pid: i32,
+) -> &'p mut Process {
+    if !processes.contains_key(&pid) {
+        let parent_cwd = inputs
+            .tree
+            .processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .and_then(|p| p.ppid)
+            .and_then(|ppid| processes.get(&ppid))
+            .and_then(|p| p.cwd.clone());
+        let cwd = parent_cwd.or_else(|| inputs.cwd.map(str::to_owned));
+        processes.insert(pid, Process { fds: HashMap::new(), cwd });
+    }
+    processes.entry(pid).or_default()
+}
+
+/// A call that names a path (or opens one): its absolute path from the eBPF record, the
+/// fd it opened, and the working directory `chdir` sets. Returns the open it acts on.
+fn path_call(
+    c: &Call,
+    dirfd: Option<u8>,
+    pid: i32,
+    process: &mut Process,
+    names: &mut Names,
+    out: &mut Collected,
+    row: &mut Syscall,
+) -> Option<usize> {
+    let mut opened_by = None;
+    let name = match names.take(c) {
+        Some(Some(name)) => Some(name),
+        Some(None) => {
+            out.unnamed += 1;
+            None
+        }
+        None => None,
+    };
+    let empty_path_flags = match c.call.name {
+        "newfstatat" => c.args[3],
+        "statx" => c.args[2],
+        _ => 0,
+    };
+    if name.as_deref() == Some("") && empty_path_flags & AT_EMPTY_PATH != 0 {
+        let fd = c.args[0] as i32;
+        row.fd = Some(fd);
+        opened_by = process.fds.get(&fd).copied();
+    } else {
+        row.path = name.map(|n| resolve(c, process, &out.opened, &n, dirfd));
+    }
+    if matches!(c.call.shape, Shape::Open { .. })
+        && let Some(fd) = c.ret.filter(|&r| r >= 0).and_then(|r| i32::try_from(r).ok())
+    {
+        row.fd = Some(fd);
+        out.opened.push(Opened {
+            pid,
+            path: row.path.clone(),
+            exit: c.exit.unwrap_or(c.enter),
+            ..Opened::default()
+        });
+        opened_by = Some(out.opened.len() - 1);
+        process.fds.insert(fd, out.opened.len() - 1);
+    }
+    if c.call.name == "chdir" && c.ret == Some(0) {
+        process.cwd = row.path.clone();
+    }
+    opened_by
+}
+
+/// The absolute path of `name`, relative to the call's directory fd or the working directory.
+fn resolve(c: &Call, process: &Process, opened: &[Opened], name: &str, dirfd: Option<u8>) -> String {
+    if name.starts_with('/') {
+        return join("", name);
+    }
+    let dir = match dirfd.map(|i| c.args[usize::from(i)]) {
+        Some(arg) if !is_at_fdcwd(arg) => {
+            process.fds.get(&(arg as i32)).and_then(|&o| opened[o].path.clone())
+        }
+        _ => process.cwd.clone(),
+    };
+    match dir {
+        Some(dir) => join(&dir, name),
+        None => name.to_owned(),
+    }
+}
+
+/// Counts a read of an opened file (learning the file from its pages) and says whether
+/// it is one of the first reads of that open, which are kept.
+fn is_first_read(c: &Call, opened_by: Option<usize>, opened: &mut [Opened]) -> bool {
+    match opened_by {
+        Some(o) => {
+            let opened = &mut opened[o];
+            opened.reads += 1;
+            if opened.pages_of.is_none() {
+                opened.pages_of = c.pages_of;
+            }
+            opened.reads <= FIRST_READS
+        }
+        None => false,
+    }
 }
 
 /// Gives each opened file its file id: from its reads' pages, else from the fanotify

@@ -16,7 +16,7 @@ use coldstart_analyze::{Analysis, ProcessInfo};
 use coldstart_trace::{Nanos, ThreadState, Trace};
 
 use super::scale::TimeScale;
-use crate::process_order::{PidIndex, Shown, process_order};
+use crate::process_order::{PidIndex, ProcessOrder, Shown, process_order};
 
 /// Per column, nanoseconds spent running, waiting for a CPU and waiting for I/O
 /// (summed over threads, so they may exceed the column's length).
@@ -155,66 +155,264 @@ fn truncate(text: &str, max: usize) -> String {
 
 /// Builds the rows: chart order, filtered to at most `max_rows` (the last one summing up the rest).
 pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usize) -> Rows {
-    let pids = PidIndex::of_trace(trace);
-    let (mut activity, source) = activity(trace, analysis, scale, &pids);
-    let procs = &trace.processes;
-    let info_index: HashMap<(i32, Option<Nanos>), usize> =
-        analysis.processes.iter().enumerate().map(|(i, p)| ((p.pid, p.start_ns), i)).collect();
-    let info = |i: usize| info_index.get(&(procs[i].pid, procs[i].start_ns)).map(|&k| &analysis.processes[k]);
-    let pages = |i: usize| info(i).map_or(0, |p| p.pages);
-    let busy: Vec<Nanos> = activity.iter().map(busy_ns).collect();
-    // Running time as drawn: from the scheduler, or the samples' CPU use of an import.
-    let running: Vec<Nanos> = activity
-        .iter()
-        .map(|c| c.as_ref().map_or(0, |c| c.iter().map(|v| v[RUNNING]).sum::<f64>().round() as Nanos))
+    let mut chart = Chart::new(trace, analysis, scale);
+    let left_out = chart.leave_out(max_rows);
+    let depths = chart.order.depths(&left_out.shown);
+    let entries = chart.order.entries.len();
+    let mut rows = Vec::new();
+    for k in (0..entries).filter(|&k| left_out.shown[k]) {
+        let row = match &chart.order.entries[k].shown {
+            Shown::Process(_) => chart.process_row(k, depths[k]),
+            Shown::Helpers(_) => chart.helpers_row(k, depths[k]),
+        };
+        rows.push(row);
+    }
+    if left_out.hidden_idle + left_out.hidden_quiet > 0 {
+        rows.push(chart.others_row(&left_out));
+    }
+    let folded_entries: Vec<usize> = (0..entries)
+        .filter(|&k| left_out.shown[k] && matches!(chart.order.entries[k].shown, Shown::Helpers(_)))
         .collect();
-    let order = process_order(analysis);
-    // The order indexes the analysis's processes; the bars are the trace's.
-    let trace_index: HashMap<(i32, Option<Nanos>), usize> =
-        procs.iter().enumerate().map(|(i, p)| ((p.pid, p.start_ns), i)).collect();
-    let trace_of = |a: usize| {
-        let p = &analysis.processes[a];
-        trace_index.get(&(p.pid, p.start_ns)).copied()
-    };
-    let members = |k: usize| -> Vec<usize> {
-        match &order.entries[k].shown {
-            Shown::Process(a) => trace_of(*a).into_iter().collect(),
-            Shown::Helpers(list) => list.iter().filter_map(|&(a, _)| trace_of(a)).collect(),
-        }
-    };
-    let entries = order.entries.len();
-    let entry_busy: Vec<Nanos> = (0..entries).map(|k| members(k).iter().map(|&i| busy[i]).sum()).collect();
-    let entry_pages: Vec<u64> = (0..entries).map(|k| members(k).iter().map(|&i| pages(i)).sum()).collect();
+    Rows {
+        rows,
+        total: trace.processes.len(),
+        hidden_idle: left_out.hidden_idle,
+        hidden_quiet: left_out.hidden_quiet,
+        quiet_max_ns: left_out.quiet_max_ns,
+        folded: folded_entries.iter().map(|&k| chart.members(k).len()).sum(),
+        folded_rows: folded_entries.len(),
+        source: chart.source,
+    }
+}
 
-    // Processes the analysis found only in threads or page fills have no bar.
-    let mut shown: Vec<bool> = (0..entries).map(|k| !members(k).is_empty()).collect();
-    let (mut hidden_idle, mut hidden_quiet, mut quiet_max_ns) = (0, 0, 0);
-    if shown.iter().filter(|&&s| s).count() > max_rows.max(2) {
-        let root = trace.meta.root_pid.and_then(|pid| pids.at(pid, 0)).and_then(|i| {
-            let p = &procs[i];
-            info_index.get(&(p.pid, p.start_ns)).map(|&a| order.entry_of[a])
-        });
-        let start = |k: usize| members(k).iter().map(|&i| procs[i].start_ns).min().flatten();
-        let mut ranked: Vec<usize> = (0..entries).filter(|&k| shown[k]).collect();
-        ranked.sort_by_key(|&k| {
-            (Some(k) != root, std::cmp::Reverse((entry_busy[k], entry_pages[k])), start(k), k)
-        });
-        let budget = max_rows.max(2) - 1;
-        // Idle entries rank last, so they are the first left out.
-        for &k in ranked.iter().skip(budget) {
-            shown[k] = false;
-            for i in members(k) {
-                if busy[i] == 0 && pages(i) == 0 {
-                    hidden_idle += 1;
-                } else {
-                    hidden_quiet += 1;
-                    quiet_max_ns = quiet_max_ns.max(busy[i]);
+/// Which entries of the order get a row, and what the ones left out were.
+struct LeftOut {
+    shown: Vec<bool>,
+    hidden_idle: usize,
+    hidden_quiet: usize,
+    quiet_max_ns: Nanos,
+}
+
+/// The trace's processes (indexed as in `trace.processes`) matched to the analysis's and
+/// to the entries of the chart's order, with what each did; rows take their parts out.
+struct Chart<'a> {
+    trace: &'a Trace,
+    analysis: &'a Analysis,
+    scale: &'a TimeScale,
+    pids: PidIndex,
+    order: ProcessOrder,
+    info_index: HashMap<(i32, Option<Nanos>), usize>,
+    trace_index: HashMap<(i32, Option<Nanos>), usize>,
+    activity: Vec<Option<Columns>>,
+    source: StateSource,
+    busy: Vec<Nanos>,
+    /// Running time as drawn: from the scheduler, or the samples' CPU use of an import.
+    running: Vec<Nanos>,
+    execs: Vec<Vec<(Nanos, String)>>,
+    critical: Vec<Vec<(Nanos, Nanos)>>,
+    milestones: Vec<Vec<(Nanos, String)>>,
+}
+
+impl<'a> Chart<'a> {
+    fn new(trace: &'a Trace, analysis: &'a Analysis, scale: &'a TimeScale) -> Chart<'a> {
+        let pids = PidIndex::of_trace(trace);
+        let (activity, source) = activity(trace, analysis, scale, &pids);
+        let info_index =
+            analysis.processes.iter().enumerate().map(|(i, p)| ((p.pid, p.start_ns), i)).collect();
+        let busy = activity.iter().map(busy_ns).collect();
+        let running = activity
+            .iter()
+            .map(|c| c.as_ref().map_or(0, |c| c.iter().map(|v| v[RUNNING]).sum::<f64>().round() as Nanos))
+            .collect();
+        // The order indexes the analysis's processes; the bars are the trace's.
+        let trace_index = trace.processes.iter().enumerate().map(|(i, p)| ((p.pid, p.start_ns), i)).collect();
+        let ProcessEvents { execs, critical, milestones } = events_per_process(trace, analysis, &pids);
+        Chart {
+            trace,
+            analysis,
+            scale,
+            order: process_order(analysis),
+            pids,
+            info_index,
+            trace_index,
+            activity,
+            source,
+            busy,
+            running,
+            execs,
+            critical,
+            milestones,
+        }
+    }
+
+    fn info(&self, i: usize) -> Option<&'a ProcessInfo> {
+        let p = &self.trace.processes[i];
+        self.info_index.get(&(p.pid, p.start_ns)).map(|&k| &self.analysis.processes[k])
+    }
+
+    fn pages(&self, i: usize) -> u64 {
+        self.info(i).map_or(0, |p| p.pages)
+    }
+
+    fn trace_of(&self, a: usize) -> Option<usize> {
+        let p = &self.analysis.processes[a];
+        self.trace_index.get(&(p.pid, p.start_ns)).copied()
+    }
+
+    /// The trace's processes of an entry of the order.
+    fn members(&self, k: usize) -> Vec<usize> {
+        match &self.order.entries[k].shown {
+            Shown::Process(a) => self.trace_of(*a).into_iter().collect(),
+            Shown::Helpers(list) => list.iter().filter_map(|&(a, _)| self.trace_of(a)).collect(),
+        }
+    }
+
+    /// Above `max_rows` entries, leaves out the least active (idle ones first), keeping the
+    /// command's root.
+    fn leave_out(&self, max_rows: usize) -> LeftOut {
+        let entries = self.order.entries.len();
+        // Processes the analysis found only in threads or page fills have no bar.
+        let mut shown: Vec<bool> = (0..entries).map(|k| !self.members(k).is_empty()).collect();
+        let (mut hidden_idle, mut hidden_quiet, mut quiet_max_ns) = (0, 0, 0);
+        if shown.iter().filter(|&&s| s).count() > max_rows.max(2) {
+            let entry_busy: Vec<Nanos> =
+                (0..entries).map(|k| self.members(k).iter().map(|&i| self.busy[i]).sum()).collect();
+            let entry_pages: Vec<u64> =
+                (0..entries).map(|k| self.members(k).iter().map(|&i| self.pages(i)).sum()).collect();
+            let procs = &self.trace.processes;
+            let root = self.trace.meta.root_pid.and_then(|pid| self.pids.at(pid, 0)).and_then(|i| {
+                let p = &procs[i];
+                self.info_index.get(&(p.pid, p.start_ns)).map(|&a| self.order.entry_of[a])
+            });
+            let start = |k: usize| self.members(k).iter().map(|&i| procs[i].start_ns).min().flatten();
+            let mut ranked: Vec<usize> = (0..entries).filter(|&k| shown[k]).collect();
+            ranked.sort_by_key(|&k| {
+                (Some(k) != root, std::cmp::Reverse((entry_busy[k], entry_pages[k])), start(k), k)
+            });
+            let budget = max_rows.max(2) - 1;
+            // Idle entries rank last, so they are the first left out.
+            for &k in ranked.iter().skip(budget) {
+                shown[k] = false;
+                for i in self.members(k) {
+                    if self.busy[i] == 0 && self.pages(i) == 0 {
+                        hidden_idle += 1;
+                    } else {
+                        hidden_quiet += 1;
+                        quiet_max_ns = quiet_max_ns.max(self.busy[i]);
+                    }
                 }
             }
         }
+        LeftOut { shown, hidden_idle, hidden_quiet, quiet_max_ns }
     }
-    let depths = order.depths(&shown);
 
+    /// A start and an end within the chart's time axis.
+    fn clamped_life(&self, i: usize) -> (Nanos, Nanos) {
+        let p = &self.trace.processes[i];
+        (
+            p.start_ns.unwrap_or(self.scale.t0).max(self.scale.t0),
+            p.end_ns.unwrap_or(self.scale.t1).min(self.scale.t1),
+        )
+    }
+
+    fn process_row(&mut self, k: usize, depth: usize) -> Row {
+        let i = self.members(k)[0];
+        let p = &self.trace.processes[i];
+        let mut execs = std::mem::take(&mut self.execs[i]);
+        execs.sort();
+        let (start_ns, end_ns) = self.clamped_life(i);
+        Row {
+            kind: RowKind::Process,
+            pid: Some(p.pid),
+            depth,
+            name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.name().to_owned() },
+            start_ns,
+            end_ns,
+            forked: p.start_ns.is_some(),
+            exited: p.end_ns.is_some(),
+            activity: self.activity[i].take(),
+            execs,
+            critical: merged(std::mem::take(&mut self.critical[i])),
+            lives: Vec::new(),
+            milestones: sorted(std::mem::take(&mut self.milestones[i])),
+            tooltip: tooltip(self.trace, self.info(i), i, self.busy[i], self.source),
+        }
+    }
+
+    fn helpers_row(&mut self, k: usize, depth: usize) -> Row {
+        let list = self.members(k);
+        let lives = merged(list.iter().map(|&i| self.clamped_life(i)).collect());
+        let (count, cpu) = (list.len(), list.iter().map(|&i| self.running[i]).sum());
+        let parent_name = self.order.entries[k].parent.and_then(|e| match self.order.entries[e].shown {
+            Shown::Process(a) => {
+                let p = &self.analysis.processes[a];
+                Some(format!("{} (pid {})", p.comm, p.pid))
+            }
+            Shown::Helpers(_) => None,
+        });
+        Row {
+            kind: RowKind::Helpers,
+            pid: None,
+            depth,
+            name: helpers_label(count, cpu),
+            start_ns: lives.first().map_or(self.scale.t0, |l| l.0),
+            end_ns: lives.iter().map(|l| l.1).max().unwrap_or(self.scale.t1),
+            forked: false,
+            exited: false,
+            activity: sum_columns(list.iter().filter_map(|&i| self.activity[i].take()), self.scale),
+            execs: Vec::new(),
+            critical: merged(list.iter().flat_map(|&i| std::mem::take(&mut self.critical[i])).collect()),
+            lives,
+            milestones: Vec::new(),
+            tooltip: helpers_tooltip(self.trace, &list, parent_name, cpu),
+        }
+    }
+
+    /// The last row, summing up the processes left out.
+    fn others_row(&mut self, left_out: &LeftOut) -> Row {
+        let hidden = left_out.hidden_idle + left_out.hidden_quiet;
+        let left_out_procs: Vec<usize> = (0..self.order.entries.len())
+            .filter(|&k| !left_out.shown[k])
+            .flat_map(|k| self.members(k))
+            .collect();
+        Row {
+            kind: RowKind::Others,
+            pid: None,
+            depth: 0,
+            name: format!("{} other processes", hidden),
+            start_ns: self.scale.t0,
+            end_ns: self.scale.t1,
+            forked: false,
+            exited: false,
+            activity: sum_columns(left_out_procs.iter().filter_map(|&i| self.activity[i].take()), self.scale),
+            execs: Vec::new(),
+            critical: merged(
+                left_out_procs.iter().flat_map(|&i| std::mem::take(&mut self.critical[i])).collect(),
+            ),
+            lives: Vec::new(),
+            milestones: sorted(
+                left_out_procs.iter().flat_map(|&i| std::mem::take(&mut self.milestones[i])).collect(),
+            ),
+            tooltip: format!(
+                "{} left out: {} idle (no CPU, I/O wait or reads) and {} less active (at most {} of CPU and I/O wait each); their activity is summed in this row",
+                plural(hidden as u64, "process"),
+                left_out.hidden_idle,
+                left_out.hidden_quiet,
+                duration(left_out.quiet_max_ns)
+            ),
+        }
+    }
+}
+
+/// Per trace process: its execs, its stretches of the critical path and the milestones it reached.
+struct ProcessEvents {
+    execs: Vec<Vec<(Nanos, String)>>,
+    critical: Vec<Vec<(Nanos, Nanos)>>,
+    milestones: Vec<Vec<(Nanos, String)>>,
+}
+
+fn events_per_process(trace: &Trace, analysis: &Analysis, pids: &PidIndex) -> ProcessEvents {
+    let procs = &trace.processes;
     let mut execs: Vec<Vec<(Nanos, String)>> = vec![Vec::new(); procs.len()];
     for e in &trace.execs {
         if let Some(i) = pids.at(e.pid, e.t_ns) {
@@ -239,112 +437,7 @@ pub fn rows(trace: &Trace, analysis: &Analysis, scale: &TimeScale, max_rows: usi
     {
         milestones[i].push((r.t_ns, "ready".to_owned()));
     }
-
-    let mut rows = Vec::new();
-    for k in (0..entries).filter(|&k| shown[k]) {
-        let row = match &order.entries[k].shown {
-            Shown::Process(_) => {
-                let i = members(k)[0];
-                let p = &procs[i];
-                let mut e = std::mem::take(&mut execs[i]);
-                e.sort();
-                Row {
-                    kind: RowKind::Process,
-                    pid: Some(p.pid),
-                    depth: depths[k],
-                    name: if p.comm.is_empty() { format!("pid {}", p.pid) } else { p.name().to_owned() },
-                    start_ns: p.start_ns.unwrap_or(scale.t0).max(scale.t0),
-                    end_ns: p.end_ns.unwrap_or(scale.t1).min(scale.t1),
-                    forked: p.start_ns.is_some(),
-                    exited: p.end_ns.is_some(),
-                    activity: activity[i].take(),
-                    execs: e,
-                    critical: merged(std::mem::take(&mut critical[i])),
-                    lives: Vec::new(),
-                    milestones: sorted(std::mem::take(&mut milestones[i])),
-                    tooltip: tooltip(trace, info(i), i, busy[i], source),
-                }
-            }
-            Shown::Helpers(_) => {
-                let list = members(k);
-                let lives: Vec<(Nanos, Nanos)> = list
-                    .iter()
-                    .map(|&i| {
-                        let p = &procs[i];
-                        (
-                            p.start_ns.unwrap_or(scale.t0).max(scale.t0),
-                            p.end_ns.unwrap_or(scale.t1).min(scale.t1),
-                        )
-                    })
-                    .collect();
-                let lives = merged(lives);
-                let (count, cpu) = (list.len(), list.iter().map(|&i| running[i]).sum());
-                let parent_name = order.entries[k].parent.and_then(|e| match order.entries[e].shown {
-                    Shown::Process(a) => {
-                        let p = &analysis.processes[a];
-                        Some(format!("{} (pid {})", p.comm, p.pid))
-                    }
-                    Shown::Helpers(_) => None,
-                });
-                Row {
-                    kind: RowKind::Helpers,
-                    pid: None,
-                    depth: depths[k],
-                    name: helpers_label(count, cpu),
-                    start_ns: lives.first().map_or(scale.t0, |l| l.0),
-                    end_ns: lives.iter().map(|l| l.1).max().unwrap_or(scale.t1),
-                    forked: false,
-                    exited: false,
-                    activity: sum_columns(list.iter().filter_map(|&i| activity[i].take()), scale),
-                    execs: Vec::new(),
-                    critical: merged(list.iter().flat_map(|&i| std::mem::take(&mut critical[i])).collect()),
-                    lives,
-                    milestones: Vec::new(),
-                    tooltip: helpers_tooltip(trace, &list, parent_name, cpu),
-                }
-            }
-        };
-        rows.push(row);
-    }
-
-    let hidden = hidden_idle + hidden_quiet;
-    if hidden > 0 {
-        let left_out: Vec<usize> = (0..entries).filter(|&k| !shown[k]).flat_map(members).collect();
-        rows.push(Row {
-            kind: RowKind::Others,
-            pid: None,
-            depth: 0,
-            name: format!("{} other processes", hidden),
-            start_ns: scale.t0,
-            end_ns: scale.t1,
-            forked: false,
-            exited: false,
-            activity: sum_columns(left_out.iter().filter_map(|&i| activity[i].take()), scale),
-            execs: Vec::new(),
-            critical: merged(left_out.iter().flat_map(|&i| std::mem::take(&mut critical[i])).collect()),
-            lives: Vec::new(),
-            milestones: sorted(left_out.iter().flat_map(|&i| std::mem::take(&mut milestones[i])).collect()),
-            tooltip: format!(
-                "{} left out: {} idle (no CPU, I/O wait or reads) and {} less active (at most {} of CPU and I/O wait each); their activity is summed in this row",
-                plural(hidden as u64, "process"),
-                hidden_idle,
-                hidden_quiet,
-                duration(quiet_max_ns)
-            ),
-        });
-    }
-    let folded_entries: Vec<usize> =
-        (0..entries).filter(|&k| shown[k] && matches!(order.entries[k].shown, Shown::Helpers(_))).collect();
-    Rows {
-        rows,
-        total: procs.len(),
-        hidden_idle,
-        hidden_quiet,
-        quiet_max_ns,
-        folded: folded_entries.iter().map(|&k| members(k).len()).sum(),
-        folded_rows: folded_entries.len(),
-        source,
-    }
+    ProcessEvents { execs, critical, milestones }
 }
 
 /// The name of a row of folded helpers: `+12 short helpers, 80.0 ms CPU` (no CPU
