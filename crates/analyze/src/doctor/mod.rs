@@ -12,6 +12,7 @@
 //! every threshold and what the trace cannot show.
 
 mod config;
+mod cpu;
 pub mod disk_model;
 mod facts;
 mod files;
@@ -86,7 +87,7 @@ pub fn diagnose(
         waits::unexplained_waits,
         slowfs::slow_filesystem,
         layout::scattered_layout,
-        waits::not_io_bound,
+        cpu::not_io_bound,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
     rank(&mut findings);
