@@ -38,6 +38,9 @@ pub enum FindingKind {
     /// Metadata system calls (stat, open, access, readlink, getdents) on a FUSE or network
     /// filesystem, each a request to its daemon or server.
     SlowFilesystem,
+    /// One call holds most of the critical path's CPU: the subtree under it, its library
+    /// and what inside it dominates (the allocator, the kernel).
+    CpuSubtree,
 }
 
 impl FindingKind {
@@ -56,6 +59,7 @@ impl FindingKind {
             FindingKind::NotIoBound => "not_io_bound",
             FindingKind::UnexplainedWaits => "unexplained_waits",
             FindingKind::SlowFilesystem => "slow_filesystem",
+            FindingKind::CpuSubtree => "cpu_subtree",
         }
     }
 }
