@@ -27,11 +27,15 @@ use crate::cmd::values;
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
   sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
   sudo coldstart record --boot --until unit:multi-user.target   # what `coldstart boot enable` runs
+  sudo DEBUGINFOD_URLS=https://debuginfod.debian.net coldstart record -- gnome-software   # names stripped frames
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
 instance's trace_marker (writable by root). Ctrl-C reaches the command; the trace is
 still written. If the recorder is killed, `coldstart recover` rebuilds a partial trace.
+Stack frames of stripped files are named from their debug files (under /usr/lib/debug, or,
+with DEBUGINFOD_URLS set, from those debuginfod servers by build id, cached as debuginfod-find
+caches them) after the recording.
 Then: coldstart report FILE")]
 pub struct Args {
     /// The trace file to write [default: <command>.coldstart here, never overwriting: <command>-2.coldstart …].
