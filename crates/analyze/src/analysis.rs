@@ -765,6 +765,8 @@ pub enum WarningCode {
     ReadyMarkMissing,
     /// The critical path walk stopped early.
     PathIncomplete,
+    /// CPU samples with frames no symbol named (stripped files, code outside any file).
+    Unsymbolized,
 }
 
 /// Something the analysis noticed about the data; never a failure.

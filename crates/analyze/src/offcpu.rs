@@ -145,7 +145,7 @@ pub fn area_of(function: &str) -> Option<&'static str> {
 }
 
 /// The system call of a stack (frames innermost first): the outermost frame that names one.
-fn syscall_of(frames: &[&str]) -> Option<String> {
+pub(crate) fn syscall_of(frames: &[&str]) -> Option<String> {
     for f in frames.iter().rev().map(|f| f.split('.').next().unwrap_or(f)) {
         if any_match(ENTRY, f) {
             continue;

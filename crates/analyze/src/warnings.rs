@@ -2,8 +2,8 @@
 //! events, unresolved or unknown files, scheduler gaps, events out of range. They
 //! never stop the analysis.
 
-use coldstart_trace::{FileKind, Nanos};
-use rustc_hash::FxHashSet;
+use coldstart_trace::{FileKind, Nanos, StackIndex, Trace};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::{Warning, WarningCode};
 use crate::context::Ctx;
@@ -119,5 +119,78 @@ pub(crate) fn check(ctx: &Ctx, end: Nanos, sched: &SchedAnomalies, out: &mut Vec
         );
         warn(out, WarningCode::OutOfRange, n as u64, message);
     }
+    unsymbolized(trace, out);
     FileProblems { unresolved_files: unresolved.len() as u64, fills_without_file }
+}
+
+/// Files named in the warning about unnamed frames.
+const UNNAMED_FILES_LISTED: usize = 4;
+
+/// CPU samples with user frames no symbol named, when they are at least 1 % of the samples:
+/// frames in a stripped file (named with its debug symbols) and frames in no file (JIT
+/// code, or a stack unwound wrong), with the fix.
+fn unsymbolized(trace: &Trace, out: &mut Vec<Warning>) {
+    if trace.stack_samples.is_empty() {
+        return;
+    }
+    let index = StackIndex::new(trace);
+    let mut by_stack: FxHashMap<Option<u32>, (Vec<String>, bool)> = FxHashMap::default();
+    let (mut samples, mut outside) = (0u64, 0u64);
+    let mut by_file: FxHashMap<String, u64> = FxHashMap::default();
+    for s in &trace.stack_samples {
+        let (files, in_no_file) = by_stack.entry(s.stack_id).or_insert_with(|| {
+            let unnamed: Vec<_> =
+                index.frames(s.stack_id).into_iter().filter(|f| !f.kernel && f.symbol.is_none()).collect();
+            let mut files: Vec<String> =
+                unnamed.iter().filter_map(|f| index.mapping(f)).map(|m| m.path.clone()).collect();
+            files.sort_unstable();
+            files.dedup();
+            (files, unnamed.iter().any(|f| index.mapping(f).is_none()))
+        });
+        if files.is_empty() && !*in_no_file {
+            continue;
+        }
+        samples += 1;
+        outside += u64::from(*in_no_file);
+        for file in files.iter() {
+            *by_file.entry(file.clone()).or_default() += 1;
+        }
+    }
+    let total = trace.stack_samples.len() as u64;
+    if samples == 0 || samples * 100 < total {
+        return;
+    }
+    let mut files: Vec<(String, u64)> = by_file.into_iter().collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut message = format!(
+        "{} of {} CPU samples ({}) have frames no symbol names",
+        units::count(samples),
+        units::count(total),
+        units::percent(samples as f64, total as f64)
+    );
+    if !files.is_empty() {
+        let listed: Vec<String> = files
+            .iter()
+            .take(UNNAMED_FILES_LISTED)
+            .map(|(path, n)| format!("{} {}", units::base_name(path), units::count(*n)))
+            .collect();
+        message += &format!(
+            ", in {} ({}{}): they are stripped; install their debug symbols (Debian and Ubuntu: the \
+             package's -dbgsym from the debug archive, e.g. `apt install PACKAGE-dbgsym`, where `dpkg -S {}` names \
+             PACKAGE; `debuginfod-find debuginfo FILE`), or record again with DEBUGINFOD_URLS set (e.g. \
+             https://debuginfod.debian.net): coldstart then looks them up by build id",
+            units::plural(files.len() as u64, "file"),
+            listed.join(", "),
+            if files.len() > UNNAMED_FILES_LISTED { ", …" } else { "" },
+            files[0].0
+        );
+    }
+    if outside > 0 {
+        message += &format!(
+            "; {} have frames in no mapped file (code generated at run time, or a stack unwound wrong), which no \
+             symbols name",
+            units::count(outside)
+        );
+    }
+    warn(out, WarningCode::Unsymbolized, samples, message);
 }

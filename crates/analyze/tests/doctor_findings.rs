@@ -250,7 +250,10 @@ fn not_io_bound_names_the_functions_the_cpu_samples_were_in() {
     let d = diagnose(&trace);
     let f = one(&d, FindingKind::NotIoBound);
     assert!(
-        f.suggestion.contains("parse_catalog (app) 80.0 %, main (app) 20.0 % of 400 samples"),
+        f.suggestion.contains(
+            "most of the CPU under parse_catalog (app), 80.0 % of the 400 samples on the critical path (the \
+             cpu_subtree finding says what is inside it)"
+        ),
         "{}",
         f.suggestion
     );

@@ -3,6 +3,8 @@
 //! one, compiled with and without frame pointers. Most of its samples land on the hot
 //! function, and its callers are found, by DWARF unwinding where there are no frame
 //! pointers. `--no-cpu-samples` records none. Samples stop at half the spool's free space.
+//! The program stripped, as distributions ship it, is named through debuginfod (a local
+//! server) when `DEBUGINFOD_URLS` is set, and otherwise gets the warning with the fix.
 
 mod support;
 use support::{can_record, coldstart, private_dir, unavailable};
@@ -57,8 +59,16 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<std::path::PathBuf> {
 }
 
 fn record(dir: &Path, program: &Path, extra: &[&str]) -> Trace {
+    record_with(dir, program, extra, &[])
+}
+
+/// [`record`] with `env` set for the recorder and `DEBUGINFOD_URLS` unset unless given.
+fn record_with(dir: &Path, program: &Path, extra: &[&str], env: &[(&str, &str)]) -> Trace {
     let out = dir.join(format!("{}.coldstart", program.file_name().unwrap().to_string_lossy()));
+    let _ = std::fs::remove_file(&out);
     coldstart()
+        .env_remove("DEBUGINFOD_URLS")
+        .envs(env.iter().copied())
         .arg("record")
         .args(["-o"])
         .arg(&out)
@@ -211,4 +221,54 @@ fn samples_stop_at_half_the_spools_free_space() {
     let samples = trace.stack_samples.len();
     assert!(samples > 100, "samples were taken until the budget was spent: {samples}");
     assert!(samples < 3000, "4 s of CPU at 1 kHz were not all kept: {samples}");
+}
+
+#[test]
+fn a_stripped_program_is_named_through_debuginfod_and_warned_about_without_it() {
+    let test = "stripped-debuginfod";
+    if !can_record(test) {
+        return;
+    }
+    let dir = private_dir();
+    let hex = "c01d57a27000000000000000000000000000cafe";
+    let built =
+        coldstart_testkit::stripped_program(test, dir.path(), "hotcold-stripped", PROGRAM, &["-O2"], hex);
+    let Some((program, debug)) = built else { return };
+    let trace = record_with(dir.path(), &program, &[], &[]);
+    if let Some(note) =
+        trace.notes.iter().find(|n| n.text.starts_with("CPU samples with stacks are not recorded"))
+    {
+        unavailable(test, &note.text);
+        return;
+    }
+    let leaves = |trace: &Trace| -> Vec<String> {
+        user_stacks(trace, "hotcold-strippe").into_iter().filter_map(|s| s.into_iter().next()).collect()
+    };
+    let without = leaves(&trace);
+    assert!(without.len() >= 300, "{} samples", without.len());
+    assert!(without.iter().all(|f| f != "hot_spin"), "stripped, hot_spin has no name");
+    let report =
+        coldstart().arg("report").arg(dir.path().join("hotcold-stripped.coldstart")).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("have frames no symbol names")
+            && text.contains("hotcold-stripped")
+            && text.contains("DEBUGINFOD_URLS"),
+        "the report warns about the unnamed frames:\n{text}"
+    );
+
+    let Some(server) = coldstart_testkit::debuginfod_server(test, &dir.path().join("server")) else { return };
+    server.serve(hex, &debug);
+    let cache = dir.path().join("debuginfod-cache");
+    let env = [("DEBUGINFOD_URLS", server.url.as_str()), ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let trace = record_with(dir.path(), &program, &[], &env);
+    let with = leaves(&trace);
+    let hot = with.iter().filter(|f| *f == "hot_spin").count();
+    assert!(hot * 100 >= with.len() * 80, "{hot} of {} samples named hot_spin: {:?}", with.len(), &with[..5]);
+    assert!(cache.join(hex).join("debuginfo").is_file(), "the download is kept in the cache");
+    assert!(
+        trace.notes.iter().any(|n| n.text.contains("1 downloaded from debuginfod")),
+        "{:?}",
+        trace.notes.iter().map(|n| &n.text).collect::<Vec<_>>()
+    );
 }

@@ -673,6 +673,9 @@ fn cpu(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
         .map(|l| format!("{} {}", l.name, percent(l.self_samples as f64, total)))
         .collect();
     writeln!(out, "  By file: {}", libraries.join(", "))?;
+    if let Some(line) = cpu_tree_line(&p.tree) {
+        writeln!(out, "  {line}")?;
+    }
     if p.phases.len() > 1 {
         writeln!(out, "  By phase (as numbered above)")?;
         for ph in p.phases.iter().filter(|ph| ph.samples > 0) {
@@ -685,6 +688,47 @@ fn cpu(a: &Analysis, options: &Options, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The inclusive view of the critical path's samples in one line: the call that holds most
+/// of them and what is inside it, else the functions most of them are under.
+fn cpu_tree_line(tree: &coldstart_analyze::CpuTree) -> Option<String> {
+    let whole = tree.samples as f64;
+    let of = match tree.scope {
+        coldstart_analyze::TreeScope::CriticalPath => {
+            format!("Of the {} samples on the critical path", count(tree.samples))
+        }
+        coldstart_analyze::TreeScope::Start => {
+            format!("Of the {} samples (no critical path)", count(tree.samples))
+        }
+    };
+    let Some(s) = &tree.subtree else {
+        let under: Vec<String> = tree
+            .inclusive
+            .iter()
+            .take(3)
+            .map(|c| format!("{} {}", c.name, percent(c.samples as f64, whole)))
+            .collect();
+        return (!under.is_empty())
+            .then(|| format!("{of}: no one call holds most; most under {}", under.join(", ")));
+    };
+    let inside = s.samples as f64;
+    let kernel: Vec<String> = s
+        .kernel
+        .iter()
+        .take(2)
+        .map(|k| format!("{} {}", k.name, percent(k.samples as f64, inside)))
+        .collect();
+    Some(format!(
+        "{of}: {} under {} ({}){}; inside it {} in the allocator, {} in the kernel{}",
+        percent(s.samples as f64, whole),
+        s.name,
+        s.library,
+        s.called_from.first().map(|c| format!(", called from {}", c.name)).unwrap_or_default(),
+        percent(s.allocator_samples as f64, inside),
+        percent(s.kernel_samples as f64, inside),
+        if kernel.is_empty() { String::new() } else { format!(" ({})", kernel.join(", ")) }
+    ))
 }
 
 /// A unit's processes, for a table cell.

@@ -152,6 +152,115 @@ pub fn wait_until(tab: &headless_chrome::Tab, what: &str, condition: &str, seen:
     }
 }
 
+/// A debuginfod server on 127.0.0.1 for the symbolizer's tests: Python's `http.server`
+/// over a folder laid out as debuginfod serves it (`buildid/HEX/debuginfo`), ended when
+/// dropped. No other network is used.
+pub struct DebuginfodServer {
+    child: std::process::Child,
+    root: std::path::PathBuf,
+    /// `http://127.0.0.1:PORT`, for `DEBUGINFOD_URLS`.
+    pub url: String,
+}
+
+impl Drop for DebuginfodServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl DebuginfodServer {
+    /// Serves `debug_file` as the debug file of the build id `hex`.
+    pub fn serve(&self, hex: &str, debug_file: &Path) {
+        let dir = self.root.join("buildid").join(hex);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(debug_file, dir.join("debuginfo")).unwrap();
+    }
+
+    /// Stops serving (the port then refuses connections).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a [`DebuginfodServer`] over `root` (Debian's python3, `python3` elsewhere), or
+/// returns `None` when Python is missing (see [`unavailable`]).
+pub fn debuginfod_server(test: &str, root: &Path) -> Option<DebuginfodServer> {
+    use std::io::BufRead;
+    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    std::fs::create_dir_all(root.join("buildid")).unwrap();
+    let spawned = std::process::Command::new(python)
+        .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory"])
+        .arg(root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            unavailable(test, &format!("no Python for a local debuginfod server ({python}: {e})"));
+            return None;
+        }
+    };
+    // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line
+        .split_whitespace()
+        .skip_while(|w| *w != "port")
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in http.server's first line: {line:?}"));
+    Some(DebuginfodServer { child, root: root.to_owned(), url: format!("http://127.0.0.1:{port}") })
+}
+
+/// Builds the C program `source` into `dir/name` with `cc` and `flags`, the build id `hex`
+/// (40 hex digits), its debug information split into `dir/name.debug` (`objcopy
+/// --only-keep-debug`) and its symbol table stripped (`strip --strip-all`, as distributions
+/// ship files): returns (program, debug file), or `None` without a C toolchain (see [`unavailable`]).
+pub fn stripped_program(
+    test: &str,
+    dir: &Path,
+    name: &str,
+    source: &str,
+    flags: &[&str],
+    hex: &str,
+) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let (c, program) = (dir.join(format!("{name}.c")), dir.join(name));
+    let debug = dir.join(format!("{name}.debug"));
+    std::fs::write(&c, source).unwrap();
+    let steps: [(&str, Vec<std::ffi::OsString>); 3] = [
+        (
+            "cc",
+            [
+                flags.iter().map(Into::into).collect::<Vec<_>>(),
+                vec![
+                    format!("-Wl,--build-id=0x{hex}").into(),
+                    "-g".into(),
+                    "-o".into(),
+                    program.clone().into(),
+                    c.into(),
+                ],
+            ]
+            .concat(),
+        ),
+        ("objcopy", vec!["--only-keep-debug".into(), program.clone().into(), debug.clone().into()]),
+        ("strip", vec!["--strip-all".into(), program.clone().into()]),
+    ];
+    for (tool, args) in steps {
+        match std::process::Command::new(tool).args(&args).status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => panic!("{tool} {args:?} failed: {s}"),
+            Err(e) => {
+                unavailable(test, &format!("no {tool} ({e}; Debian packages gcc and binutils)"));
+                return None;
+            }
+        }
+    }
+    Some((program, debug))
+}
+
 /// A private temporary directory under `base`, created if missing: pass the test's
 /// `env!("CARGO_TARGET_TMPDIR")` (a disk filesystem, not a tmpfs, whose pages never
 /// enter the page cache through the traced path), or use [`private_dir!`].

@@ -64,6 +64,9 @@ pub struct DoctorConfig {
     /// …and at least this share running or waiting for a CPU.
     pub not_io_bound_min_cpu_share: f64,
 
+    /// cpu_subtree: at least this many CPU samples on the critical path.
+    pub cpu_subtree_min_samples: u64,
+
     /// other_languages: the user's languages.
     pub languages: Languages,
     /// The trace file as the user named it, for the command lines of `verify`.
@@ -119,6 +122,7 @@ impl Default for DoctorConfig {
             seek_min_penalty_ns: 1_000_000,
             not_io_bound_max_io_share: 0.10,
             not_io_bound_min_cpu_share: 0.5,
+            cpu_subtree_min_samples: 20,
             languages: Languages::default(),
             trace_name: "app.coldstart".to_owned(),
         }

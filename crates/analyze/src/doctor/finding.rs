@@ -40,6 +40,9 @@ pub enum FindingKind {
     SlowFilesystem,
     /// Pages a device read ahead that no program used, whose transfer the critical path waited for.
     WastedReadahead,
+    /// One call holds most of the critical path's CPU: the subtree under it, its library
+    /// and what inside it dominates (the allocator, the kernel).
+    CpuSubtree,
 }
 
 impl FindingKind {
@@ -59,6 +62,7 @@ impl FindingKind {
             FindingKind::UnexplainedWaits => "unexplained_waits",
             FindingKind::SlowFilesystem => "slow_filesystem",
             FindingKind::WastedReadahead => "wasted_readahead",
+            FindingKind::CpuSubtree => "cpu_subtree",
         }
     }
 }

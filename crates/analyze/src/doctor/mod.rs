@@ -5,7 +5,8 @@
 //! for one pattern (many small files from one tree, a large file read in pieces, a
 //! helper process on the critical path, work that can wait, read then parse, other
 //! languages' data, durable writes, idle waits, metadata calls on a slow filesystem, a
-//! scattered layout, read-ahead never used, a start that is not I/O-bound) and, when its estimated gain passes the thresholds of
+//! scattered layout, read-ahead never used, a start that is not I/O-bound, one call holding
+//! most of the CPU) and, when its estimated gain passes the thresholds of
 //! [`DoctorConfig`], says what it saw, how much it would save and why, what to
 //! change and how to check it. Gains use the disk model of [`disk_model`], measured
 //! from the trace's own requests where it can. docs/doctor.md documents the model,
@@ -13,6 +14,7 @@
 
 mod chains;
 mod config;
+mod cpu;
 pub mod disk_model;
 mod facts;
 mod files;
@@ -93,7 +95,8 @@ pub fn diagnose(
         slowfs::slow_filesystem,
         layout::scattered_layout,
         readahead::wasted_readahead,
-        waits::not_io_bound,
+        cpu::not_io_bound,
+        cpu::cpu_subtree,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
     for f in &mut findings {
@@ -156,6 +159,13 @@ fn notes(trace: &Trace, a: &Analysis) -> Vec<String> {
     if trace.block_ios.is_empty() {
         notes.push("no block requests: the disk model uses the defaults of its class, and no layout or write finding could be checked".to_owned());
     }
+    // Findings about the CPU name functions: say which frames no symbol could name, and the fix.
+    notes.extend(
+        a.warnings
+            .iter()
+            .filter(|w| w.code == crate::analysis::WarningCode::Unsymbolized)
+            .map(|w| w.message.clone()),
+    );
     if trace.page_accesses.is_empty() && trace.page_fills.iter().all(|f| f.origin.is_none()) {
         notes.push(
             "no page accesses or fill origins: files read through a mapping cannot be told from files read with \

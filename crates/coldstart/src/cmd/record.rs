@@ -27,11 +27,15 @@ use crate::cmd::values;
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
   sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
   sudo coldstart record --boot --until unit:multi-user.target   # what `coldstart boot enable` runs
+  sudo DEBUGINFOD_URLS=https://debuginfod.debian.net coldstart record -- gnome-software   # names stripped frames
 
 The command runs as the sudo invoker (unless --as-root) and gets COLDSTART_MARKS, the
 marks file `coldstart mark NAME` appends to, and COLDSTART_TRACE_MARKER, the tracing
 instance's trace_marker (writable by root). Ctrl-C reaches the command; the trace is
 still written. If the recorder is killed, `coldstart recover` rebuilds a partial trace.
+Stack frames of stripped files are named from their debug files (under /usr/lib/debug, or,
+with DEBUGINFOD_URLS set, from those debuginfod servers by build id, cached as debuginfod-find
+caches them) after the recording.
 Then: coldstart report FILE")]
 pub struct Args {
     /// The trace file to write [default: <command>.coldstart here, never overwriting: <command>-2.coldstart …].
@@ -235,11 +239,23 @@ pub fn summary_text(a: &Analysis) -> String {
             .take(3)
             .map(|f| format!("{} {}", f.name, percent(f.self_samples as f64, p.samples as f64)))
             .collect();
-        let text = if hottest.is_empty() {
+        let mut text = if hottest.is_empty() {
             format!("{} stack samples before ready", count(p.samples))
         } else {
             format!("{} stack samples before ready, most in {}", count(p.samples), hottest.join(", "))
         };
+        if let Some(s) = &p.tree.subtree {
+            let of = match p.tree.scope {
+                coldstart_analyze::TreeScope::CriticalPath => "of the critical path's",
+                coldstart_analyze::TreeScope::Start => "of them",
+            };
+            text += &format!(
+                "; {} {of} under {} ({})",
+                percent(s.samples as f64, p.tree.samples as f64),
+                s.name,
+                s.library
+            );
+        }
         line("CPU", text);
     }
     if !a.syscall_waits.is_empty() {
@@ -364,5 +380,42 @@ mod tests {
         assert!(text.contains(&format!("{OTHER_COMM}/4242 64.0 MiB")), "{text}");
         assert!(text.contains("record again on a quiet machine, or with --system"), "{text}");
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_summary_names_the_call_that_holds_most_of_the_critical_paths_cpu() {
+        use coldstart_analyze::{CpuProfile, CpuSubtree, CpuTree, TreeScope};
+        let mut a = coldstart_analyze::analyze(&fixture("python"));
+        let subtree = CpuSubtree {
+            name: "xb_builder_compile".into(),
+            library: "libxmlb.so.2".into(),
+            samples: 600,
+            self_samples: 10,
+            called_from: vec![],
+            callees: vec![],
+            allocator_samples: 200,
+            allocator: vec![],
+            kernel_samples: 0,
+            kernel: vec![],
+        };
+        a.cpu_profile = Some(CpuProfile {
+            samples: 1200,
+            sample_hz: Some(1000.0),
+            functions: vec![],
+            libraries: vec![],
+            phases: vec![],
+            critical_path: vec![],
+            tree: CpuTree {
+                scope: TreeScope::CriticalPath,
+                samples: 800,
+                inclusive: vec![],
+                subtree: Some(subtree),
+            },
+        });
+        let text = summary_text(&a);
+        assert!(
+            text.contains("1,200 stack samples before ready; 75.0 % of the critical path's under xb_builder_compile (libxmlb.so.2)"),
+            "{text}"
+        );
     }
 }

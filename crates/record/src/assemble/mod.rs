@@ -7,6 +7,7 @@
 //! /proc facts about tasks outside the tree) comes through a [`SystemView`].
 
 mod block;
+pub mod debuginfod;
 mod decode;
 mod disks;
 pub mod fiemap;

@@ -2,18 +2,21 @@
 //! perf capture: each process's executable mappings followed through its mmap, exec and
 //! fork records; each user stack unwound from its copy with DWARF CFI (framehop, on the
 //! files' `.eh_frame`), or taken from the frame-pointer chain the kernel followed when
-//! that fails; every frame named from the file's `.symtab` and `.dynsym` (or those of its
-//! debug file under /usr/lib/debug) and kernel frames from /proc/kallsyms. The off-CPU
-//! samples' kernel stacks share the same frames and stacks.
+//! that fails; every frame named from the file's `.symtab` and `.dynsym`, and for a stripped
+//! file (no `.symtab`: only its exported names) also from its debug file — under
+//! /usr/lib/debug by build id or debug link, else from the debuginfod servers of
+//! `DEBUGINFOD_URLS` (`debuginfod.rs`), looked up once per file on its first frame —; kernel
+//! frames from /proc/kallsyms. The off-CPU samples' kernel stacks share the same frames and stacks.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::{Deref, Range};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use coldstart_trace::{Frame, Loss, LossSource, Mapping, Nanos, OffCpuSample, Stack, StackSample};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
+use super::debuginfod::Lookup;
 use super::perf::{PerfData, RawMmap, RawSample, SpaceEvent};
 use super::system_view::SystemView;
 
@@ -44,6 +47,7 @@ impl Deref for Shared {
 }
 
 /// A function: `[start, end)` in the file's own addresses (svma).
+#[derive(Clone)]
 struct Symbol {
     start: u64,
     end: u64,
@@ -55,12 +59,57 @@ struct Elf {
     build_id: Option<Vec<u8>>,
     /// `(file offset, file size, svma)` of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
+    /// From its own `.symtab` and `.dynsym`.
     symbols: Vec<Symbol>,
+    /// No `.symtab`: only the exported names of `.dynsym`, so its debug file is worth a look.
+    stripped: bool,
+    /// Its `.gnu_debuglink` file name.
+    debuglink: Option<String>,
+    /// The symbols of its debug file with its own, once looked up (stripped files only).
+    with_debug: OnceLock<Vec<Symbol>>,
     unwind: Option<framehop::ExplicitModuleSectionInfo<Shared>>,
 }
 
+/// How the debug files of stripped files were found, for the trace's notes.
+#[derive(Default)]
+struct DebugLookups {
+    local: u64,
+    downloaded: u64,
+    cached: u64,
+    missing: u64,
+    /// Debug files whose build id is another file's.
+    mismatched: u64,
+    failed: u64,
+    first_failure: Option<String>,
+}
+
+impl DebugLookups {
+    /// What the lookups of debug files found, when there were any.
+    fn note(&self) -> Option<String> {
+        let found = self.local + self.downloaded + self.cached;
+        if found + self.missing + self.failed + self.mismatched == 0 {
+            return None;
+        }
+        let mut note = format!(
+            "stripped files named from their debug files: {found} ({} under /usr/lib/debug, {} downloaded from \
+             debuginfod, {} from its cache)",
+            self.local, self.downloaded, self.cached
+        );
+        if self.missing > 0 {
+            note += &format!("; {} not found on the servers of DEBUGINFOD_URLS", self.missing);
+        }
+        if self.mismatched > 0 {
+            note += &format!("; {} debug files of another build left out", self.mismatched);
+        }
+        if let Some(why) = &self.first_failure {
+            note += &format!("; {} lookups failed (first: {why})", self.failed);
+        }
+        Some(note)
+    }
+}
+
 impl Elf {
-    fn parse(data: Arc<Vec<u8>>, system: &dyn SystemView) -> Option<Elf> {
+    fn parse(data: Arc<Vec<u8>>) -> Option<Elf> {
         let file = object::File::parse(&data[..]).ok()?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         let segments = file
@@ -70,13 +119,13 @@ impl Elf {
                 (offset, size, s.address())
             })
             .collect();
-        let mut symbols = symbols_of(&file);
-        if symbols.is_empty()
-            && let Some(debug) = debug_file(&file, build_id.as_deref(), system)
-            && let Ok(debug_file) = object::File::parse(&debug[..])
-        {
-            symbols = symbols_of(&debug_file);
-        }
+        let symbols = symbols_of(&file);
+        let stripped = file.section_by_name(".symtab").is_none();
+        let debuglink = file
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .and_then(|(name, _crc)| std::str::from_utf8(name).ok().map(str::to_owned));
         let section = |name: &str| {
             let s = file.section_by_name(name)?;
             let (offset, size) = s.file_range()?;
@@ -96,7 +145,22 @@ impl Elf {
             eh_frame_hdr: eh_frame_hdr.map(|t| t.1),
             ..Default::default()
         });
-        Some(Elf { build_id, segments, symbols, unwind })
+        Some(Elf { build_id, segments, symbols, stripped, debuglink, with_debug: OnceLock::new(), unwind })
+    }
+
+    /// The symbols that name its frames: its own, and for a stripped file those of its
+    /// debug file too (looked up on the first call).
+    fn symbols(&self, system: &dyn SystemView, lookups: &mut DebugLookups) -> &[Symbol] {
+        if !self.stripped {
+            return &self.symbols;
+        }
+        self.with_debug.get_or_init(|| match debug_symbols(self, system, lookups) {
+            Some(mut debug) => {
+                debug.extend(self.symbols.iter().cloned());
+                sorted(debug)
+            }
+            None => self.symbols.clone(),
+        })
     }
 
     /// The difference between addresses in a process and in the file (avma − svma) for a
@@ -109,25 +173,30 @@ impl Elf {
             .map_or(0, |(offset, _, svma)| svma.wrapping_sub(*offset));
         start.wrapping_sub(pgoff).wrapping_sub(svma_minus_offset)
     }
+}
 
-    fn symbol(&self, svma: u64) -> Option<&str> {
-        let i = self.symbols.partition_point(|s| s.start <= svma).checked_sub(1)?;
-        let s = &self.symbols[i];
-        (svma < s.end).then_some(s.name.as_str())
-    }
+/// The function `svma` lies in.
+fn symbol_at(symbols: &[Symbol], svma: u64) -> Option<&str> {
+    let i = symbols.partition_point(|s| s.start <= svma).checked_sub(1)?;
+    let s = &symbols[i];
+    (svma < s.end).then_some(s.name.as_str())
 }
 
 fn symbols_of(file: &object::File<'_>) -> Vec<Symbol> {
-    let mut symbols: Vec<Symbol> = file
+    let symbols: Vec<Symbol> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
         .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
         .map(|(start, size, name)| Symbol { start, end: start + size, name })
         .collect();
+    sorted(symbols)
+}
+
+/// Symbols by address, one per address (the largest), each without a size running to the next.
+fn sorted(mut symbols: Vec<Symbol>) -> Vec<Symbol> {
     symbols.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     symbols.dedup_by_key(|s| s.start);
-    // A symbol without a size runs to the next one.
     for i in 0..symbols.len() {
         if symbols[i].end == symbols[i].start {
             symbols[i].end = symbols.get(i + 1).map_or(u64::MAX, |n| n.start);
@@ -136,18 +205,58 @@ fn symbols_of(file: &object::File<'_>) -> Vec<Symbol> {
     symbols
 }
 
-/// The separate debug file of a stripped file: by build id, then by `.gnu_debuglink`.
-fn debug_file(file: &object::File<'_>, build_id: Option<&[u8]>, system: &dyn SystemView) -> Option<Vec<u8>> {
-    if let Some(id) = build_id.filter(|id| id.len() > 1) {
-        let hex = hex(id);
-        let path = format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
-        if let Some(data) = system.code_file(Path::new(&path)) {
-            return Some(data);
+/// The symbols of a stripped file's debug file: under /usr/lib/debug by build id, then by
+/// `.gnu_debuglink`, then from debuginfod by build id. A debug file of another build is
+/// not used.
+fn debug_symbols(elf: &Elf, system: &dyn SystemView, lookups: &mut DebugLookups) -> Option<Vec<Symbol>> {
+    let hex = elf.build_id.as_deref().filter(|id| id.len() > 1).map(hex);
+    let mut local = Vec::new();
+    if let Some(hex) = &hex {
+        local.push(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]));
+    }
+    if let Some(name) = &elf.debuglink {
+        local.push(format!("/usr/lib/debug/{name}"));
+    }
+    for path in &local {
+        if let Some(data) = system.code_file(Path::new(path))
+            && let Some(symbols) = usable_debug_file(elf, &data, lookups)
+        {
+            lookups.local += 1;
+            return Some(symbols);
         }
     }
-    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
-    let name = std::str::from_utf8(name).ok()?;
-    system.code_file(&Path::new("/usr/lib/debug").join(name))
+    let found = match system.debuginfod(hex.as_deref()?)? {
+        Lookup::Downloaded(data) => {
+            lookups.downloaded += 1;
+            data
+        }
+        Lookup::Cached(data) => {
+            lookups.cached += 1;
+            data
+        }
+        Lookup::Missing => {
+            lookups.missing += 1;
+            return None;
+        }
+        Lookup::Failed(why) => {
+            lookups.failed += 1;
+            lookups.first_failure.get_or_insert(why);
+            return None;
+        }
+    };
+    usable_debug_file(elf, &found, lookups)
+}
+
+/// The symbols of `data`, a debug file of `elf`, unless it belongs to another build.
+fn usable_debug_file(elf: &Elf, data: &[u8], lookups: &mut DebugLookups) -> Option<Vec<Symbol>> {
+    let file = object::File::parse(data).ok()?;
+    if let (Some(theirs), Some(ours)) = (file.build_id().ok().flatten(), elf.build_id.as_deref())
+        && theirs != ours
+    {
+        lookups.mismatched += 1;
+        return None;
+    }
+    Some(symbols_of(&file)).filter(|s| !s.is_empty())
 }
 
 /// A symbol as people read it: Rust's and C++'s mangled names decoded (Rust's without
@@ -223,6 +332,7 @@ struct Builder<'a> {
     cut_short: u64,
     /// Mappings whose file's build id is no longer the one the kernel saw mapped.
     replaced_files: u64,
+    debug_lookups: DebugLookups,
 }
 
 impl<'a> Builder<'a> {
@@ -243,6 +353,7 @@ impl<'a> Builder<'a> {
             deepest_read: 0,
             cut_short: 0,
             replaced_files: 0,
+            debug_lookups: DebugLookups::default(),
         }
     }
 
@@ -253,11 +364,8 @@ impl<'a> Builder<'a> {
         if let Some(e) = self.elves.get(path) {
             return e.clone();
         }
-        let elf = self
-            .system
-            .code_file(Path::new(path))
-            .and_then(|data| Elf::parse(Arc::new(data), self.system))
-            .map(Arc::new);
+        let elf =
+            self.system.code_file(Path::new(path)).and_then(|data| Elf::parse(Arc::new(data))).map(Arc::new);
         self.elves.insert(path.to_owned(), elf.clone());
         elf
     }
@@ -319,7 +427,7 @@ impl<'a> Builder<'a> {
                 let (m, elf) = self.mappings.get(id as usize - 1)?;
                 let elf = elf.as_ref()?;
                 let svma = address.wrapping_sub(elf.bias(m.start, m.file_offset));
-                elf.symbol(svma).map(demangle)
+                symbol_at(elf.symbols(self.system, &mut self.debug_lookups), svma).map(demangle)
             })
         };
         let id = self.frames.len() as u32 + 1;
@@ -582,6 +690,7 @@ pub fn stack_tables(
             unread[0]
         ));
     }
+    out.notes.extend(b.debug_lookups.note());
     if b.replaced_files > 0 {
         out.notes.push(format!(
             "{} mappings name a file replaced since it was mapped (another build id): their frames have no names",
@@ -666,6 +775,9 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
             build_id: Some(vec![1, 2]),
             segments: vec![(0, 0x10000, 0)],
             symbols: vec![Symbol { start: 0, end: 0x10000, name: "parse".into() }],
+            stripped: false,
+            debuglink: None,
+            with_debug: OnceLock::new(),
             unwind: None,
         };
         let mut b = Builder::new(&crate::assemble::LiveSystem, 16384, Vec::new());
@@ -709,5 +821,44 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         );
         assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8100_1234).as_deref(), Some("clear_page_erms"));
         assert_eq!(kernel_symbol(&symbols, 0xffff_ffff_8000_0000), None);
+    }
+
+    #[test]
+    fn a_stripped_file_is_named_from_its_own_debug_file_and_never_from_another_builds() {
+        let test = "a_stripped_file_is_named_from_its_own_debug_file";
+        let source = "__attribute__((noinline)) int hidden(int x) { return x * 3 + 1; }\n\
+                      int main(int c, char **v) { (void)v; return hidden(c) == 4 ? 0 : 1; }\n";
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, theirs) =
+            ("c01d57a27000000000000000000000000000aa01", "c01d57a27000000000000000000000000000bb02");
+        let Some((program, debug)) =
+            coldstart_testkit::stripped_program(test, dir.path(), "a", source, &["-O1"], ours)
+        else {
+            return;
+        };
+        let Some((other, _)) =
+            coldstart_testkit::stripped_program(test, dir.path(), "b", source, &["-O1"], theirs)
+        else {
+            return;
+        };
+        let parse = |path: &Path| Elf::parse(Arc::new(std::fs::read(path).unwrap())).unwrap();
+        let (elf, other_elf) = (parse(&program), parse(&other));
+        assert!(
+            elf.stripped && !elf.symbols.iter().any(|s| s.name == "hidden"),
+            "stripped, hidden has no name"
+        );
+        let debug = std::fs::read(debug).unwrap();
+        let mut lookups = DebugLookups::default();
+
+        let named = usable_debug_file(&elf, &debug, &mut lookups).expect("its own debug file");
+        assert!(named.iter().any(|s| s.name == "hidden"));
+        assert!(usable_debug_file(&other_elf, &debug, &mut lookups).is_none(), "another build's debug file");
+        assert_eq!(lookups.mismatched, 1);
+        lookups.local = 1;
+        assert_eq!(
+            lookups.note().unwrap(),
+            "stripped files named from their debug files: 1 (1 under /usr/lib/debug, 0 downloaded from debuginfod, \
+             0 from its cache); 1 debug files of another build left out"
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use coldstart_trace::{Dev, Meta};
 
+use crate::assemble::debuginfod::{Debuginfod, Lookup};
 use crate::assemble::fiemap::{self, RawExtent};
 use crate::system::{self, DiskInfo, Mount};
 
@@ -63,6 +64,11 @@ pub trait SystemView {
     }
     /// The text of /proc/kallsyms.
     fn kallsyms(&self) -> Option<String> {
+        None
+    }
+    /// The debug file of a build id from the debuginfod servers of `DEBUGINFOD_URLS`;
+    /// `None` when none is set.
+    fn debuginfod(&self, _build_id: &str) -> Option<Lookup> {
         None
     }
     /// The text of /proc/PID/maps of a live process.
@@ -166,6 +172,10 @@ impl SystemView for LiveSystem {
 
     fn kallsyms(&self) -> Option<String> {
         fs::read_to_string("/proc/kallsyms").ok()
+    }
+
+    fn debuginfod(&self, build_id: &str) -> Option<Lookup> {
+        Debuginfod::shared().map(|d| d.debuginfo(build_id))
     }
 
     fn proc_maps(&self, pid: i32) -> Option<String> {
