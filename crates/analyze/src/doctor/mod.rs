@@ -82,7 +82,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let mut facts = facts::Facts::new(trace, analysis, config);
     whatif::calibrate(&mut facts);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 13] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 14] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
