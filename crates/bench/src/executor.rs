@@ -102,6 +102,8 @@ pub enum HookOutcome {
     Done,
     /// It failed: how (`exit status 1`, `still running after 10 min`).
     Failed(String),
+    /// SIGINT or SIGTERM came while it ran: the benchmark stops with the results so far.
+    Interrupted,
 }
 
 /// How an executor measures, for the notes of the results.

@@ -25,7 +25,7 @@ pub fn run_shell(line: &str, config: &BenchConfig) -> Result<HookOutcome> {
     let finished = running.finish(&config.ending)?;
     let outcome = outcome?;
     Ok(match finished.exit_status.or(outcome.exit_status) {
-        _ if outcome.signal.is_some() => HookOutcome::Failed("interrupted".into()),
+        _ if outcome.signal.is_some() => HookOutcome::Interrupted,
         _ if !outcome.met => HookOutcome::Failed(format!(
             "still running after {} (ended)",
             coldstart_analyze::units::TimeSpan(config.timeout)
@@ -42,6 +42,7 @@ pub fn run_hook(hook: Hook, command: &BenchCommand, config: &BenchConfig, when: 
     match run_shell(line, config)? {
         HookOutcome::Done => Ok(()),
         HookOutcome::Failed(what) => Err(failed(hook, command, when, what)),
+        HookOutcome::Interrupted => Err(failed(hook, command, when, "interrupted".into())),
     }
 }
 

@@ -37,6 +37,8 @@ pub struct MockExecutor {
     pub hooks: Vec<HookCall>,
     /// The hook call with this 0-based number fails with exit status 1.
     pub fail_hook: Option<usize>,
+    /// The hook call with this 0-based number is interrupted (SIGINT while it runs).
+    pub interrupt_hook: Option<usize>,
     /// The outside processes every run reports.
     pub outside: Vec<OutsideProcess>,
     /// The share of the CPUs that worked outside the command in every run (default 1%).
@@ -104,6 +106,8 @@ impl Executor for MockExecutor {
         self.clock += HOOK_SECONDS;
         Ok(if self.fail_hook == Some(number) {
             HookOutcome::Failed("exit status 1".into())
+        } else if self.interrupt_hook == Some(number) {
+            HookOutcome::Interrupted
         } else {
             HookOutcome::Done
         })

@@ -85,13 +85,15 @@ fn step_name(config: &BenchConfig, step: &Step) -> String {
 }
 
 /// Runs the `hook` of the step's command, if it has one; a failure stops the benchmark.
-fn hook(config: &BenchConfig, executor: &mut dyn Executor, hook: Hook, step: &Step) -> Result<()> {
+/// Returns false when an interruption stopped it.
+fn hook(config: &BenchConfig, executor: &mut dyn Executor, hook: Hook, step: &Step) -> Result<bool> {
     let command = &config.commands[step.command];
     if command.hook(hook).is_none() {
-        return Ok(());
+        return Ok(true);
     }
     match executor.hook(hook, step.command, command)? {
-        HookOutcome::Done => Ok(()),
+        HookOutcome::Done => Ok(true),
+        HookOutcome::Interrupted => Ok(false),
         HookOutcome::Failed(what) => {
             let when = match hook {
                 Hook::Prepare => format!("before {}", step_name(config, step)),
@@ -103,14 +105,16 @@ fn hook(config: &BenchConfig, executor: &mut dyn Executor, hook: Hook, step: &St
 }
 
 /// One step: the command's `--prepare`, the run, its `--conclude` (not after a run
-/// that was interrupted).
-fn perform(config: &BenchConfig, executor: &mut dyn Executor, step: &Step) -> Result<Run> {
-    hook(config, executor, Hook::Prepare, step)?;
-    let run = executor.run(step.command, &config.commands[step.command], step.cache)?;
-    if !run.interrupted {
-        hook(config, executor, Hook::Conclude, step)?;
+/// that was interrupted). `None` when an interruption came during a hook.
+fn perform(config: &BenchConfig, executor: &mut dyn Executor, step: &Step) -> Result<Option<Run>> {
+    if !hook(config, executor, Hook::Prepare, step)? {
+        return Ok(None);
     }
-    Ok(run)
+    let run = executor.run(step.command, &config.commands[step.command], step.cache)?;
+    if !run.interrupted && !hook(config, executor, Hook::Conclude, step)? {
+        return Ok(None);
+    }
+    Ok(Some(run))
 }
 
 /// Asks the executor to prepare every command (e.g. learn its file set).
@@ -154,7 +158,11 @@ fn measure(
         }
         progress.step(done, step, &config.label(step.command, step.cache));
         let run = match perform(config, executor, step) {
-            Ok(run) => run,
+            Ok(Some(run)) => run,
+            Ok(None) => {
+                measured.interrupted = true;
+                break;
+            }
             Err(err) => {
                 progress.end();
                 return Err(err);

@@ -1,7 +1,7 @@
 //! `--prepare` and `--conclude` in the scheduler, with the mock executor: each runs
 //! exactly once around each run (warm-ups and discarded runs too), in the order of the
 //! runs, the command's own when each command has one; a failing one stops the benchmark
-//! with an error naming it.
+//! with an error naming it, and an interruption during one keeps the results so far.
 
 use coldstart_bench::mock::HOOK_SECONDS;
 use coldstart_bench::{
@@ -111,4 +111,19 @@ fn a_failing_prepare_stops_the_benchmark_and_is_named() {
         err.to_string().contains("--conclude command `echo a done` of `a` failed after warm-up run 1"),
         "{err}"
     );
+}
+
+#[test]
+fn an_interruption_during_a_hook_keeps_the_results_so_far() {
+    let mut c = config();
+    c.warmup = 0;
+    c.discard_first = false;
+    // Hooks 0-7 surround the first round's four runs; hook 9 is the conclude of the
+    // second round's first run: as for a run that is interrupted itself, that run is not
+    // counted, and the first round's results are kept.
+    let mut mock = MockExecutor { interrupt_hook: Some(9), ..MockExecutor::default() };
+    let results = run_benchmark(&c, &mut mock, &mut Silent).unwrap();
+    assert!(results.interrupted);
+    assert_eq!(results.results.iter().map(|r| r.times.len()).collect::<Vec<_>>(), [1, 1, 1, 1]);
+    assert_eq!(mock.log.len(), 5);
 }
