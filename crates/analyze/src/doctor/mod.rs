@@ -16,6 +16,7 @@ pub mod disk_model;
 mod facts;
 mod files;
 mod finding;
+mod fresh_profile;
 mod layout;
 mod locale;
 mod parse;
@@ -36,6 +37,7 @@ pub use disk_model::{
 };
 pub use facts::{shell_join, shell_quote};
 pub use finding::*;
+pub use fresh_profile::{VerifyStart, verify_start};
 pub use locale::language_of;
 pub use whatif::{WhatIf, WhatIfSpec};
 
