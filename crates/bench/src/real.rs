@@ -223,7 +223,8 @@ impl Executor for RealExecutor {
             notes.push(FILES_MODE_LIMITS.to_owned());
         }
         notes.extend(prefetch_note(&self.config.prefetch));
-        notes.extend(self.plans.iter().filter_map(|plan| unreadable_metadata_note(plan)));
+        let names = self.config.prefetch.iter().map(|setup| setup.name.as_str());
+        notes.extend(names.zip(&self.plans).filter_map(|(name, plan)| unreadable_metadata_note(name, plan)));
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
     }
 }
@@ -257,9 +258,9 @@ fn prefetch_note(plans: &[crate::config::PrefetchSetup]) -> Option<String> {
     ))
 }
 
-/// What the replays leave out when the plan's filesystem metadata (ranges of a block
-/// device) cannot be read here: a VM's disk or kernel lockdown refuses even root.
-fn unreadable_metadata_note(plan: &Plan) -> Option<String> {
+/// What the replays of plan `name` leave out when its filesystem metadata (ranges of a
+/// block device) cannot be read here: a VM's disk or kernel lockdown refuses even root.
+fn unreadable_metadata_note(name: &str, plan: &Plan) -> Option<String> {
     let refused: Vec<&PlanFile> = plan
         .files
         .iter()
@@ -268,17 +269,17 @@ fn unreadable_metadata_note(plan: &Plan) -> Option<String> {
             std::fs::File::open(&f.path).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
         })
         .collect();
-    metadata_note(&refused)
+    metadata_note(name, &refused)
 }
 
-/// The note for the metadata of `refused`, block devices the replay may not open.
-fn metadata_note(refused: &[&PlanFile]) -> Option<String> {
+/// The note for the metadata of plan `name` on `refused`, block devices the replay may not open.
+fn metadata_note(name: &str, refused: &[&PlanFile]) -> Option<String> {
     let ranges: usize = refused.iter().map(|f| f.ranges.len()).sum();
     let bytes: u64 = refused.iter().flat_map(|f| &f.ranges).map(|r| r.length).sum();
     let devices: Vec<&str> = refused.iter().map(|f| f.path.as_str()).collect();
     (ranges > 0).then(|| {
         format!(
-            "prefetch: {} of the plan's filesystem metadata ({ranges} ranges of {}) is not replayed: this machine \
+            "prefetch: {} of plan `{name}`'s filesystem metadata ({ranges} ranges of {}) is not replayed: this machine \
              does not let even root open that disk device (a VM's disk or kernel lockdown), so the command reads \
              those directory and inode blocks itself, about one request per range, as when it was recorded; \
              here, --stat-entries warms what the filesystem reaches; elsewhere, replay as root where root may \
@@ -314,9 +315,12 @@ mod tests {
     #[test]
     fn unreadable_metadata_is_said_with_its_size_device_and_what_to_do() {
         let vda = device("/dev/vda", &[4096, 4096, 1 << 20]);
-        let note = metadata_note(&[&vda]).expect("a note");
-        assert!(note.contains("1.0 MiB of the plan's filesystem metadata (3 ranges of /dev/vda)"), "{note}");
+        let note = metadata_note("first", &[&vda]).expect("a note");
+        assert!(
+            note.contains("1.0 MiB of plan `first`'s filesystem metadata (3 ranges of /dev/vda)"),
+            "{note}"
+        );
         assert!(note.contains("--stat-entries"), "{note}");
-        assert_eq!(metadata_note(&[]), None);
+        assert_eq!(metadata_note("first", &[]), None);
     }
 }
