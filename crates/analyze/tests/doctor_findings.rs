@@ -43,6 +43,23 @@ fn many_small_files_gain_their_wait_minus_one_sequential_read_of_their_size() {
 }
 
 #[test]
+fn a_start_that_names_its_profile_is_verified_on_a_fresh_copy_of_a_seed() {
+    let mut trace = scenarios::small_files();
+    trace.meta.command =
+        ["soffice", "-env:UserInstallation=file:///tmp/lo", "--convert-to", "pdf", "a b.txt"]
+            .map(String::from)
+            .to_vec();
+    let d = diagnose(&trace);
+    let f = one(&d, FindingKind::ManySmallFiles);
+    assert_eq!(
+        f.verify.split("  # ").next().unwrap(),
+        "mkdir -p /tmp/lo.seed && coldstart bench --cold --runs 10 \
+         --prepare 'rm -rf /tmp/lo.fresh && cp -a /tmp/lo.seed /tmp/lo.fresh' \
+         -- soffice '-env:UserInstallation=file:///tmp/lo.fresh' --convert-to pdf 'a b.txt'"
+    );
+}
+
+#[test]
 fn a_library_faulted_in_pieces_gains_its_wait_minus_one_read_of_the_whole_file() {
     let d = diagnose(&scenarios::library_in_pieces());
     // No small request to measure, a non-rotational disk: the ssd defaults (100 µs per request,

@@ -42,10 +42,11 @@ pub enum EvictChoice {
 #[serde(rename_all = "snake_case", tag = "cache", content = "evict")]
 pub enum Cache {
     Cold(Evict),
-    /// Cold, with the prefetch plan replayed alongside the start (`--prefetch`).
-    Alongside(Evict),
-    /// Cold, with the prefetch plan replayed to its end before the start (`--prefetch`).
-    Ahead(Evict),
+    /// Cold, with prefetch plan number `.1` (of [`BenchConfig::prefetch`]) replayed
+    /// alongside the start.
+    Alongside(Evict, usize),
+    /// Cold, with prefetch plan number `.1` replayed to its end before the start.
+    Ahead(Evict, usize),
     Warm,
 }
 
@@ -62,7 +63,7 @@ impl Cache {
     /// The eviction of a cold run (with or without prefetch).
     pub fn evict(self) -> Option<Evict> {
         match self {
-            Cache::Cold(e) | Cache::Alongside(e) | Cache::Ahead(e) => Some(e),
+            Cache::Cold(e) | Cache::Alongside(e, _) | Cache::Ahead(e, _) => Some(e),
             Cache::Warm => None,
         }
     }
@@ -70,19 +71,45 @@ impl Cache {
     /// `alongside` or `ahead` for runs with prefetch.
     pub fn prefetch(self) -> Option<&'static str> {
         match self {
-            Cache::Alongside(_) => Some("alongside"),
-            Cache::Ahead(_) => Some("ahead"),
+            Cache::Alongside(..) => Some("alongside"),
+            Cache::Ahead(..) => Some("ahead"),
+            Cache::Cold(_) | Cache::Warm => None,
+        }
+    }
+
+    /// The number of the plan replayed in runs with prefetch.
+    pub fn plan(self) -> Option<usize> {
+        match self {
+            Cache::Alongside(_, plan) | Cache::Ahead(_, plan) => Some(plan),
             Cache::Cold(_) | Cache::Warm => None,
         }
     }
 }
 
-/// `--prefetch PLAN`: cold runs are also measured with the plan replayed alongside
-/// the start and before it.
+/// One `--prefetch [NAME=]PLAN`: cold runs are also measured with the plan replayed
+/// alongside the start and before it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrefetchSetup {
+    /// The plan's name in labels: given (`NAME=PLAN`), else the file's stem.
+    pub name: String,
+    /// Whether the name was given (a lone plan named by its stem keeps the labels
+    /// `alongside` and `ahead`, so earlier exports stay comparable).
+    pub named: bool,
     pub plan: PathBuf,
     pub options: ReplayOptions,
+}
+
+impl PrefetchSetup {
+    /// A plan named by its file's stem (`app` for `/tmp/app.plan`).
+    pub fn new(plan: PathBuf, options: ReplayOptions) -> PrefetchSetup {
+        let name =
+            plan.file_stem().map_or_else(|| plan.display().to_string(), |s| s.to_string_lossy().into());
+        PrefetchSetup { name, named: false, plan, options }
+    }
+
+    pub fn named(name: &str, plan: PathBuf, options: ReplayOptions) -> PrefetchSetup {
+        PrefetchSetup { name: name.to_owned(), named: true, plan, options }
+    }
 }
 
 /// Where the file set of `--evict files` comes from.
@@ -97,16 +124,31 @@ pub enum FileSource {
 }
 
 /// One command to benchmark.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BenchCommand {
     /// The label in results (`--name`, else the command line).
     pub name: String,
     pub argv: Vec<String>,
+    /// A shell command run before each of its runs, outside the timing and before
+    /// eviction (`--prepare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    /// A shell command run after each of its runs, outside the timing (`--conclude`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclude: Option<String>,
 }
 
 impl BenchCommand {
     pub fn new(argv: Vec<String>) -> BenchCommand {
-        BenchCommand { name: argv.join(" "), argv }
+        BenchCommand { name: argv.join(" "), argv, ..BenchCommand::default() }
+    }
+
+    /// Its `--prepare` or `--conclude` command line, if it has one.
+    pub fn hook(&self, hook: Hook) -> Option<&str> {
+        match hook {
+            Hook::Prepare => self.prepare.as_deref(),
+            Hook::Conclude => self.conclude.as_deref(),
+        }
     }
 
     pub fn line(&self) -> String {
@@ -116,6 +158,27 @@ impl BenchCommand {
     /// Whether `--name` named it (otherwise its name is its command line).
     pub fn is_named(&self) -> bool {
         self.name != self.line()
+    }
+}
+
+/// A shell command run around each run, outside the timing, as hyperfine's options of
+/// the same names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hook {
+    /// `--prepare`: before the run, before its eviction.
+    Prepare,
+    /// `--conclude`: after the run, once its tree has ended.
+    Conclude,
+}
+
+impl Hook {
+    /// The option that gives it.
+    pub fn option(self) -> &'static str {
+        match self {
+            Hook::Prepare => "--prepare",
+            Hook::Conclude => "--conclude",
+        }
     }
 }
 
@@ -149,23 +212,23 @@ pub struct BenchConfig {
     pub show_output: bool,
     /// Keep going when a command fails (non-zero exit or readiness not reached).
     pub ignore_failure: bool,
-    /// Measure cold starts with a prefetch plan too.
-    pub prefetch: Option<PrefetchSetup>,
+    /// Measure cold starts with each of these prefetch plans too.
+    pub prefetch: Vec<PrefetchSetup>,
 }
 
 impl BenchConfig {
     /// The configurations, in the order of a round: per command, its cold
-    /// configurations (each eviction without prefetch, then with the plan alongside and
-    /// ahead when `--prefetch` is given) then its warm one (so a warm run follows a run
-    /// of the same command).
+    /// configurations (each eviction without prefetch, then with each `--prefetch` plan
+    /// alongside and ahead) then its warm one (so a warm run follows a run of the same
+    /// command).
     pub fn configurations(&self) -> Vec<(usize, Cache)> {
         let mut out = Vec::new();
         for i in 0..self.commands.len() {
             if self.modes.cold {
                 for &e in &self.evict {
                     out.push((i, Cache::Cold(e)));
-                    if self.prefetch.is_some() {
-                        out.extend([(i, Cache::Alongside(e)), (i, Cache::Ahead(e))]);
+                    for plan in 0..self.prefetch.len() {
+                        out.extend([(i, Cache::Alongside(e, plan)), (i, Cache::Ahead(e, plan))]);
                     }
                 }
             }
@@ -176,6 +239,16 @@ impl BenchConfig {
         out
     }
 
+    /// The name of plan `plan` in labels (`plan NAME alongside`); `None` for a lone plan
+    /// named by its file, whose runs keep the labels from before several plans could be
+    /// given (`alongside`, `prefetch alongside`).
+    fn plan_label(&self, plan: usize) -> Option<&str> {
+        match &self.prefetch[..] {
+            [only] if !only.named => None,
+            plans => Some(plans.get(plan).map_or("?", |p| p.name.as_str())),
+        }
+    }
+
     /// The label of a configuration: the command's name, with the cache state when
     /// several states are measured (and the eviction method when several are).
     pub fn label(&self, command: usize, cache: Cache) -> String {
@@ -183,10 +256,15 @@ impl BenchConfig {
         let both = self.modes.cold && self.modes.warm;
         let evict = |e: Evict| if self.evict.len() > 1 { format!(", {}", e.name()) } else { String::new() };
         match cache {
-            Cache::Alongside(e) => format!("{name} (cold{}, prefetch alongside)", evict(e)),
-            Cache::Ahead(e) => format!("{name} (cold{}, prefetch ahead)", evict(e)),
+            Cache::Alongside(e, plan) | Cache::Ahead(e, plan) => {
+                let mode = cache.prefetch().unwrap_or_default();
+                match self.plan_label(plan) {
+                    Some(plan) => format!("{name} (cold{}, plan {plan} {mode})", evict(e)),
+                    None => format!("{name} (cold{}, prefetch {mode})", evict(e)),
+                }
+            }
             Cache::Cold(e) if self.evict.len() > 1 => format!("{name} (cold, {})", e.name()),
-            Cache::Cold(_) if self.prefetch.is_some() => format!("{name} (cold)"),
+            Cache::Cold(_) if !self.prefetch.is_empty() => format!("{name} (cold)"),
             Cache::Cold(_) if both => format!("{name} (cold)"),
             Cache::Warm if both => format!("{name} (warm)"),
             _ => name.clone(),
@@ -194,21 +272,27 @@ impl BenchConfig {
     }
 
     /// The short label of a configuration in the terminal summary: its cache state
-    /// (`cold`, `alongside`, `ahead`, `warm`, with the eviction method when several
-    /// are measured), after the command's name when there are several commands or
-    /// `--name` named it, so a long command line is printed once, not on every line.
+    /// (`cold`, `alongside`, `ahead` — `plan NAME alongside` … with several or named
+    /// plans —, `warm`, with the eviction method when several are measured), after the
+    /// command's name when there are several commands or `--name` named it, so a long
+    /// command line is printed once, not on every line.
     pub fn short_label(&self, command: usize, cache: Cache) -> String {
         let several_states = self.configurations().iter().filter(|(c, _)| *c == command).count() > 1;
         let state = {
             let word = match cache {
-                Cache::Cold(_) => "cold",
-                Cache::Alongside(_) => "alongside",
-                Cache::Ahead(_) => "ahead",
-                Cache::Warm => "warm",
+                Cache::Cold(_) => "cold".to_owned(),
+                Cache::Alongside(_, plan) | Cache::Ahead(_, plan) => {
+                    let mode = cache.prefetch().unwrap_or_default();
+                    match self.plan_label(plan) {
+                        Some(plan) => format!("plan {plan} {mode}"),
+                        None => mode.to_owned(),
+                    }
+                }
+                Cache::Warm => "warm".to_owned(),
             };
             match cache.evict() {
                 Some(e) if self.evict.len() > 1 => format!("{word}, {}", e.name()),
-                _ => word.to_owned(),
+                _ => word,
             }
         };
         let named = self.commands.len() > 1 || self.commands[command].is_named();
@@ -236,7 +320,7 @@ impl Default for BenchConfig {
             run_as: RunAs::Invoker,
             show_output: false,
             ignore_failure: false,
-            prefetch: None,
+            prefetch: Vec::new(),
         }
     }
 }

@@ -20,6 +20,12 @@ pub enum BenchError {
     Learn { command: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("command `{command}` failed in run {run}: {what} (use --ignore-failure to keep going)")]
     CommandFailed { command: String, run: usize, what: String },
+    #[error(
+        "the {} command `{line}` of `{command}` failed {when}: {what} (the benchmark stops; append ` || true` to \
+         it if that failure may be ignored, or see its output with --show-output)",
+        hook.option()
+    )]
+    HookFailed { hook: crate::config::Hook, command: String, line: String, when: String, what: String },
     #[error("baseline {}: {reason}", path.display())]
     Baseline { path: PathBuf, reason: String },
     #[error("baseline {}: not a benchmark JSON export", path.display())]

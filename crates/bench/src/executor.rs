@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use coldstart_launch::Reason;
 
-use crate::config::{BenchCommand, Cache};
+use crate::config::{BenchCommand, Cache, Hook};
 use crate::error::Result;
+use crate::outside::OutsideProcess;
 
 /// Everything measured in one run. Times in seconds, sizes in bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,10 @@ pub struct Run {
     /// Fraction of all CPUs' time spent outside the command's tree during the run
     /// (other load on the machine).
     pub other_cpu: Option<f64>,
+    /// The processes outside the command's tree that used the CPU during the run, most
+    /// first, named by command line and parents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<OutsideProcess>,
     /// For cold runs: bytes of the evicted file set still in the page cache after
     /// eviction, where the kernel reports it truthfully.
     pub residual_bytes: Option<u64>,
@@ -76,6 +81,10 @@ pub trait Executor {
     /// One run of `command` in `cache` state (evicting first for cold runs).
     fn run(&mut self, index: usize, command: &BenchCommand, cache: Cache) -> Result<Run>;
 
+    /// Runs `command`'s `--prepare` or `--conclude` shell command once (the scheduler
+    /// calls it before and after each run of a command that has one).
+    fn hook(&mut self, hook: Hook, index: usize, command: &BenchCommand) -> Result<HookOutcome>;
+
     /// True once the user asked us to stop (SIGINT/SIGTERM between runs).
     fn interrupted(&mut self) -> bool {
         false
@@ -85,6 +94,16 @@ pub trait Executor {
     fn sources(&self) -> Sources {
         Sources::default()
     }
+}
+
+/// How a `--prepare` or `--conclude` command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookOutcome {
+    Done,
+    /// It failed: how (`exit status 1`, `still running after 10 min`).
+    Failed(String),
+    /// SIGINT or SIGTERM came while it ran: the benchmark stops with the results so far.
+    Interrupted,
 }
 
 /// How an executor measures, for the notes of the results.

@@ -12,6 +12,10 @@
 //! `files` (fadvise DONTNEED on the command's file set, any user, from a trace, a
 //! list, or learned by a first run: [`fileset`]). Starting, readiness and ending
 //! the process tree are the launch crate's (`coldstart_launch`), shared with `record`.
+//!
+//! Around each run, a command's `--prepare` and `--conclude` shell commands ([`hooks`])
+//! give every run the same starting state (a fresh profile); [`outside`] names the
+//! processes outside the benchmark that used the CPU during the runs.
 
 pub mod baseline;
 pub mod config;
@@ -21,7 +25,9 @@ pub mod evict;
 pub mod executor;
 pub mod export;
 pub mod fileset;
+pub mod hooks;
 pub mod mock;
+pub mod outside;
 mod real;
 pub mod result;
 pub mod scheduler;
@@ -29,10 +35,12 @@ pub mod stats;
 pub mod summary;
 mod sys;
 
-pub use config::{BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Modes, PrefetchSetup};
+pub use config::{
+    BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Hook, Modes, PrefetchSetup,
+};
 pub use error::{BenchError, Result};
-pub use executor::{Executor, Preparation, Run, Sources};
-pub use mock::MockExecutor;
+pub use executor::{Executor, HookOutcome, Preparation, Run, Sources};
+pub use mock::{HookCall, MockExecutor};
 pub use real::RealExecutor;
 pub use result::{BenchResults, Comparison, ConfigResult};
 pub use scheduler::{Progress, Silent, Step, StepKind, plan, run_benchmark};

@@ -10,12 +10,13 @@ use coldstart_launch::{Command, Input, Interrupts, Output, PausedChild, Until, W
 use coldstart_prefetch::plan::{PlanFile, PlanFileKind};
 use coldstart_prefetch::{Plan, Replay, ReplayReport};
 
-use crate::config::{BenchCommand, BenchConfig, Cache, Evict, FileSource};
+use crate::config::{BenchCommand, BenchConfig, Cache, Evict, FileSource, Hook};
 use crate::counters::{BlkioCgroup, DelayAccounting, cpu_ticks, disk_read_bytes};
 use crate::error::{BenchError, Result};
 use crate::evict::{self, FILES_MODE_LIMITS};
-use crate::executor::{Executor, Preparation, Run, Sources};
+use crate::executor::{Executor, HookOutcome, Preparation, Run, Sources};
 use crate::fileset::{self, FileSet};
+use crate::outside::{self, ProcessTable};
 
 pub struct RealExecutor {
     config: BenchConfig,
@@ -23,7 +24,8 @@ pub struct RealExecutor {
     cgroup: Option<BlkioCgroup>,
     delay_accounting: Option<DelayAccounting>,
     interrupts: Interrupts,
-    plan: Option<Arc<Plan>>,
+    /// The `--prefetch` plans, in the order of `config.prefetch`.
+    plans: Vec<Arc<Plan>>,
 }
 
 impl RealExecutor {
@@ -37,16 +39,18 @@ impl RealExecutor {
             cgroup: if evict::is_root() { BlkioCgroup::create() } else { None },
             delay_accounting: DelayAccounting::enable(),
             interrupts: Interrupts::catch()?,
-            plan: match &config.prefetch {
-                Some(p) => Some(Arc::new(Plan::load(&p.plan)?)),
-                None => None,
-            },
+            plans: config
+                .prefetch
+                .iter()
+                .map(|p| Plan::load(&p.plan).map(Arc::new))
+                .collect::<Result<_, _>>()?,
         })
     }
 
     /// The plan and replay options of a run with prefetch.
-    fn prefetch(&self) -> Result<(Arc<Plan>, &coldstart_prefetch::ReplayOptions)> {
-        match (&self.plan, &self.config.prefetch) {
+    fn prefetch(&self, cache: Cache) -> Result<(Arc<Plan>, &coldstart_prefetch::ReplayOptions)> {
+        let plan = cache.plan().ok_or(BenchError::NoPrefetchPlan)?;
+        match (self.plans.get(plan), self.config.prefetch.get(plan)) {
             (Some(plan), Some(setup)) => Ok((Arc::clone(plan), &setup.options)),
             _ => Err(BenchError::NoPrefetchPlan),
         }
@@ -57,12 +61,29 @@ impl RealExecutor {
         match &self.config.files {
             FileSource::Trace(path) => fileset::from_trace(path).map(Some),
             FileSource::List(path) => fileset::from_list(path).map(Some),
-            FileSource::Learn if needed => {
-                fileset::learn(&command.argv, &self.config.run_as, &self.config.until, self.config.timeout)
-                    .map(Some)
-            }
+            FileSource::Learn if needed => crate::hooks::learn_with_hooks(command, &self.config).map(Some),
             FileSource::Learn => Ok(None),
         }
+    }
+
+    /// Empties the cache for a cold run; returns what stayed of the file set. A run after a
+    /// `--prepare` syncs first, so that `files` can evict what the prepare wrote (dirty
+    /// pages stay cached).
+    fn evict(&self, index: usize, command: &BenchCommand, cache: Cache) -> Result<Option<u64>> {
+        let set = self.filesets[index].as_ref();
+        let Some(method) = cache.evict() else { return Ok(None) };
+        match method {
+            Evict::System => evict::drop_caches()?,
+            Evict::Files => {
+                if command.prepare.is_some() {
+                    crate::sys::sync();
+                }
+                if let Some(set) = set {
+                    set.evict();
+                }
+            }
+        }
+        Ok(set.and_then(FileSet::residual_bytes))
     }
 
     fn launch_command(&self, command: &BenchCommand) -> Command {
@@ -99,28 +120,15 @@ impl Executor for RealExecutor {
     }
 
     fn run(&mut self, index: usize, command: &BenchCommand, cache: Cache) -> Result<Run> {
-        let set = self.filesets[index].as_ref();
-        if let Some(method) = cache.evict() {
-            match method {
-                Evict::System => evict::drop_caches()?,
-                Evict::Files => {
-                    if let Some(set) = set {
-                        set.evict();
-                    }
-                }
-            }
-        }
-        let residual_bytes = match (cache.evict(), set) {
-            (Some(_), Some(s)) => s.residual_bytes(),
-            _ => None,
-        };
+        let residual_bytes = self.evict(index, command, cache)?;
         let ahead: Option<ReplayReport> = match cache {
-            Cache::Ahead(_) => {
-                let (plan, options) = self.prefetch()?;
+            Cache::Ahead(..) => {
+                let (plan, options) = self.prefetch(cache)?;
                 Some(coldstart_prefetch::replay(plan, options)?)
             }
             _ => None,
         };
+        let processes_before = ProcessTable::read();
         let bytes_before = self.read_bytes_now();
         let cpu_before = cpu_ticks();
 
@@ -129,8 +137,8 @@ impl Executor for RealExecutor {
             paused.join_cgroup(cgroup.path())?;
         }
         let alongside = match cache {
-            Cache::Alongside(_) => {
-                let (plan, options) = self.prefetch()?;
+            Cache::Alongside(..) => {
+                let (plan, options) = self.prefetch(cache)?;
                 Some(Replay::start(plan, options)?)
             }
             _ => None,
@@ -159,6 +167,12 @@ impl Executor for RealExecutor {
             let tree_ticks = tree_cpu * procfs::ticks_per_second() as f64;
             (total > 0.0).then(|| ((b1.saturating_sub(b0) as f64 - tree_ticks) / total).clamp(0.0, 1.0))
         });
+        let outside = outside::outside_work(
+            &processes_before,
+            &ProcessTable::read(),
+            std::process::id() as i32,
+            procfs::ticks_per_second(),
+        );
         Ok(Run {
             time: outcome.time_to_ready().as_secs_f64(),
             ready: outcome.reason,
@@ -170,12 +184,20 @@ impl Executor for RealExecutor {
             read_bytes,
             io_wait: usage.io_wait.map(|d: Duration| d.as_secs_f64()),
             other_cpu,
+            outside,
             residual_bytes,
             interrupted: outcome.signal.is_some(),
             prefetch_time: replayed.as_ref().map(|r| r.elapsed_s),
             prefetch_fetched_bytes: replayed.as_ref().map(|r| r.fetched.bytes + r.unknown_residency.bytes),
             prefetch_done_before_ready: done_before_ready,
         })
+    }
+
+    fn hook(&mut self, hook: Hook, _index: usize, command: &BenchCommand) -> Result<HookOutcome> {
+        match command.hook(hook) {
+            Some(line) => crate::hooks::run_shell(line, &self.config),
+            None => Ok(HookOutcome::Done),
+        }
     }
 
     fn interrupted(&mut self) -> bool {
@@ -200,30 +222,45 @@ impl Executor for RealExecutor {
         if self.config.modes.cold && self.config.evict.contains(&Evict::Files) {
             notes.push(FILES_MODE_LIMITS.to_owned());
         }
-        if let Some(p) = &self.config.prefetch {
-            notes.push(format!(
-                "prefetch: the plan {} is replayed by the benchmark process ({}, {} threads ahead, {} alongside), \
-                 outside the command's tree: its reads are not counted in the command's bytes read; `ahead` runs \
-                 replay the whole plan after eviction and start the command when it is done (the replay is not in \
-                 the time), `alongside` runs start both together and stop the replay when the command is ready",
-                p.plan.display(),
-                p.options.method.name(),
-                p.options.depth,
-                p.options.alongside_depth
-            ));
-        }
-        if let Some(plan) = &self.plan
-            && let Some(note) = unreadable_metadata_note(plan)
-        {
-            notes.push(note);
-        }
+        notes.extend(prefetch_note(&self.config.prefetch));
+        let names = self.config.prefetch.iter().map(|setup| setup.name.as_str());
+        notes.extend(names.zip(&self.plans).filter_map(|(name, plan)| unreadable_metadata_note(name, plan)));
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
     }
 }
 
-/// What the replays leave out when the plan's filesystem metadata (ranges of a block
-/// device) cannot be read here: a VM's disk or kernel lockdown refuses even root.
-fn unreadable_metadata_note(plan: &Plan) -> Option<String> {
+/// How the plans are replayed, and what that means for the counters.
+fn prefetch_note(plans: &[crate::config::PrefetchSetup]) -> Option<String> {
+    let described: Vec<String> = plans
+        .iter()
+        .map(|p| {
+            let name = if plans.len() > 1 || p.named { format!("`{}`, ", p.name) } else { String::new() };
+            format!(
+                "{} ({name}{}, {} threads ahead, {} alongside)",
+                p.plan.display(),
+                p.options.method.name(),
+                p.options.depth,
+                p.options.alongside_depth
+            )
+        })
+        .collect();
+    let (first, more) = described.split_first()?;
+    let list = if more.is_empty() {
+        format!("the plan {first} is")
+    } else {
+        format!("the plans {} are", described.join(", "))
+    };
+    Some(format!(
+        "prefetch: {list} replayed by the benchmark process, outside the command's tree: its reads are not \
+         counted in the command's bytes read; `ahead` runs replay the whole plan after eviction and start the \
+         command when it is done (the replay is not in the time), `alongside` runs start both together and stop \
+         the replay when the command is ready"
+    ))
+}
+
+/// What the replays of plan `name` leave out when its filesystem metadata (ranges of a
+/// block device) cannot be read here: a VM's disk or kernel lockdown refuses even root.
+fn unreadable_metadata_note(name: &str, plan: &Plan) -> Option<String> {
     let refused: Vec<&PlanFile> = plan
         .files
         .iter()
@@ -232,17 +269,17 @@ fn unreadable_metadata_note(plan: &Plan) -> Option<String> {
             std::fs::File::open(&f.path).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
         })
         .collect();
-    metadata_note(&refused)
+    metadata_note(name, &refused)
 }
 
-/// The note for the metadata of `refused`, block devices the replay may not open.
-fn metadata_note(refused: &[&PlanFile]) -> Option<String> {
+/// The note for the metadata of plan `name` on `refused`, block devices the replay may not open.
+fn metadata_note(name: &str, refused: &[&PlanFile]) -> Option<String> {
     let ranges: usize = refused.iter().map(|f| f.ranges.len()).sum();
     let bytes: u64 = refused.iter().flat_map(|f| &f.ranges).map(|r| r.length).sum();
     let devices: Vec<&str> = refused.iter().map(|f| f.path.as_str()).collect();
     (ranges > 0).then(|| {
         format!(
-            "prefetch: {} of the plan's filesystem metadata ({ranges} ranges of {}) is not replayed: this machine \
+            "prefetch: {} of plan `{name}`'s filesystem metadata ({ranges} ranges of {}) is not replayed: this machine \
              does not let even root open that disk device (a VM's disk or kernel lockdown), so the command reads \
              those directory and inode blocks itself, about one request per range, as when it was recorded; \
              here, --stat-entries warms what the filesystem reaches; elsewhere, replay as root where root may \
@@ -278,9 +315,12 @@ mod tests {
     #[test]
     fn unreadable_metadata_is_said_with_its_size_device_and_what_to_do() {
         let vda = device("/dev/vda", &[4096, 4096, 1 << 20]);
-        let note = metadata_note(&[&vda]).expect("a note");
-        assert!(note.contains("1.0 MiB of the plan's filesystem metadata (3 ranges of /dev/vda)"), "{note}");
+        let note = metadata_note("first", &[&vda]).expect("a note");
+        assert!(
+            note.contains("1.0 MiB of plan `first`'s filesystem metadata (3 ranges of /dev/vda)"),
+            "{note}"
+        );
         assert!(note.contains("--stat-entries"), "{note}");
-        assert_eq!(metadata_note(&[]), None);
+        assert_eq!(metadata_note("first", &[]), None);
     }
 }

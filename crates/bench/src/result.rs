@@ -7,8 +7,9 @@ use coldstart_launch::{Reason, Until};
 use coldstart_trace::CacheState;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BenchConfig, Cache, Evict};
+use crate::config::{BenchConfig, Cache, Evict, PrefetchSetup};
 use crate::executor::{Preparation, Run};
+use crate::outside::OutsideTotal;
 use crate::stats::{self, Summary};
 
 /// Version of the JSON layout; bumped on incompatible changes.
@@ -68,9 +69,12 @@ pub struct ConfigResult {
     pub outliers: Vec<Outlier>,
     /// Runs measured but not counted (`--discard-first`).
     pub discarded: usize,
-    /// `alongside` or `ahead` for cold runs with the prefetch plan (`--prefetch`).
+    /// `alongside` or `ahead` for cold runs with a prefetch plan (`--prefetch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch: Option<String>,
+    /// The name of the plan of runs with prefetch (see [`BenchResults::plans`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
     /// Per run with prefetch: seconds the replay took (for `ahead`, before the start, not
     /// in `times`; for `alongside`, until it finished or was stopped at readiness).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -86,7 +90,9 @@ pub struct ConfigResult {
 /// One comparison of two configurations: `a` against `b`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    /// `commands` (same cache state), `cold_vs_warm` (the cold penalty), or `evict` (files vs system).
+    /// `commands` (same cache state), `cold_vs_warm` (the cold penalty), `evict` (files vs
+    /// system), `prefetch` (a plan's runs vs the cold runs), `prefetch_vs_warm`, or `plans`
+    /// (one plan's runs vs another's, same replay mode).
     pub kind: String,
     pub a: String,
     pub b: String,
@@ -132,8 +138,28 @@ pub struct CommandPreparation {
     pub command: String,
     #[serde(default)]
     pub command_line: Vec<String>,
+    /// Its `--prepare` shell command, run before each of its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    /// Its `--conclude` shell command, run after each of its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclude: Option<String>,
     #[serde(flatten)]
     pub preparation: Preparation,
+}
+
+/// A prefetch plan measured (`--prefetch [NAME=]PLAN`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanInfo {
+    /// Its name in labels (`plan NAME alongside`): given, or the file's stem.
+    pub name: String,
+    pub path: String,
+}
+
+impl PlanInfo {
+    pub fn of(setup: &PrefetchSetup) -> PlanInfo {
+        PlanInfo { name: setup.name.clone(), path: setup.plan.display().to_string() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,6 +168,13 @@ pub struct BenchResults {
     pub results: Vec<ConfigResult>,
     pub comparisons: Vec<Comparison>,
     pub preparations: Vec<CommandPreparation>,
+    /// The prefetch plans measured, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<PlanInfo>,
+    /// The processes outside the benchmarked commands that used the CPU during the measured
+    /// runs, each summed over the runs it was seen in, most first (CPU seconds).
+    #[serde(default, rename = "outside_processes")]
+    pub outside: Vec<OutsideTotal>,
     /// Where `read_bytes` comes from, e.g. `blkio cgroup (the command's tree)` or
     /// `/proc/diskstats (whole machine)`.
     pub read_bytes_source: String,
@@ -169,8 +202,11 @@ pub fn outlier_reason(run: &Run, index: usize, runs: &[Run], summary: &Summary) 
         && slow
         && other > 0.25
     {
+        let most = run.outside.first().map_or(String::new(), |p| {
+            format!(", most for {} ({} of CPU)", p.describe(), units::duration((p.cpu * 1e9) as i64))
+        });
         return format!(
-            "machine busy: {:.0}% of the CPUs worked for other processes during the run",
+            "machine busy: {:.0}% of the CPUs worked for other processes during the run{most}",
             other * 100.0
         );
     }
@@ -241,6 +277,7 @@ impl ConfigResult {
             outliers,
             discarded,
             prefetch: cache.prefetch().map(str::to_owned),
+            plan: cache.plan().and_then(|p| config.prefetch.get(p)).map(|p| p.name.clone()),
             prefetch_times: if cache.prefetch().is_some() {
                 runs.iter().map(|r| r.prefetch_time).collect()
             } else {
@@ -251,7 +288,7 @@ impl ConfigResult {
             } else {
                 Vec::new()
             },
-            prefetch_done_before_ready: if matches!(cache, Cache::Alongside(_)) {
+            prefetch_done_before_ready: if matches!(cache, Cache::Alongside(..)) {
                 runs.iter().map(|r| r.prefetch_done_before_ready).collect()
             } else {
                 Vec::new()
@@ -296,8 +333,9 @@ pub fn compare(kind: &str, a: &ConfigResult, b: &ConfigResult) -> Option<Compari
 
 /// The comparisons worth printing: every command against the first in the same
 /// cache state, cold against warm for each command, `files` against `system`, and
-/// with `--prefetch`, each prefetch mode against the cold start without it
-/// (`prefetch`) and against the warm start (`prefetch_vs_warm`).
+/// with `--prefetch`, each plan's runs (alongside, ahead) against the cold start without
+/// it (`prefetch`), against the warm start (`prefetch_vs_warm`) and against the earlier
+/// plans' runs of the same mode (`plans`).
 pub fn comparisons(
     config: &BenchConfig,
     results: &[ConfigResult],
@@ -305,31 +343,44 @@ pub fn comparisons(
 ) -> Vec<Comparison> {
     let find =
         |command: usize, cache: Cache| keys.iter().position(|&k| k == (command, cache)).map(|i| &results[i]);
-    let mut out = Vec::new();
+    type Configuration = (usize, Cache);
+    let mut pairs: Vec<(&str, Configuration, Configuration)> = Vec::new();
     for &(command, cache) in keys.iter().filter(|(c, _)| *c > 0) {
-        if let (Some(a), Some(b)) = (find(command, cache), find(0, cache)) {
-            out.extend(compare("commands", a, b));
-        }
+        pairs.push(("commands", (command, cache), (0, cache)));
     }
     for command in 0..config.commands.len() {
         for &evict in &config.evict {
-            if let (Some(a), Some(b)) = (find(command, Cache::Cold(evict)), find(command, Cache::Warm)) {
-                out.extend(compare("cold_vs_warm", a, b));
-            }
+            pairs.push(("cold_vs_warm", (command, Cache::Cold(evict)), (command, Cache::Warm)));
         }
-        if let (Some(a), Some(b)) =
-            (find(command, Cache::Cold(Evict::Files)), find(command, Cache::Cold(Evict::System)))
-        {
-            out.extend(compare("evict", a, b));
-        }
+        pairs.push(("evict", (command, Cache::Cold(Evict::Files)), (command, Cache::Cold(Evict::System))));
         for &evict in &config.evict {
-            for with in [Cache::Alongside(evict), Cache::Ahead(evict)] {
-                if let (Some(a), Some(b)) = (find(command, with), find(command, Cache::Cold(evict))) {
-                    out.extend(compare("prefetch", a, b));
-                }
-                if let (Some(a), Some(b)) = (find(command, with), find(command, Cache::Warm)) {
-                    out.extend(compare("prefetch_vs_warm", a, b));
-                }
+            pairs.extend(
+                prefetch_pairs(config, evict)
+                    .into_iter()
+                    .map(|(kind, a, b)| (kind, (command, a), (command, b))),
+            );
+        }
+    }
+    pairs.into_iter().filter_map(|(kind, a, b)| compare(kind, find(a.0, a.1)?, find(b.0, b.1)?)).collect()
+}
+
+/// The comparisons of the runs with prefetch under one eviction method: each plan's
+/// alongside and ahead runs against the cold and the warm runs, then each plan against
+/// every earlier one, alongside with alongside and ahead with ahead.
+fn prefetch_pairs(config: &BenchConfig, evict: Evict) -> Vec<(&'static str, Cache, Cache)> {
+    let plans = config.prefetch.len();
+    let modes: [fn(Evict, usize) -> Cache; 2] = [Cache::Alongside, Cache::Ahead];
+    let mut out = Vec::new();
+    for plan in 0..plans {
+        for mode in modes {
+            out.push(("prefetch", mode(evict, plan), Cache::Cold(evict)));
+            out.push(("prefetch_vs_warm", mode(evict, plan), Cache::Warm));
+        }
+    }
+    for mode in modes {
+        for later in 1..plans {
+            for earlier in 0..later {
+                out.push(("plans", mode(evict, later), mode(evict, earlier)));
             }
         }
     }

@@ -1,7 +1,8 @@
-//! The terminal summary, in the manner of hyperfine: the commands once, then per
-//! configuration (named by its short label) the time to ready with its spread and
-//! confidence interval, the counters, the outliers; a table of all configurations
-//! relative to the fastest; then the comparisons.
+//! The terminal summary, in the manner of hyperfine: the commands once (with their
+//! `--prepare` and `--conclude`), then per configuration (named by its short label) the
+//! time to ready with its spread and confidence interval, the counters, the outliers; a
+//! table of all configurations relative to the fastest; the comparisons; and, when
+//! other processes used enough of the CPUs during the runs, which ones.
 
 use std::fmt::Write;
 
@@ -102,8 +103,8 @@ fn p_value(p: f64) -> String {
     if p < 0.001 { "p < 0.001".into() } else { format!("p = {p:.3}") }
 }
 
-pub fn render(results: &BenchResults) -> String {
-    let mut out = String::new();
+/// The commands, each once, and the file sets eviction works on.
+fn commands_and_files(results: &BenchResults, out: &mut String) {
     let commands = commands(results);
     for (i, (line, name)) in commands.iter().enumerate() {
         let number = if commands.len() > 1 { format!(" {}", i + 1) } else { String::new() };
@@ -114,8 +115,8 @@ pub fn render(results: &BenchResults) -> String {
         }
     }
     for p in &results.preparations {
+        let whose = if commands.len() > 1 { format!(" of `{}`", p.command) } else { String::new() };
         if let Some(source) = &p.preparation.file_source {
-            let whose = if commands.len() > 1 { format!(" of `{}`", p.command) } else { String::new() };
             let _ = writeln!(
                 out,
                 "Files{whose}: {} files, {} ({source})",
@@ -126,73 +127,82 @@ pub fn render(results: &BenchResults) -> String {
         for note in &p.preparation.notes {
             let _ = writeln!(out, "  note: {note}");
         }
+        if let Some(prepare) = &p.prepare {
+            let _ = writeln!(out, "Prepare{whose}: {prepare} (before each run, not timed)");
+        }
+        if let Some(conclude) = &p.conclude {
+            let _ = writeln!(out, "Conclude{whose}: {conclude} (after each run, not timed)");
+        }
     }
-    for (i, r) in results.results.iter().enumerate() {
-        let _ = writeln!(out, "\nBenchmark {}: {}", i + 1, label(r));
+}
+
+/// One configuration: its time, counters, what stayed cached, its replays, its outliers.
+fn configuration(number: usize, r: &ConfigResult, out: &mut String) {
+    let _ = writeln!(out, "\nBenchmark {number}: {}", label(r));
+    let _ = writeln!(
+        out,
+        "  Time to {} (mean ± σ):  {} ± {}   [95% CI {} … {}]   median {}",
+        r.until,
+        secs(r.mean),
+        secs(r.stddev.unwrap_or(0.0)),
+        secs(r.mean_ci95[0]),
+        secs(r.mean_ci95[1]),
+        secs(r.median)
+    );
+    let _ = writeln!(
+        out,
+        "  Range (min … max):  {} … {}   {} runs{}",
+        secs(r.min),
+        secs(r.max),
+        r.times.len(),
+        if r.discarded > 0 { format!(" (+{} discarded)", r.discarded) } else { String::new() }
+    );
+    let mut counters = format!("  CPU user {}, system {}", secs(r.user), secs(r.system));
+    if let Some(f) = r.median_major_faults {
+        let _ = write!(counters, "; major faults {f:.0}");
+    }
+    if let Some(b) = r.median_read_bytes {
+        let _ = write!(counters, "; read {}", mib(b));
+    }
+    if let Some(w) = r.median_io_wait {
+        let _ = write!(counters, "; I/O wait {}", secs(w));
+    }
+    let _ = writeln!(out, "{counters} (medians)");
+    let residual: Vec<u64> = r.residual_bytes.iter().flatten().copied().collect();
+    if let Some(max) = residual.iter().max().filter(|&&m| m > 0) {
         let _ = writeln!(
             out,
-            "  Time to {} (mean ± σ):  {} ± {}   [95% CI {} … {}]   median {}",
-            r.until,
-            secs(r.mean),
-            secs(r.stddev.unwrap_or(0.0)),
-            secs(r.mean_ci95[0]),
-            secs(r.mean_ci95[1]),
-            secs(r.median)
+            "  Left cached after eviction: up to {} of the file set and its filesystems' metadata",
+            mib(*max as f64)
         );
-        let _ = writeln!(
-            out,
-            "  Range (min … max):  {} … {}   {} runs{}",
-            secs(r.min),
-            secs(r.max),
-            r.times.len(),
-            if r.discarded > 0 { format!(" (+{} discarded)", r.discarded) } else { String::new() }
-        );
-        let mut counters = format!("  CPU user {}, system {}", secs(r.user), secs(r.system));
-        if let Some(f) = r.median_major_faults {
-            let _ = write!(counters, "; major faults {f:.0}");
-        }
-        if let Some(b) = r.median_read_bytes {
-            let _ = write!(counters, "; read {}", mib(b));
-        }
-        if let Some(w) = r.median_io_wait {
-            let _ = write!(counters, "; I/O wait {}", secs(w));
-        }
-        let _ = writeln!(out, "{counters} (medians)");
-        let residual: Vec<u64> = r.residual_bytes.iter().flatten().copied().collect();
-        if let Some(max) = residual.iter().max().filter(|&&m| m > 0) {
-            let _ = writeln!(
-                out,
-                "  Left cached after eviction: up to {} of the file set and its filesystems' metadata",
-                mib(*max as f64)
-            );
-        }
-        if r.prefetch.is_some() {
-            let times: Vec<f64> = r.prefetch_times.iter().flatten().copied().collect();
-            let bytes: Vec<f64> = r.prefetch_fetched_bytes.iter().flatten().map(|&b| b as f64).collect();
-            let done = r.prefetch_done_before_ready.iter().flatten().filter(|&&d| d).count();
-            let mut line = format!(
-                "  Prefetch {}: replay {} and {} fetched (medians)",
-                r.prefetch.as_deref().unwrap_or_default(),
-                if times.is_empty() { "?".into() } else { secs(stats::median(&times)) },
-                if bytes.is_empty() { "?".into() } else { mib(stats::median(&bytes)) }
-            );
-            if !r.prefetch_done_before_ready.is_empty() {
-                let _ = write!(
-                    line,
-                    "; done before ready in {done} of {} runs",
-                    r.prefetch_done_before_ready.len()
-                );
-            }
-            let _ = writeln!(out, "{line}");
-        }
-        for o in &r.outliers {
-            let _ = writeln!(out, "  Outlier: run {} took {}: {}", o.run + 1, secs(o.time), o.reason);
-        }
     }
-    if results.results.len() > 1 {
-        let _ = writeln!(out, "\nSummary (time to {}):", results.results[0].until);
-        out.push_str(&table(results));
+    if r.prefetch.is_some() {
+        let _ = writeln!(out, "{}", replays(r));
     }
+    for o in &r.outliers {
+        let _ = writeln!(out, "  Outlier: run {} took {}: {}", o.run + 1, secs(o.time), o.reason);
+    }
+}
+
+/// What the replays of a configuration with prefetch did.
+fn replays(r: &ConfigResult) -> String {
+    let times: Vec<f64> = r.prefetch_times.iter().flatten().copied().collect();
+    let bytes: Vec<f64> = r.prefetch_fetched_bytes.iter().flatten().map(|&b| b as f64).collect();
+    let done = r.prefetch_done_before_ready.iter().flatten().filter(|&&d| d).count();
+    let mut line = format!(
+        "  Prefetch {}: replay {} and {} fetched (medians)",
+        r.prefetch.as_deref().unwrap_or_default(),
+        if times.is_empty() { "?".into() } else { secs(stats::median(&times)) },
+        if bytes.is_empty() { "?".into() } else { mib(stats::median(&bytes)) }
+    );
+    if !r.prefetch_done_before_ready.is_empty() {
+        let _ = write!(line, "; done before ready in {done} of {} runs", r.prefetch_done_before_ready.len());
+    }
+    line
+}
+
+/// One line per comparison, with its paired interval when the runs were paired.
+fn comparisons(results: &BenchResults, out: &mut String) {
     if !results.comparisons.is_empty() {
         let _ = writeln!(out, "\nComparisons:");
     }
@@ -221,7 +231,7 @@ pub fn render(results: &BenchResults) -> String {
             c.ratio_ci95[1],
             p_value(c.p)
         );
-        if c.kind.starts_with("prefetch") || c.kind == "evict" {
+        if c.kind.starts_with("prefetch") || c.kind == "evict" || c.kind == "plans" {
             let _ = writeln!(
                 out,
                 "    ratio of medians {:.3}× [95% bootstrap CI {:.3} … {:.3}]",
@@ -236,6 +246,74 @@ pub fn render(results: &BenchResults) -> String {
             );
         }
     }
+}
+
+/// Median share of the CPUs that worked outside the command's tree in a run, above which
+/// the summary names the processes that did.
+const OTHER_WORK_SHOWN: f64 = 0.02;
+/// The share in any one run above which they are named too.
+const OTHER_WORK_RUN_SHOWN: f64 = 0.10;
+/// The median share above which the machine counts as busy (the recorder's rule).
+const BUSY_SHARE: f64 = 0.10;
+/// Outside processes listed.
+const OUTSIDE_LISTED: usize = 5;
+
+/// What processes outside the benchmark did with the CPU during the runs, when it is
+/// enough to matter: the share of the CPUs (median and the busiest run) and the
+/// processes that used most, each with its command line and parents.
+fn other_work(results: &BenchResults, out: &mut String) {
+    let mut shares: Vec<(f64, usize, &str)> = Vec::new();
+    for r in &results.results {
+        shares.extend(r.other_cpu.iter().enumerate().filter_map(|(i, s)| Some(((*s)?, i + 1, label(r)))));
+    }
+    let all: Vec<f64> = shares.iter().map(|s| s.0).collect();
+    let Some(&(most, run, of)) = shares.iter().rev().max_by(|a, b| a.0.total_cmp(&b.0)) else { return };
+    let median = stats::median(&all);
+    if median < OTHER_WORK_SHOWN && most < OTHER_WORK_RUN_SHOWN {
+        return;
+    }
+    let head = if median >= BUSY_SHARE { "BUSY MACHINE" } else { "Other work" };
+    let _ = writeln!(
+        out,
+        "\n{head}: processes outside the benchmarked commands used {:.1}% of the CPUs during the runs (median of \
+         {} runs; at most {:.0}%, in run {run} of {of})",
+        median * 100.0,
+        all.len(),
+        most * 100.0
+    );
+    if median >= BUSY_SHARE {
+        let _ = writeln!(out, "  the times are inflated by that work: benchmark again on a quiet machine");
+    }
+    for total in results.outside.iter().take(OUTSIDE_LISTED) {
+        let p = &total.process;
+        let children = if p.children_cpu > 0.0 {
+            format!(", {} of it by children that exited", secs(p.children_cpu))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {} CPU in {} of {} runs{children}: {}",
+            secs(p.cpu),
+            total.runs,
+            all.len(),
+            p.describe()
+        );
+    }
+}
+
+pub fn render(results: &BenchResults) -> String {
+    let mut out = String::new();
+    commands_and_files(results, &mut out);
+    for (i, r) in results.results.iter().enumerate() {
+        configuration(i + 1, r, &mut out);
+    }
+    if results.results.len() > 1 {
+        let _ = writeln!(out, "\nSummary (time to {}):", results.results[0].until);
+        out.push_str(&table(results));
+    }
+    comparisons(results, &mut out);
+    other_work(results, &mut out);
     let _ =
         writeln!(out, "\nBytes read: {}. I/O wait: {}.", results.read_bytes_source, results.io_wait_source);
     for note in &results.notes {

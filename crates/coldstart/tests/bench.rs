@@ -162,3 +162,110 @@ fn as_root_under_sudo_the_command_runs_as_the_invoker() {
     run(&[]).success();
     run(&["--as-root", "--timeout", "2"]).code(3);
 }
+
+/// A valid plan with nothing to replay.
+fn empty_plan(path: &std::path::Path) {
+    use coldstart_prefetch::plan::{FORMAT, VERSION};
+    let plan = coldstart_prefetch::Plan {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: "test".into(),
+        source: Default::default(),
+        settings: Default::default(),
+        files: Vec::new(),
+        directories: Vec::new(),
+        steps: Vec::new(),
+        stats: Default::default(),
+        notes: Vec::new(),
+    };
+    plan.save(path).unwrap();
+}
+
+#[test]
+fn a_missing_or_malformed_plan_is_one_line_and_exit_2_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.plan");
+    empty_plan(&good);
+    let bad = dir.path().join("bad.plan");
+    std::fs::write(&bad, "{\"format\": \"coldstart-prefetch-plan\", \"files\": 7}").unwrap();
+    let missing = dir.path().join("missing.plan");
+    let marker = dir.path().join("ran");
+    let refused = |plans: &[String], extra: &[&str]| -> String {
+        let mut cmd = coldstart();
+        cmd.current_dir(dir.path()).args(["bench", "--no-progress", "--evict", "files", "--runs", "2"]);
+        for plan in plans {
+            cmd.args(["--prefetch", plan]);
+        }
+        cmd.args(["--prepare", "touch ran"]).args(extra).args(["--", "sh", "-c", "touch ran"]);
+        let out = cmd.assert().code(2).get_output().clone();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(!marker.exists(), "nothing ran before the error: {stderr}");
+        stderr
+    };
+    let text = |p: &std::path::Path| p.display().to_string();
+    // Every plan is checked before the first run: a bad second plan after a good one.
+    let err = refused(&[text(&good), text(&missing)], &[]);
+    assert!(err.contains(&format!("--prefetch {}: the plan cannot be used", text(&missing))), "{err}");
+    let err = refused(&[format!("a={}", text(&good)), format!("b={}", text(&bad))], &[]);
+    assert!(
+        err.contains(&format!("--prefetch b={}", text(&bad))) && err.contains("not a usable prefetch plan"),
+        "{err}"
+    );
+    let err = refused(&[text(&good), format!("good={}", text(&good))], &[]);
+    assert!(err.contains("two plans are named `good`"), "{err}");
+    let err = refused(&[], &["-c", "true", "-c", "true", "-c", "true", "--prepare", "true"]);
+    assert!(err.contains("--prepare was given 2 times for 4 commands"), "{err}");
+}
+
+#[test]
+fn prepare_and_conclude_run_around_every_run_and_each_plan_is_a_result_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.plan"), dir.path().join("second.plan"));
+    empty_plan(&a);
+    empty_plan(&b);
+    let list = dir.path().join("files.list");
+    std::fs::write(&list, format!("{}\n", a.display())).unwrap();
+    let out = dir.path().join("out.json");
+    coldstart()
+        .current_dir(dir.path())
+        .args(["bench", "--no-progress", "--evict", "files", "--files"])
+        .arg(&list)
+        .args([
+            "--runs",
+            "2",
+            "-n",
+            "app",
+            "--prepare",
+            "echo prepare >> log",
+            "--conclude",
+            "echo conclude >> log",
+        ])
+        .arg("--prefetch")
+        .arg(format!("first={}", a.display()))
+        .arg("--prefetch")
+        .arg(&b)
+        .arg("--export-json")
+        .arg(&out)
+        .args(["--", "sh", "-c", "echo run >> log"])
+        .assert()
+        .success()
+        .stdout(contains("app (plan second ahead) vs app (plan first ahead): "));
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert_eq!(log, "prepare\nrun\nconclude\n".repeat(2 * 5), "2 rounds of 5 configurations");
+    let v = json(&out);
+    let commands: Vec<&str> =
+        v["results"].as_array().unwrap().iter().map(|r| r["command"].as_str().unwrap()).collect();
+    assert_eq!(
+        commands,
+        [
+            "app (cold)",
+            "app (cold, plan first alongside)",
+            "app (cold, plan first ahead)",
+            "app (cold, plan second alongside)",
+            "app (cold, plan second ahead)"
+        ]
+    );
+    assert_eq!(v["preparations"][0]["prepare"], "echo prepare >> log");
+    assert_eq!(v["plans"][1]["name"], "second");
+}

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::{
-    Confidence, Diagnosis, DiskClass, DiskParams, DoctorConfig, Finding, WhatIf, shell_join, shell_quote,
+    Confidence, Diagnosis, DiskClass, DiskParams, DoctorConfig, Finding, WhatIf, shell_quote, verify_start,
 };
 use coldstart_analyze::units::{bytes, count, duration, plural, secs};
 
@@ -252,11 +252,7 @@ fn prefetch_the_start(a: &Analysis, d: &Diagnosis, trace: &str, out: &mut dyn Wr
         secs(w.with_prefetch_alongside_ns)
     )?;
     writeln!(out, "  coldstart prefetch plan {} -o start.plan", shell_quote(trace))?;
-    writeln!(
-        out,
-        "  coldstart bench --cold --runs 10 --prefetch start.plan -- {}",
-        shell_join(&a.trace.command)
-    )
+    writeln!(out, "  {}", verify_start(&a.trace.command).bench("--cold --runs 10 --prefetch start.plan"))
 }
 
 /// The whole diagnosis, as `coldstart doctor` prints it (`trace`: the trace's path, for

@@ -145,7 +145,7 @@ pub(crate) fn not_io_bound(f: &Facts) -> Vec<Finding> {
             ),
         },
         verify: match &hottest {
-            Some(_) => format!("coldstart bench -- {}", f.command),
+            Some(_) => f.verify_start().bench(""),
             None => format!("perf record -g -- {} && perf report", f.command),
         },
         confidence: Confidence::High,

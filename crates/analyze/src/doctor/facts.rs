@@ -180,7 +180,12 @@ impl<'a> Facts<'a> {
 
     /// `coldstart bench` of the traced command before and after a change.
     pub fn bench_command(&self) -> String {
-        format!("coldstart bench --cold --runs 10 -- {}", self.command)
+        self.verify_start().bench("--cold --runs 10")
+    }
+
+    /// How `verify` lines start the traced command: on a fresh profile when it names one.
+    pub fn verify_start(&self) -> super::VerifyStart {
+        super::verify_start(&self.trace.meta.command)
     }
 }
 

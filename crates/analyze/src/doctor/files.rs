@@ -351,8 +351,9 @@ pub(crate) fn files_in_pieces(f: &Facts) -> Vec<Finding> {
                 base_name(&name)
             ),
             verify: format!(
-                "coldstart bench --cold --runs 10 -- {cmd} ::: sh -c 'cat \"$0\" > /dev/null; exec \"$@\"' {quoted} {cmd}",
-                cmd = f.command
+                "{} ::: sh -c 'cat \"$0\" > /dev/null; exec \"$@\"' {quoted} {cmd}",
+                f.bench_command(),
+                cmd = f.verify_start().command
             ),
             confidence: if f.path.is_some() { Confidence::High } else { Confidence::Low },
             caveat: None,

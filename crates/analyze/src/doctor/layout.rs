@@ -184,9 +184,9 @@ fn finding(f: &Facts, disk: &DiskAnalysis, params: &DiskParams, s: &Scatter) -> 
             plural(saved, "far seek")
         ),
         verify: format!(
-            "coldstart prefetch plan {} --order disk -o disk.plan && coldstart bench --cold --runs 10 --prefetch disk.plan -- {}",
+            "coldstart prefetch plan {} --order disk -o disk.plan && {}",
             shell_quote(&f.config.trace_name),
-            f.command
+            f.verify_start().bench("--cold --runs 10 --prefetch disk.plan")
         ),
         confidence: if measured { Confidence::Medium } else { Confidence::Low },
         caveat: Some("the seek cost is per request; a drive's own reordering (NCQ) and cache make some far seeks cheaper".to_owned()),

@@ -21,6 +21,7 @@ mod files;
 mod finding;
 mod intervals;
 mod known;
+mod fresh_profile;
 mod layout;
 mod locale;
 mod parse;
@@ -43,6 +44,7 @@ pub use disk_model::{
 };
 pub use facts::{shell_join, shell_quote};
 pub use finding::*;
+pub use fresh_profile::{VerifyStart, verify_start};
 pub use locale::language_of;
 pub use whatif::{WhatIf, WhatIfSpec};
 

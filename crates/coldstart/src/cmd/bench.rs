@@ -26,6 +26,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 Examples:
   coldstart bench --both --runs 10 -- python3 -c 'import json'
   coldstart bench -n old -n new -c 'app --old' -c 'app --new' --until mark:ready
+  coldstart bench --prepare 'rm -rf /tmp/p && cp -a /tmp/p.seed /tmp/p' --prefetch a.plan --prefetch b.plan -- app
 
 Eviction methods, prefetch, exit statuses and more examples: coldstart bench --help")]
 #[command(after_long_help = "\
@@ -37,6 +38,8 @@ Examples:
   coldstart bench --warm -- ./server ::: ./server-v2     # two commands, interleaved A B A B
   coldstart bench --baseline main.json --max-regression 10 -- ./app   # CI check
   coldstart bench --both --prefetch app.plan -- python3 -c 'import scipy'   # does the plan work?
+  coldstart bench --both --prefetch first=a.plan --prefetch disk=b.plan -- app   # two plans compared
+  coldstart bench --prepare 'rm -rf /tmp/profile && cp -a /tmp/profile.seed /tmp/profile' -- app --profile /tmp/profile
   sudo coldstart bench --both --storage hdd --prefetch app.plan -- python3 -c 'import scipy'   # on a laptop disk
 
 Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
@@ -66,12 +69,23 @@ Exit status: 0 success; 1 a configuration regressed beyond --max-regression agai
 benchmarked command failed (non-zero exit or readiness not reached; see --ignore-failure);
 130 interrupted by SIGINT/SIGTERM (the results so far are printed and exported).
 
-Prefetch (--prefetch PLAN, from `coldstart prefetch plan`): every cold configuration is also run
-with the plan replayed alongside the start (both begin together; the replay stops when the command
-is ready) and ahead of it (replayed to its end after eviction, then the command starts; the replay
-is not in the time). They are compared with the cold runs without prefetch and, with --both, with
-the warm runs (ratios of means and of medians, with 95% confidence intervals). --depth, --method,
---max-memory and --ioprio set the replay as for `coldstart prefetch run`.")]
+Prefetch (--prefetch [NAME=]PLAN, from `coldstart prefetch plan`; repeatable): every cold
+configuration is also run with each plan replayed alongside the start (both begin together; the
+replay stops when the command is ready) and ahead of it (replayed to its end after eviction, then
+the command starts; the replay is not in the time), all in the same interleaved rounds. Each plan's
+runs are compared with the cold runs without prefetch, with the warm runs (--both) and with the
+other plans' runs of the same mode: ratios of means and of medians, and the ratio paired by round,
+with 95% confidence intervals. The JSON export has one result per configuration, its `command`
+naming it (`app (cold, plan a alongside)`; a lone plan without NAME= keeps `prefetch alongside`).
+--depth, --method, --max-memory and --ioprio set the replays as for `coldstart prefetch run`.
+
+A fresh state for every run (--prepare CMD, --conclude CMD, as hyperfine's): a program that makes
+its profile on its first start is cold and fresh only once; copy a seed before each run instead:
+  coldstart bench --prepare 'rm -rf /tmp/profile && cp -a /tmp/profile.seed /tmp/profile' \\
+      -- app --profile /tmp/profile
+Make the seed once (`cp -a` of a profile as the program left it, or an empty directory). The copy
+is written before the run's eviction: `system` syncs it to disk and evicts it; `files` syncs first
+too, then evicts the file set.")]
 #[command(mut_arg("timeout", |arg| arg.help(timeout_help())))]
 #[command(mut_arg("until", |arg| arg.help("When the start is over (exit, mark:NAME, window…)")))]
 pub struct Args {
@@ -118,8 +132,26 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "2", value_parser = values::duration)]
     pub grace: Duration,
     /// Show the commands' output (discarded by default).
+    ///
+    /// Also the output of --prepare and --conclude.
     #[arg(long)]
     pub show_output: bool,
+    /// Run this shell command before each run, untimed (repeatable).
+    ///
+    /// Runs with `sh -c` before every run (warm-ups too) and before its eviction, as the
+    /// benchmarked command's user, with its output discarded unless --show-output; what it
+    /// leaves running is ended when it exits. Give it once for every command, or once per
+    /// command in their order. A failure stops the benchmark (exit status 2). The pattern
+    /// for a program that makes its profile on first start:
+    /// --prepare 'rm -rf /tmp/profile && cp -a /tmp/profile.seed /tmp/profile'
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Vec<String>,
+    /// Run this shell command after each run, untimed (repeatable).
+    ///
+    /// As --prepare, after every run once its tree has ended: once for every command, or
+    /// once per command.
+    #[arg(long, value_name = "CMD")]
+    pub conclude: Vec<String>,
     /// Keep measuring when a command fails.
     #[arg(short, long)]
     pub ignore_failure: bool,
@@ -157,9 +189,14 @@ pub struct Args {
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
-    /// Also measure cold starts with this plan replayed alongside and ahead.
-    #[arg(long, value_name = "PLAN", conflicts_with = "warm")]
-    pub prefetch: Option<PathBuf>,
+    /// Also measure cold starts with this plan replayed (repeatable).
+    ///
+    /// `NAME=PLAN` names the plan in the labels (`plan NAME alongside`); otherwise its file's
+    /// stem does. Every plan is measured in the same interleaved rounds and compared with the
+    /// cold and warm runs and with the other plans (see Prefetch below). Every plan is checked
+    /// before the first run.
+    #[arg(long, value_name = "[NAME=]PLAN", conflicts_with = "warm")]
+    pub prefetch: Vec<String>,
     #[command(flatten)]
     pub replay: crate::cmd::prefetch::ReplayArgs,
     /// Run on an emulated slow disk: hdd, sd, cloud, … (root).
@@ -241,14 +278,73 @@ fn evictions(args: &Args) -> anyhow::Result<Vec<Evict>> {
     Ok(out)
 }
 
+/// `--prepare` or `--conclude` for command `index` of `count`: one given for all, or one
+/// per command.
+fn hook_for(lines: &[String], option: &str, index: usize, count: usize) -> anyhow::Result<Option<String>> {
+    match lines.len() {
+        0 => Ok(None),
+        1 => Ok(Some(lines[0].clone())),
+        n if n == count => Ok(Some(lines[index].clone())),
+        n => bail!(
+            "{option} was given {n} times for {count} commands: give it once (for every command) or once per command"
+        ),
+    }
+}
+
+/// The `--prefetch` plans, each read and checked, so that a missing or broken plan
+/// stops the benchmark before its first run.
+fn plans(args: &Args) -> anyhow::Result<Vec<PrefetchSetup>> {
+    let mut plans: Vec<PrefetchSetup> = Vec::new();
+    for text in &args.prefetch {
+        let (name, path) = plan_argument(text);
+        let plan = coldstart_prefetch::Plan::load(&path)
+            .with_context(|| format!("--prefetch {text}: the plan cannot be used"))?;
+        let options = args.replay.options_for(plan.settings.order);
+        let setup = match name {
+            Some(name) => PrefetchSetup::named(name, path, options),
+            None => PrefetchSetup::new(path, options),
+        };
+        if let Some(same) = plans.iter().find(|p| p.name == setup.name) {
+            bail!(
+                "--prefetch: two plans are named `{}` ({} and {}): name them with --prefetch NAME=PLAN",
+                setup.name,
+                same.plan.display(),
+                setup.plan.display()
+            );
+        }
+        plans.push(setup);
+    }
+    Ok(plans)
+}
+
+/// `NAME=PLAN` or `PLAN`: a name is what comes before the first `=`, when it is not empty,
+/// holds no `/`, and the whole argument is not a file's path.
+fn plan_argument(text: &str) -> (Option<&str>, PathBuf) {
+    match text.split_once('=') {
+        Some((name, path))
+            if !name.is_empty() && !name.contains('/') && !std::path::Path::new(text).exists() =>
+        {
+            (Some(name), PathBuf::from(path))
+        }
+        _ => (None, PathBuf::from(text)),
+    }
+}
+
 fn config(args: &Args) -> anyhow::Result<BenchConfig> {
     let modes = match (args.warm, args.both) {
         (true, _) => Modes { cold: false, warm: true },
         (_, true) => Modes { cold: true, warm: true },
         _ => Modes { cold: true, warm: false },
     };
+    let prefetch = plans(args)?;
+    let mut commands = commands(args)?;
+    let count = commands.len();
+    for (i, command) in commands.iter_mut().enumerate() {
+        command.prepare = hook_for(&args.prepare, "--prepare", i, count)?;
+        command.conclude = hook_for(&args.conclude, "--conclude", i, count)?;
+    }
     Ok(BenchConfig {
-        commands: commands(args)?,
+        commands,
         modes,
         evict: if modes.cold { evictions(args)? } else { Vec::new() },
         runs: args.runs as usize,
@@ -265,13 +361,7 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         run_as: args.launch.run_as(),
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
-        prefetch: match &args.prefetch {
-            Some(plan) => {
-                let order = coldstart_prefetch::Plan::load(plan)?.settings.order;
-                Some(PrefetchSetup { plan: plan.clone(), options: args.replay.options_for(order) })
-            }
-            None => None,
-        },
+        prefetch,
     })
 }
 

@@ -48,7 +48,7 @@ fn files_of(config: &BenchConfig) -> anyhow::Result<Vec<PathBuf>> {
         FileSource::Learn => {
             for command in &config.commands {
                 eprintln!("coldstart bench: learning the files of {} (a first, recorded run)", command.name);
-                let learned = fileset::learn(&command.argv, &config.run_as, &config.until, config.timeout)?;
+                let learned = coldstart_bench::hooks::learn_with_hooks(command, config)?;
                 paths.extend(learned.paths);
             }
         }
@@ -75,15 +75,16 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
     std::fs::write(&list, text).with_context(|| format!("writing {}", list.display()))?;
     let mut written = vec![list.clone()];
     config.files = FileSource::List(list);
-    if let Some(prefetch) = config.prefetch.as_mut() {
-        let moved = staged.disk().run_dir().join("plan-on-device.json");
+    for (i, prefetch) in config.prefetch.iter_mut().enumerate() {
+        let moved = staged.disk().run_dir().join(format!("plan-{i}-on-device.json"));
         let (moved_files, total) = point_plan_at_copies(&prefetch.plan, &files, &originals, &staged, &moved)?;
         written.push(moved.clone());
         if moved_files < total {
             eprintln!(
-                "coldstart bench: {} of the plan's {total} files are not on the emulated device (not read by \
-                 the commands, changed since, or the real disk's metadata): the replay skips them",
+                "coldstart bench: {} of the {total} files of plan `{}` are not on the emulated device (not read \
+                 by the commands, changed since, or the real disk's metadata): the replay skips them",
                 total - moved_files,
+                prefetch.name,
             );
         }
         prefetch.plan = moved;
