@@ -10,6 +10,8 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+pub mod columns;
+pub mod file;
 pub mod reader;
 pub mod survey;
 pub mod tables;
@@ -17,6 +19,8 @@ mod writer;
 
 use std::path::PathBuf;
 
+pub use columns::{Column, Table, Values};
+pub use file::{TableReader, TableWriter};
 pub use survey::{Problem, Severity, Survey, survey};
 pub use tables::{Exported, PAGE_USE_BLOCK, PageRun, TABLES, TraceLabels, page_use};
 pub use writer::{ExportStatus, contains, export, table_file, trace_id_of_file, write_file};

@@ -3,15 +3,11 @@
 //! DuckDB or Spark instead. Columns are found by name and type, so a file whose schema
 //! is not the one docs/dataset-format.md gives is a clear error, never a misread.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
 use crate::DatasetError;
+use crate::columns::{Column, Table, Values};
+use crate::file::TableReader;
 use crate::writer::table_file;
 
 /// One row of the `traces` table (the columns a fleet's plan needs).
@@ -55,26 +51,22 @@ pub struct RunRow {
     pub t_ns: i64,
 }
 
-/// The record batches of one Parquet file.
-fn batches(path: &Path) -> Result<Vec<RecordBatch>, DatasetError> {
-    let file = File::open(path).map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
-    let parquet_err = |source| DatasetError::Read { path: path.to_owned(), source };
-    let reader =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?.build().map_err(parquet_err)?;
-    reader
-        .map(|batch| batch.map_err(|e| DatasetError::Read { path: path.to_owned(), source: e.into() }))
-        .collect()
+/// The columns `names` of every row of the Parquet file at `path`.
+fn read_columns(path: &Path, names: &[&str]) -> Result<Table, DatasetError> {
+    let reader = TableReader::open(path)?;
+    let projection = reader.projection(names)?;
+    reader.read_all(&projection)
 }
 
-/// Column access by name, with the file named in every error.
+/// Column access by name and type, with the file named in every error.
 struct Columns<'a> {
     path: &'a Path,
-    batch: &'a RecordBatch,
+    table: &'a Table,
 }
 
 impl<'a> Columns<'a> {
-    fn column(&self, name: &str) -> Result<&'a dyn Array, DatasetError> {
-        self.batch.column_by_name(name).map(|c| c.as_ref()).ok_or_else(|| self.bad(name, "is missing"))
+    fn column(&self, name: &str) -> Result<&'a Column, DatasetError> {
+        self.table.column(name).ok_or_else(|| self.bad(name, "is missing"))
     }
 
     fn bad(&self, name: &str, what: &str) -> DatasetError {
@@ -83,26 +75,31 @@ impl<'a> Columns<'a> {
 
     fn i64(&self, name: &str) -> Result<Vec<Option<i64>>, DatasetError> {
         let c = self.column(name)?;
-        let a = c.as_primitive_opt::<Int64Type>().ok_or_else(|| self.bad(name, "is not 64-bit integers"))?;
-        Ok(a.iter().collect())
+        let Values::I64(v) = &c.values else { return Err(self.bad(name, "is not 64-bit integers")) };
+        Ok(c.value_indexes().map(|i| i.map(|i| v[i])).collect())
     }
 
     fn i32(&self, name: &str) -> Result<Vec<Option<i32>>, DatasetError> {
         let c = self.column(name)?;
-        let a = c.as_primitive_opt::<Int32Type>().ok_or_else(|| self.bad(name, "is not 32-bit integers"))?;
-        Ok(a.iter().collect())
+        let Values::I32(v) = &c.values else { return Err(self.bad(name, "is not 32-bit integers")) };
+        Ok(c.value_indexes().map(|i| i.map(|i| v[i])).collect())
     }
 
     fn str(&self, name: &str) -> Result<Vec<Option<String>>, DatasetError> {
         let c = self.column(name)?;
-        let a = c.as_string_opt::<i32>().ok_or_else(|| self.bad(name, "is not text"))?;
-        Ok(a.iter().map(|v| v.map(str::to_owned)).collect())
+        let Values::Str(v) = &c.values else { return Err(self.bad(name, "is not text")) };
+        c.value_indexes()
+            .map(|i| {
+                i.map(|i| v[i].as_utf8().map(str::to_owned).map_err(|_| self.bad(name, "is not UTF-8 text")))
+                    .transpose()
+            })
+            .collect()
     }
 
     fn bool(&self, name: &str) -> Result<Vec<Option<bool>>, DatasetError> {
         let c = self.column(name)?;
-        let a = c.as_boolean_opt().ok_or_else(|| self.bad(name, "is not true/false"))?;
-        Ok(a.iter().collect())
+        let Values::Bool(v) = &c.values else { return Err(self.bad(name, "is not true/false")) };
+        Ok(c.value_indexes().map(|i| i.map(|i| v[i])).collect())
     }
 }
 
@@ -130,66 +127,74 @@ fn file_id(path: &Path, value: i64) -> Result<u32, DatasetError> {
 /// The `traces` file of trace `id`.
 pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
     let path = table_file(dir, "traces", id);
-    let mut rows = Vec::new();
-    for batch in batches(&path)? {
-        let c = Columns { path: &path, batch: &batch };
-        let ids = c.str("trace_id")?;
-        let versions = c.i32("dataset_version")?;
-        let builds = c.str("build")?;
-        let classes = c.str("machine_class")?;
-        let hosts = c.str("host")?;
-        let kernels = c.str("kernel")?;
-        let commands = c.str("command")?;
-        let page_sizes = c.i64("page_size")?;
-        let used = c.str("used_pages_from")?;
-        let boot = c.bool("boot_or_session")?;
-        let command_starts = c.i64("command_start_ns")?;
-        let starts = c.i64("start_unix_ns")?;
-        for i in 0..batch.num_rows() {
-            rows.push(TraceRow {
-                trace_id: required(&path, "trace_id", ids[i].clone())?,
-                dataset_version: required(&path, "dataset_version", versions[i])?,
-                build: builds[i].clone(),
-                machine_class: classes[i].clone(),
-                host: hosts[i].clone().unwrap_or_default(),
-                kernel: kernels[i].clone().unwrap_or_default(),
-                command: commands[i].clone().unwrap_or_default(),
-                page_size: u32::try_from(required(&path, "page_size", page_sizes[i])?).unwrap_or(0),
-                used_pages_from: used[i].clone().unwrap_or_default(),
-                boot_or_session: boot[i].unwrap_or(false),
-                command_start_ns: command_starts[i].unwrap_or(0),
-                start_unix_ns: starts[i].unwrap_or(0),
-            });
-        }
-    }
-    match <[TraceRow; 1]>::try_from(rows) {
-        Ok([row]) => Ok(row),
-        Err(rows) => Err(DatasetError::Schema {
+    const COLUMNS: [&str; 12] = [
+        "trace_id",
+        "dataset_version",
+        "build",
+        "machine_class",
+        "host",
+        "kernel",
+        "command",
+        "page_size",
+        "used_pages_from",
+        "boot_or_session",
+        "command_start_ns",
+        "start_unix_ns",
+    ];
+    let table = read_columns(&path, &COLUMNS)?;
+    let c = Columns { path: &path, table: &table };
+    let ids = c.str("trace_id")?;
+    let versions = c.i32("dataset_version")?;
+    let builds = c.str("build")?;
+    let classes = c.str("machine_class")?;
+    let hosts = c.str("host")?;
+    let kernels = c.str("kernel")?;
+    let commands = c.str("command")?;
+    let page_sizes = c.i64("page_size")?;
+    let used = c.str("used_pages_from")?;
+    let boot = c.bool("boot_or_session")?;
+    let command_starts = c.i64("command_start_ns")?;
+    let starts = c.i64("start_unix_ns")?;
+    if table.rows != 1 {
+        return Err(DatasetError::Schema {
             path,
-            reason: format!("it holds {} rows; a traces file holds one", rows.len()),
-        }),
+            reason: format!("it holds {} rows; a traces file holds one", table.rows),
+        });
     }
+    Ok(TraceRow {
+        trace_id: required(&path, "trace_id", ids[0].clone())?,
+        dataset_version: required(&path, "dataset_version", versions[0])?,
+        build: builds[0].clone(),
+        machine_class: classes[0].clone(),
+        host: hosts[0].clone().unwrap_or_default(),
+        kernel: kernels[0].clone().unwrap_or_default(),
+        command: commands[0].clone().unwrap_or_default(),
+        page_size: u32::try_from(required(&path, "page_size", page_sizes[0])?).unwrap_or(0),
+        used_pages_from: used[0].clone().unwrap_or_default(),
+        boot_or_session: boot[0].unwrap_or(false),
+        command_start_ns: command_starts[0].unwrap_or(0),
+        start_unix_ns: starts[0].unwrap_or(0),
+    })
 }
 
 /// The `file` rows of trace `id`.
 pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
     let path = table_file(dir, "file", id);
-    let mut rows = Vec::new();
-    for batch in batches(&path)? {
-        let c = Columns { path: &path, batch: &batch };
-        let (ids, devs, inos, paths) = (c.i64("file_id")?, c.str("dev")?, c.i64("ino")?, c.str("path")?);
-        let (kinds, sizes, mtimes) = (c.str("kind")?, c.i64("size")?, c.i64("mtime_ns")?);
-        for i in 0..batch.num_rows() {
-            rows.push(FileRow {
-                file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
-                dev: devs[i].clone().unwrap_or_default(),
-                ino: unsigned(&path, "ino", inos[i].unwrap_or(0))?,
-                path: paths[i].clone(),
-                kind: required(&path, "kind", kinds[i].clone())?,
-                size: sizes[i].map(|s| unsigned(&path, "size", s)).transpose()?,
-                mtime_ns: mtimes[i],
-            });
-        }
+    let table = read_columns(&path, &["file_id", "dev", "ino", "path", "kind", "size", "mtime_ns"])?;
+    let c = Columns { path: &path, table: &table };
+    let (ids, devs, inos, paths) = (c.i64("file_id")?, c.str("dev")?, c.i64("ino")?, c.str("path")?);
+    let (kinds, sizes, mtimes) = (c.str("kind")?, c.i64("size")?, c.i64("mtime_ns")?);
+    let mut rows = Vec::with_capacity(table.rows);
+    for i in 0..table.rows {
+        rows.push(FileRow {
+            file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
+            dev: devs[i].clone().unwrap_or_default(),
+            ino: unsigned(&path, "ino", inos[i].unwrap_or(0))?,
+            path: paths[i].clone(),
+            kind: required(&path, "kind", kinds[i].clone())?,
+            size: sizes[i].map(|s| unsigned(&path, "size", s)).transpose()?,
+            mtime_ns: mtimes[i],
+        });
     }
     Ok(rows)
 }
@@ -197,18 +202,13 @@ pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
 /// The `file_open` rows of trace `id`: (file id, time from the trace's zero).
 pub fn open_rows(dir: &Path, id: &str) -> Result<Vec<(u32, i64)>, DatasetError> {
     let path = table_file(dir, "file_open", id);
-    let mut rows = Vec::new();
-    for batch in batches(&path)? {
-        let c = Columns { path: &path, batch: &batch };
-        let (ids, times) = (c.i64("file_id")?, c.i64("t_ns")?);
-        for i in 0..batch.num_rows() {
-            rows.push((
-                file_id(&path, required(&path, "file_id", ids[i])?)?,
-                required(&path, "t_ns", times[i])?,
-            ));
-        }
-    }
-    Ok(rows)
+    let table = read_columns(&path, &["file_id", "t_ns"])?;
+    let c = Columns { path: &path, table: &table };
+    let (ids, times) = (c.i64("file_id")?, c.i64("t_ns")?);
+    ids.into_iter()
+        .zip(times)
+        .map(|(f, t)| Ok((file_id(&path, required(&path, "file_id", f)?)?, required(&path, "t_ns", t)?)))
+        .collect()
 }
 
 /// The rows of trace `id` in `page_use` (time column `first_t_ns`) or `page_used`
@@ -225,19 +225,18 @@ pub fn run_rows(dir: &Path, table: &str, id: &str) -> Result<Vec<RunRow>, Datase
         }
     };
     let path = table_file(dir, table, id);
-    let mut rows = Vec::new();
-    for batch in batches(&path)? {
-        let c = Columns { path: &path, batch: &batch };
-        let (ids, firsts, pages, times) =
-            (c.i64("file_id")?, c.i64("first_page")?, c.i64("pages")?, c.i64(time)?);
-        for i in 0..batch.num_rows() {
-            rows.push(RunRow {
+    let rows = read_columns(&path, &["file_id", "first_page", "pages", time])?;
+    let c = Columns { path: &path, table: &rows };
+    let (ids, firsts, pages, times) =
+        (c.i64("file_id")?, c.i64("first_page")?, c.i64("pages")?, c.i64(time)?);
+    (0..rows.rows)
+        .map(|i| {
+            Ok(RunRow {
                 file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
                 first_page: unsigned(&path, "first_page", required(&path, "first_page", firsts[i])?)?,
                 pages: unsigned(&path, "pages", required(&path, "pages", pages[i])?)?,
                 t_ns: required(&path, time, times[i])?,
-            });
-        }
-    }
-    Ok(rows)
+            })
+        })
+        .collect()
 }

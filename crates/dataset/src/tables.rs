@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 
-use arrow_array::RecordBatch;
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::Diagnosis;
 use coldstart_prefetch::build::{command_start, is_boot_or_session, used_by_file};
@@ -18,6 +17,7 @@ use serde::Serialize;
 
 use crate::DATASET_VERSION;
 use crate::batch::{Batch, to_i64};
+use crate::columns::Table;
 
 /// Every table of the dataset, one folder each. `traces` is written last: a trace
 /// counts as exported once its `traces` file is in place.
@@ -89,7 +89,7 @@ fn opt_u64(v: Option<u64>) -> Option<i64> {
 
 impl Exported<'_> {
     /// The table named `name` (one of [`TABLES`]).
-    pub fn table(&self, name: &str) -> RecordBatch {
+    pub fn table(&self, name: &str) -> Table {
         let id = self.id;
         let t = self.trace;
         match name {
@@ -250,7 +250,7 @@ impl Exported<'_> {
         self.trace.processes.iter().map(|p| (p.pid, p.comm.as_str())).collect()
     }
 
-    fn critical_path(&self) -> RecordBatch {
+    fn critical_path(&self) -> Table {
         let segments: Vec<_> =
             self.analysis.critical_path.iter().flat_map(|p| p.segments.iter()).enumerate().collect();
         let comms = self.comms();
@@ -268,7 +268,7 @@ impl Exported<'_> {
             .finish()
     }
 
-    fn critical_path_files(&self) -> RecordBatch {
+    fn critical_path_files(&self) -> Table {
         let paths: HashMap<u32, &str> =
             self.trace.files.iter().filter_map(|f| Some((f.id, f.path.as_deref()?))).collect();
         let rows: Vec<(usize, i32, u32, i64)> = self
@@ -288,7 +288,7 @@ impl Exported<'_> {
             .finish()
     }
 
-    fn traces(&self) -> RecordBatch {
+    fn traces(&self) -> Table {
         let m = &self.trace.meta;
         let l = self.labels;
         let ready = self.analysis.overview.ready.as_ref();
@@ -345,7 +345,7 @@ impl Exported<'_> {
 }
 
 /// The columns of a table of page runs, its time column named `time`.
-fn runs_batch(id: &str, runs: &[PageRun], time: &str) -> RecordBatch {
+fn runs_batch(id: &str, runs: &[PageRun], time: &str) -> Table {
     Batch::new(id, runs)
         .i64("file_id", |r| r.file_id.into())
         .i64("first_page", |r| to_i64(r.first_page))

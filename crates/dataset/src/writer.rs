@@ -9,12 +9,11 @@ use std::io::{self, Read};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
 use sha2::{Digest, Sha256};
 
+use crate::columns::Table;
+use crate::file::TableWriter;
 use crate::tables::{Exported, TABLES};
 use crate::{DATASET_VERSION, DatasetError, META_TABLE, META_TRACE_ID, META_VERSION};
 
@@ -83,7 +82,7 @@ pub fn write_file(
     table: &str,
     id: &str,
     version: i32,
-    batch: &arrow_array::RecordBatch,
+    rows: &Table,
 ) -> Result<(), DatasetError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("table");
     let temp = path.with_file_name(format!(".{name}.tmp"));
@@ -95,18 +94,16 @@ pub fn write_file(
         .mode(0o600)
         .open(&temp)
         .map_err(io_err)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_key_value_metadata(Some(vec![
-            KeyValue::new(META_VERSION.to_owned(), version.to_string()),
-            KeyValue::new(META_TRACE_ID.to_owned(), id.to_owned()),
-            KeyValue::new(META_TABLE.to_owned(), table.to_owned()),
-        ]))
-        .build();
-    let parquet_err = |source| DatasetError::Parquet { path: temp.clone(), source };
-    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(parquet_err)?;
-    writer.write(batch).map_err(parquet_err)?;
-    let file = writer.into_inner().map_err(parquet_err)?;
+    let metadata = vec![
+        KeyValue::new(META_VERSION.to_owned(), version.to_string()),
+        KeyValue::new(META_TRACE_ID.to_owned(), id.to_owned()),
+        KeyValue::new(META_TABLE.to_owned(), table.to_owned()),
+    ];
+    let mut writer = TableWriter::new(file, &temp, rows, metadata)?;
+    if rows.num_rows() > 0 {
+        writer.write(&[rows])?;
+    }
+    let file = writer.finish()?;
     file.sync_all().map_err(io_err)?;
     fs::rename(&temp, path).map_err(|source| DatasetError::Io { path: path.to_owned(), source })
 }

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use arrow_array::RecordBatch;
 use coldstart_dataset::{DATASET_VERSION, ExportStatus, Severity, Survey, TABLES, survey, table_file};
 use coldstart_trace::Trace;
 
@@ -112,17 +111,9 @@ fn a_trace_held_twice_is_an_error_that_says_its_rows_would_count_twice() {
 fn a_file_of_an_older_dataset_version_is_an_error() {
     let (dataset, _traces, [_, b]) = two_traces();
     let file = table_file(dataset.path(), "process", &b);
-    let batch: RecordBatch = {
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            std::fs::File::open(&file).unwrap(),
-        )
-        .unwrap()
-        .build()
-        .unwrap();
-        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-        assert_eq!(batches.len(), 1, "a small table is one batch");
-        batches[0].clone()
-    };
+    let reader = coldstart_dataset::TableReader::open(&file).unwrap();
+    let batch = reader.read_all(&(0..reader.column_names().len()).collect::<Vec<_>>()).unwrap();
+    assert_eq!(reader.num_row_groups(), 1, "a small table is one row group");
     coldstart_dataset::write_file(&file, "process", &b, DATASET_VERSION - 1, &batch).unwrap();
     let e = errors(&survey(dataset.path()).unwrap());
     assert_eq!(
