@@ -26,6 +26,8 @@
 # (PYTHON, default the tests' venv that .ci/run makes) and Java 17. On a shared machine,
 # set LOCK to a command prefix that takes the benchmark lock around each timed step only:
 #   LOCK="flock -x /var/lock/coldstart-bench.lock" bash bench/fleet-scale.sh
+# and GENERATE_LOCK to one that takes it shared around making the synthetic traces (not timed):
+#   GENERATE_LOCK="flock -s /var/lock/coldstart-bench.lock"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -36,6 +38,7 @@ SPARK_SIZES=${SPARK_SIZES:-10000}
 BATCH=${BATCH:-10000}
 RUNS=${RUNS:-3}
 LOCK=${LOCK:-}
+GENERATE_LOCK=${GENERATE_LOCK:-}
 WORK=${WORK:-/var/tmp}
 install_packages bc openjdk-17-jre-headless
 "$PYTHON" -c 'import duckdb, pyarrow, pyspark' || {
@@ -124,7 +127,7 @@ for n in $SIZES; do
     while [ "$made" -lt "$n" ]; do
         batch=$((n - made < BATCH ? n - made : BATCH))
         start=$(date +%s.%N)
-        "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch"
+        $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch"
         echo "# synthesized traces $made..$((made + batch - 1)) in $(echo "$(date +%s.%N) - $start" | bc) s"
         new_bytes=$(find "$ds" -name '[0-9a-f]*.parquet' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
         printf '%-8s %-13s %-7s %-6s %12s %10s %14.0f\n' "$((made + batch))" "(size)" - exported "$batch" - \
