@@ -2,12 +2,14 @@
 """Runs one fleet query on a coldstart dataset, on DuckDB or on Spark.
 
 The same SQL text runs on both engines: every table folder of the dataset becomes a
-view of its name (process, file, page_use, traces, ...), and ${name} parameters are
-replaced by literals (--param min_share=0.5 --param build_a=1.2). `coldstart fleet`
-runs it on DuckDB after surveying the dataset; on a cluster:
+view of its name (process, file, page_use, traces, ...), read with its build folders
+(build=41.2/) as the column `build`, a string, so that a query filtering on it reads only
+those builds' files; ${name} parameters are replaced by literals (--param min_share=0.5
+--param build_a=1.2). `coldstart fleet` runs it on DuckDB after surveying the dataset; on a
+cluster:
 
-    spark-submit fleet/run_query.py --engine spark --dataset hdfs:///fleet/ds \
-        --query fleet/queries/ready.sql --csv
+    spark-submit --master spark://HOST:7077 fleet/run_query.py --engine spark \
+        --dataset s3a://bucket/fleet --query fleet/queries/ready.sql --csv
 
 Exit status: 0, 2 on a bad argument or query, 3 when the engine's Python package is
 missing (the message says how to install it).
@@ -40,14 +42,22 @@ def substitute(sql, params):
     return PARAM.sub(lambda m: literal(params[m.group(1)]), sql)
 
 
+PARTITION = "build="
+
+
 def local_tables(dataset):
-    """The dataset's table folders that hold at least one Parquet file."""
+    """The dataset's table folders that hold at least one Parquet file in a build folder."""
     tables = []
     for name in sorted(os.listdir(dataset)):
         folder = os.path.join(dataset, name)
-        if TABLE_NAME.match(name) and os.path.isdir(folder):
-            if any(f.endswith(".parquet") and not f.startswith(".") for f in os.listdir(folder)):
-                tables.append(name)
+        if not (TABLE_NAME.match(name) and os.path.isdir(folder)):
+            continue
+        for build in os.listdir(folder):
+            inner = os.path.join(folder, build)
+            if build.startswith(PARTITION) and os.path.isdir(inner):
+                if any(f.endswith(".parquet") and not f.startswith(".") for f in os.listdir(inner)):
+                    tables.append(name)
+                    break
     return tables
 
 
@@ -84,8 +94,11 @@ def run_duckdb(dataset, queries):
         sys.exit(3)
     con = duckdb.connect()
     for table in local_tables(dataset):
-        pattern = os.path.join(dataset, table, "*.parquet").replace("'", "''")
-        con.execute("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')" % (table, pattern))
+        pattern = os.path.join(dataset, table, PARTITION + "*", "*.parquet").replace("'", "''")
+        con.execute(
+            "CREATE VIEW %s AS SELECT * FROM read_parquet('%s', hive_partitioning = true, hive_types = {'build': 'VARCHAR'})"
+            % (table, pattern)
+        )
     TIMES_START.append(time.monotonic())
     results = []
     for sql in queries:
@@ -99,7 +112,7 @@ def run_duckdb(dataset, queries):
     return results
 
 
-def run_spark(dataset, queries, master):
+def run_spark(dataset, queries, master, confs):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -112,7 +125,11 @@ def run_spark(dataset, queries, master):
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # build=41.2 stays the string '41.2', as the traces table has it, not the number 41.2.
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
     )
+    for key, value in confs:
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -123,9 +140,10 @@ def run_spark(dataset, queries, master):
                 sys.exit(2)
         else:
             tables = local_tables(dataset)
+        # Executors resolve paths on their own machines: a local dataset is named absolutely.
+        base = dataset if "://" in dataset else "file://" + os.path.abspath(dataset)
         for table in tables:
-            path = dataset.rstrip("/") + "/" + table
-            spark.read.parquet(path).createOrReplaceTempView(table)
+            spark.read.parquet(base.rstrip("/") + "/" + table).createOrReplaceTempView(table)
         TIMES_START.append(time.monotonic())
         results = []
         for sql in queries:
@@ -168,10 +186,18 @@ def main():
         "--query", action="append", default=[], help="an .sql file (repeatable: one session runs them all); standard input when absent"
     )
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--master", help="Spark master, e.g. local[2]; spark-submit's when absent")
+    parser.add_argument("--master", help="Spark master, e.g. local[2] or spark://HOST:7077; spark-submit's when absent")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     parser.add_argument("--csv", action="store_true", help="CSV instead of an aligned table")
     parser.add_argument("--timings", action="store_true", help="each query's wall-clock seconds on standard error")
     args = parser.parse_args()
+    confs = []
+    for c in args.conf:
+        key, sep, value = c.partition("=")
+        if not sep:
+            print("run_query: --conf takes KEY=VALUE, not " + c, file=sys.stderr)
+            sys.exit(2)
+        confs.append((key, value))
     params = {}
     for p in args.param:
         name, sep, value = p.partition("=")
@@ -188,7 +214,7 @@ def main():
     if args.engine == "duckdb":
         results = run_duckdb(args.dataset, [sql for _, sql in queries])
     else:
-        results = run_spark(args.dataset, [sql for _, sql in queries], args.master)
+        results = run_spark(args.dataset, [sql for _, sql in queries], args.master, confs)
     if args.timings:
         for (path, _), seconds, (_, rows) in zip(queries, TIMES, results):
             print("timing\t%s\t%.3f\t%d" % (path, seconds, len(rows)), file=sys.stderr)

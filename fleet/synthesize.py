@@ -4,10 +4,12 @@
 Each new trace copies one real trace's rows (round robin), under a new trace id, with its
 times scaled by a random factor (log-normal around 1, a build factor on top), a build, a
 machine class and a host drawn from small sets: the shapes of the real recordings (how
-many processes, files, pages, which files) are kept, the figures vary. Used by
-bench/fleet-scale.sh and the fleet tests; needs pyarrow.
+many processes, files, pages, which files) are kept, the figures vary. Each new trace is
+written as an export writes one (a file per table in its build's folder), so a
+compaction folds it like any other. Used by bench/fleet-scale.sh and the fleet tests;
+needs pyarrow.
 
-    python3 fleet/synthesize.py --source DATASET --out DIR --traces 1000 [--seed 1] [--first 0]
+    python3 fleet/synthesize.py --source DATASET --out DIR --traces 1000 [--seed 1] [--first 0] [--jobs 2]
 
 Trace i (from --first on) is the same whatever the batches it is made in, so a dataset
 grows from 10 to 10,000 traces by adding 10, then 90, …
@@ -15,6 +17,7 @@ grows from 10 to 10,000 traces by adding 10, then 90, …
 
 import argparse
 import hashlib
+import multiprocessing
 import os
 import random
 import sys
@@ -37,19 +40,33 @@ BUILDS = [("b1", 1.0), ("b2", 1.08)]
 MACHINE_CLASSES = ["laptop-ssd", "desktop-nvme", "vm-hdd"]
 
 
+def partition_name(build):
+    """The build folder's name, as coldstart writes it (Hive style)."""
+    if build is None:
+        return "build=__HIVE_DEFAULT_PARTITION__"
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "".join("%%%02X" % b for b in c.encode()) for c in build)
+    return "build=" + safe
+
+
 def load(source):
-    """Table name -> {trace id -> (pyarrow table, the file's coldstart.* metadata)}."""
+    """Table name -> {trace id -> (pyarrow table, the file's coldstart.* metadata)}, from
+    the exported files (one trace each) of the source dataset's build folders."""
     tables = {}
     for name in sorted(os.listdir(source)):
         folder = os.path.join(source, name)
         if not os.path.isdir(folder) or name.startswith("."):
             continue
-        for f in sorted(os.listdir(folder)):
-            if f.endswith(".parquet") and not f.startswith("."):
-                path = os.path.join(folder, f)
-                footer = pq.ParquetFile(path).metadata.metadata or {}
-                ours = {k: v for k, v in footer.items() if k.startswith(b"coldstart.")}
-                tables.setdefault(name, {})[f[: -len(".parquet")]] = (pq.read_table(path), ours)
+        for build in sorted(os.listdir(folder)):
+            inner = os.path.join(folder, build)
+            if not (build.startswith("build=") and os.path.isdir(inner)):
+                continue
+            for f in sorted(os.listdir(inner)):
+                if f.endswith(".parquet") and not f.startswith(".") and not f.startswith("part-"):
+                    path = os.path.join(inner, f)
+                    footer = pq.ParquetFile(path).metadata.metadata or {}
+                    ours = {k: v for k, v in footer.items() if k.startswith(b"coldstart.")}
+                    table = pq.read_table(path, partitioning=None)
+                    tables.setdefault(name, {})[f[: -len(".parquet")]] = (table, ours)
     return tables
 
 
@@ -67,46 +84,62 @@ def scaled(table, factor, new_id, overrides):
     return pa.table(columns, schema=table.schema)
 
 
+TABLES = {}
+SOURCES = []
+ARGS = None
+
+
+def make(i):
+    """Writes trace i."""
+    rng = random.Random("%d/%d" % (ARGS.seed, i))
+    source = SOURCES[i % len(SOURCES)]
+    new_id = hashlib.sha256(("%s/%d/%d" % (source, ARGS.seed, i)).encode()).hexdigest()[:32]
+    build, build_factor = BUILDS[(i // len(SOURCES)) % len(BUILDS)]
+    factor = rng.lognormvariate(0.0, 0.15) * build_factor
+    overrides = {
+        "build": build,
+        "machine_class": MACHINE_CLASSES[rng.randrange(len(MACHINE_CLASSES))],
+        "host": "host-%04d" % rng.randrange(10000),
+    }
+    for name, by_id in TABLES.items():
+        if source not in by_id:
+            continue
+        table, metadata = by_id[source]
+        out = scaled(table, factor, new_id, overrides)
+        metadata = dict(metadata)
+        metadata[b"coldstart.trace_id"] = new_id.encode()
+        metadata[b"coldstart.build"] = build.encode()
+        out = out.replace_schema_metadata(metadata)
+        folder = os.path.join(ARGS.out, name, partition_name(build))
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, new_id + ".parquet")
+        temp = os.path.join(folder, "." + new_id + ".parquet.tmp")
+        pq.write_table(out, temp, compression="snappy")
+        os.replace(temp, path)
+
+
 def main():
+    global ARGS, SOURCES, TABLES
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--traces", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="the index of the first trace to make")
-    args = parser.parse_args()
-    tables = load(args.source)
-    sources = sorted(tables.get("traces", {}))
-    if not sources:
-        print("synthesize: " + args.source + " holds no traces", file=sys.stderr)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes writing traces")
+    ARGS = parser.parse_args()
+    TABLES = load(ARGS.source)
+    SOURCES = sorted(TABLES.get("traces", {}))
+    if not SOURCES:
+        print("synthesize: " + ARGS.source + " holds no exported traces", file=sys.stderr)
         sys.exit(2)
-    for name in tables:
-        os.makedirs(os.path.join(args.out, name), mode=0o700, exist_ok=True)
-    for i in range(args.first, args.first + args.traces):
-        rng = random.Random("%d/%d" % (args.seed, i))
-        source = sources[i % len(sources)]
-        new_id = hashlib.sha256(("%s/%d/%d" % (source, args.seed, i)).encode()).hexdigest()[:32]
-        build, build_factor = BUILDS[(i // len(sources)) % len(BUILDS)]
-        factor = rng.lognormvariate(0.0, 0.15) * build_factor
-        overrides = {
-            "build": build,
-            "machine_class": MACHINE_CLASSES[rng.randrange(len(MACHINE_CLASSES))],
-            "host": "host-%04d" % rng.randrange(10000),
-        }
-        for name, by_id in tables.items():
-            if source not in by_id:
-                continue
-            table, metadata = by_id[source]
-            out = scaled(table, factor, new_id, overrides)
-            metadata = dict(metadata)
-            metadata[b"coldstart.trace_id"] = new_id.encode()
-            out = out.replace_schema_metadata(metadata)
-            path = os.path.join(args.out, name, new_id + ".parquet")
-            temp = os.path.join(args.out, name, "." + new_id + ".parquet.tmp")
-            pq.write_table(out, temp, compression="snappy")
-            os.replace(temp, path)
-        if (i + 1 - args.first) % 1000 == 0:
-            print("synthesize: %d/%d traces" % (i + 1 - args.first, args.traces), file=sys.stderr)
+    indexes = range(ARGS.first, ARGS.first + ARGS.traces)
+    done = 0
+    with multiprocessing.get_context("fork").Pool(max(1, ARGS.jobs)) as pool:
+        for _ in pool.imap_unordered(make, indexes, chunksize=16):
+            done += 1
+            if done % 1000 == 0:
+                print("synthesize: %d/%d traces" % (done, ARGS.traces), file=sys.stderr)
 
 
 if __name__ == "__main__":

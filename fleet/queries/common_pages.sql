@@ -1,33 +1,44 @@
 -- Pages read by at least ${min_share} of the traces, as runs of consecutive pages of a
 -- file (in pages of the trace's page size): the pages a fleet's prefetch plan would hold.
--- page_use runs never cross a 256-page boundary, so 256 offsets expand any of them.
+-- path_read_run holds each trace's pages of each path once, as runs; a run adds one trace
+-- from its first page to its end, so a running sum over the runs' edges in page order
+-- counts the traces of every stretch of pages without expanding runs into pages.
 WITH fleet AS (
   SELECT COUNT(*) AS traces FROM traces
 ),
-digits AS (
-  SELECT d FROM (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), (10), (11), (12), (13), (14), (15)) AS v(d)
+edges AS (
+  SELECT path, first_page AS page, 1 AS delta FROM path_read_run
+  UNION ALL
+  SELECT path, first_page + pages AS page, -1 AS delta FROM path_read_run
 ),
-offsets AS (
-  SELECT hi.d * 16 + lo.d AS k FROM digits AS hi CROSS JOIN digits AS lo
+steps AS (
+  SELECT path, page, SUM(delta) AS delta FROM edges GROUP BY path, page
 ),
-pages AS (
-  SELECT DISTINCT u.trace_id, f.path, u.first_page + o.k AS page
-  FROM page_use AS u
-  JOIN file AS f ON f.trace_id = u.trace_id AND f.file_id = u.file_id
-  JOIN offsets AS o ON o.k < u.pages
-  WHERE f.path IS NOT NULL
+stretches AS (
+  SELECT
+    path,
+    page AS first_page,
+    LEAD(page) OVER (PARTITION BY path ORDER BY page) AS end_page,
+    SUM(delta) OVER (PARTITION BY path ORDER BY page ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS traces
+  FROM steps
 ),
 common AS (
-  SELECT p.path, p.page, COUNT(*) AS traces
-  FROM pages AS p
-  GROUP BY p.path, p.page
-  HAVING COUNT(*) >= ${min_share} * (SELECT MAX(traces) FROM fleet)
+  SELECT path, first_page, end_page, traces
+  FROM stretches
+  WHERE end_page IS NOT NULL AND traces > 0
+    AND traces >= ${min_share} * (SELECT MAX(traces) FROM fleet)
+),
+starts AS (
+  SELECT path, first_page, end_page, traces,
+    CASE WHEN first_page = LAG(end_page) OVER (PARTITION BY path ORDER BY first_page) THEN 0 ELSE 1 END AS new_run
+  FROM common
 ),
 runs AS (
-  SELECT path, page, traces, page - ROW_NUMBER() OVER (PARTITION BY path ORDER BY page) AS run
-  FROM common
+  SELECT path, first_page, end_page, traces,
+    SUM(new_run) OVER (PARTITION BY path ORDER BY first_page ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS run
+  FROM starts
 )
-SELECT path, MIN(page) AS first_page, COUNT(*) AS pages, MIN(traces) AS min_traces, MAX(traces) AS max_traces
+SELECT path, MIN(first_page) AS first_page, SUM(end_page - first_page) AS pages, MIN(traces) AS min_traces, MAX(traces) AS max_traces
 FROM runs
 GROUP BY path, run
 ORDER BY path, first_page

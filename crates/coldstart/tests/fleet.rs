@@ -8,122 +8,12 @@
 //! tests fail under CI=true and skip elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use assert_cmd::Command;
 use coldstart_trace::Trace;
 
-const VENV_PYTHON: &str = "/var/cache/coldstart-tests/fleet-venv/bin/python";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A Python that imports every module of `modules`, or `None` (skip; a failure under CI).
-fn python_with(test: &str, modules: &str) -> Option<String> {
-    let python = std::env::var("COLDSTART_TEST_PYTHON").unwrap_or_else(|_| VENV_PYTHON.to_owned());
-    let ok = std::process::Command::new(&python)
-        .args(["-c", &format!("import {modules}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Some(python)
-    } else {
-        coldstart_testkit::unavailable(test, &format!("{python} with {modules} (.ci/run installs it)"));
-        None
-    }
-}
-
-fn unpack(name: &str, dir: &Path) -> PathBuf {
-    let gz = repo().join("tests/fixtures").join(format!("{name}.coldstart.gz"));
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()).read_to_end(&mut bytes).unwrap();
-    let path = dir.join(format!("{name}.coldstart"));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
-fn coldstart(args: &[&str], python: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_coldstart"));
-    cmd.args(args);
-    if let Some(p) = python {
-        cmd.env("COLDSTART_PYTHON", p);
-    }
-    cmd.output().unwrap()
-}
-
-fn ok(out: Output) -> String {
-    assert!(out.status.success(), "failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The two fixtures, exported as builds 1 (python) and 2 (soffice).
-struct Fleet {
-    traces: tempfile::TempDir,
-    dataset: tempfile::TempDir,
-}
-
-impl Fleet {
-    fn new() -> Fleet {
-        let traces = tempfile::tempdir().unwrap();
-        let dataset = tempfile::tempdir().unwrap();
-        let ds = dataset.path().to_str().unwrap();
-        for (name, build) in [("python", "1"), ("soffice", "2")] {
-            let path = unpack(name, traces.path());
-            ok(coldstart(
-                &[
-                    "export",
-                    "--format",
-                    "parquet",
-                    "-o",
-                    ds,
-                    "--build",
-                    build,
-                    "--machine-class",
-                    "vm",
-                    path.to_str().unwrap(),
-                ],
-                None,
-            ));
-        }
-        Fleet { traces, dataset }
-    }
-
-    fn dir(&self) -> &str {
-        self.dataset.path().to_str().unwrap()
-    }
-
-    fn trace(&self, name: &str) -> Trace {
-        Trace::read(&self.traces.path().join(format!("{name}.coldstart"))).unwrap()
-    }
-
-    fn id(&self, name: &str) -> String {
-        coldstart_dataset::trace_id_of_file(&self.traces.path().join(format!("{name}.coldstart"))).unwrap()
-    }
-
-    /// Rows of `sql` run by DuckDB on the dataset's views, as CSV lines without the header.
-    fn duckdb(&self, python: &str, sql: &str) -> Vec<String> {
-        let out = std::process::Command::new(python)
-            .args([repo().join("fleet/run_query.py").to_str().unwrap(), "--dataset", self.dir(), "--csv"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(sql.as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap();
-        ok(out).lines().skip(1).map(str::to_owned).collect()
-    }
-}
-
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    text.lines().skip(1).map(|l| l.split(',').map(str::to_owned).collect()).collect()
-}
+mod support;
+use support::fleet::{Fleet, coldstart, csv_rows, ok, python_with, queries, run_queries, sections, unpack};
 
 #[test]
 fn export_then_duckdb_reads_the_traces_own_rows_and_values() {
@@ -258,15 +148,15 @@ fn shipped_queries_answer_from_the_fixtures() {
 fn a_broken_dataset_is_refused_with_one_line_per_defect() {
     let fleet = Fleet::new();
     let id = fleet.id("python");
-    let process = fleet.dataset.path().join("process");
+    let process = fleet.dataset.path().join("process/build=1");
     std::fs::copy(process.join(format!("{id}.parquet")), process.join("again.parquet")).unwrap();
-    let fill = fleet.dataset.path().join("page_fill").join(format!("{id}.parquet"));
+    let fill = fleet.dataset.path().join("page_fill/build=1").join(format!("{id}.parquet"));
     std::fs::OpenOptions::new().write(true).open(&fill).unwrap().set_len(100).unwrap();
     let out = coldstart(&["fleet", "ready", fleet.dir()], Some("/nonexistent/python"));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("error: page_fill/{id}.parquet: unreadable, truncated or not Parquet")),
+        err.contains(&format!("error: page_fill/build=1/{id}.parquet: unreadable, truncated or not Parquet")),
         "{err}"
     );
     assert!(err.contains(&format!("trace {id} is held by 2 files of process")), "{err}");
@@ -282,7 +172,10 @@ fn exporting_a_trace_twice_adds_nothing() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("is in the dataset already; skipped"), "{err}");
     assert!(err.contains("0 written, 1 already there, 0 failed"), "{err}");
-    let files = std::fs::read_dir(fleet.dataset.path().join("traces")).unwrap().count();
+    let files: usize = ["build=1", "build=2"]
+        .iter()
+        .map(|b| std::fs::read_dir(fleet.dataset.path().join("traces").join(b)).unwrap().count())
+        .sum();
     assert_eq!(files, 2);
 }
 
@@ -307,7 +200,7 @@ fn an_anonymized_export_names_no_user() {
     ));
     // The dataset holds the anonymised trace's paths, and no path of the original that anonymize changes.
     let id = coldstart_dataset::trace_id_of_file(&path).unwrap();
-    let bytes = std::fs::read(dataset.path().join("file").join(format!("{id}.parquet"))).unwrap();
+    let bytes = std::fs::read(coldstart_dataset::table_file(dataset.path(), "file", None, &id)).unwrap();
     let original = Trace::read(&path).unwrap();
     for (before, after) in original.files.iter().zip(&expected.files) {
         if let (Some(b), Some(a)) = (&before.path, &after.path)
@@ -316,7 +209,8 @@ fn an_anonymized_export_names_no_user() {
             assert!(!bytes.windows(b.len()).any(|w| w == b.as_bytes()), "{b} left in the dataset");
         }
     }
-    let traces_file = std::fs::read(dataset.path().join("traces").join(format!("{id}.parquet"))).unwrap();
+    let traces_file =
+        std::fs::read(coldstart_dataset::table_file(dataset.path(), "traces", None, &id)).unwrap();
     if original.meta.host != expected.meta.host {
         let host = original.meta.host.as_bytes();
         assert!(!traces_file.windows(host.len()).any(|w| w == host), "host name left in traces");
@@ -361,50 +255,11 @@ fn duckdb_and_spark_give_the_same_rows_for_every_shipped_query() {
     }
     let fleet = Fleet::new();
     let small = tempfile::tempdir().unwrap();
-    let script = repo().join("fleet");
-    ok(std::process::Command::new(&python)
-        .arg(script.join("synthesize.py"))
-        .args(["--source", fleet.dir(), "--out", small.path().to_str().unwrap(), "--traces", "8"])
-        .output()
-        .unwrap());
-    let queries: Vec<PathBuf> = ["ready", "common_files", "common_pages", "regression", "findings"]
-        .iter()
-        .map(|q| script.join("queries").join(format!("{q}.sql")))
-        .collect();
-    let run = |engine: &str| -> String {
-        let mut cmd = std::process::Command::new(&python);
-        cmd.arg(script.join("run_query.py"))
-            .args([
-                "--engine",
-                engine,
-                "--dataset",
-                small.path().to_str().unwrap(),
-                "--csv",
-                "--master",
-                "local[1]",
-            ])
-            .args(["--param", "min_share=0.5", "--param", "build_a=b1", "--param", "build_b=b2"]);
-        for q in &queries {
-            cmd.arg("--query").arg(q);
-        }
-        ok(cmd.output().unwrap())
-    };
-    let duckdb = run("duckdb");
-    let spark = run("spark");
-    let sections = |text: &str| -> Vec<(String, Vec<String>)> {
-        text.split("-- ")
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                let mut lines = s.lines();
-                let name = lines.next().unwrap().to_owned();
-                let mut rows: Vec<String> = lines.map(str::to_owned).collect();
-                rows.sort();
-                (name, rows)
-            })
-            .collect()
-    };
+    support::fleet::synthesize(&python, fleet.dataset.path(), small.path(), 0, 8);
+    let duckdb = run_queries(&python, "duckdb", small.path(), &[]);
+    let spark = run_queries(&python, "spark", small.path(), &["--master", "local[1]"]);
     let (d, s) = (sections(&duckdb), sections(&spark));
-    assert_eq!(d.len(), queries.len());
+    assert_eq!(d.len(), queries().len());
     for ((name, rows), (_, spark_rows)) in d.iter().zip(&s) {
         assert!(rows.len() > 1, "{name} gave no rows on the synthetic dataset:\n{duckdb}");
         assert_eq!(rows, spark_rows, "{name}: DuckDB and Spark differ");

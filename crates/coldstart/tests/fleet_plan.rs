@@ -241,7 +241,7 @@ fn bad_requests_are_one_line_errors() {
         assert!(!text.contains("panicked"), "{text}");
     }
     // A dataset with an error (a truncated file) is refused before anything is planned.
-    let traces = std::path::Path::new(ds).join("page_used");
+    let traces = std::path::Path::new(ds).join("page_used/build=41.2");
     let victim = std::fs::read_dir(&traces).unwrap().flatten().next().unwrap().path();
     let bytes = std::fs::read(&victim).unwrap();
     std::fs::write(&victim, &bytes[..bytes.len() / 2]).unwrap();
@@ -249,4 +249,33 @@ fn bad_requests_are_one_line_errors() {
     assert_eq!(run.status.code(), Some(2));
     assert!(stderr(&run).contains("nothing was planned"), "{}", stderr(&run));
     assert!(!std::path::Path::new(out).exists());
+}
+
+#[test]
+fn a_compacted_dataset_makes_the_same_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = image(dir.path());
+    let ds = dataset(dir.path(), &files);
+    let out = dir.path().join("fleet.plan");
+    let requests: [&[&str]; 3] = [
+        &["--min-share", "0.5", "--gap-kib", "0"],
+        &["--min-share", "0.5", "--build", "41.2", "--gap-kib", "0"],
+        &["--min-share", "0.3", "--build", "41.3", "--gap-kib", "0"],
+    ];
+    let before: Vec<Plan> = requests.iter().map(|r| plan(&ds, &out, r).0).collect();
+    let run = coldstart(&["fleet", "compact", ds.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let traces = ds.join("traces/build=41.2");
+    let names: Vec<String> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.len() == 1 && names[0].starts_with("part-"), "{names:?}");
+    for (request, before) in requests.iter().zip(&before) {
+        let (after, _) = plan(&ds, &out, request);
+        assert_eq!(ranges(&after), ranges(before), "{request:?}");
+        assert_eq!(after.source.fleet, before.source.fleet, "{request:?}");
+        assert_eq!(after.stats.excluded, before.stats.excluded, "{request:?}");
+        assert_eq!(after.notes, before.notes, "{request:?}");
+    }
 }

@@ -179,3 +179,73 @@ impl Table {
         true
     }
 }
+
+/// A table cut into consecutive runs of rows, front to back (a row group handed out trace
+/// by trace).
+pub struct Front {
+    table: Table,
+    row: usize,
+    /// Per column, the index of the value of the first row not handed out yet.
+    values: Vec<usize>,
+}
+
+impl Front {
+    pub fn new(table: Table) -> Front {
+        let values = vec![0; table.columns.len()];
+        Front { table, row: 0, values }
+    }
+
+    /// The whole table.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Rows not handed out yet.
+    pub fn remaining(&self) -> usize {
+        self.table.rows - self.row
+    }
+
+    /// The column at `index`, for looking at rows not handed out yet (from [`Self::row`]).
+    pub fn column(&self, index: usize) -> &Column {
+        &self.table.columns[index]
+    }
+
+    /// The index of the first row not handed out yet.
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
+    /// The next `n` rows (at most those remaining), as a table.
+    pub fn take(&mut self, n: usize) -> Table {
+        let n = n.min(self.remaining());
+        let (start, end) = (self.row, self.row + n);
+        let mut columns = Vec::with_capacity(self.table.columns.len());
+        for (column, first) in self.table.columns.iter().zip(self.values.iter_mut()) {
+            let (levels, count) = if column.nullable {
+                let levels = column.levels[start..end].to_vec();
+                let count = levels.iter().filter(|&&l| l > 0).count();
+                (levels, count)
+            } else {
+                (Vec::new(), n)
+            };
+            let values = column.values.slice(*first, *first + count);
+            *first += count;
+            columns.push(Column { name: column.name.clone(), nullable: column.nullable, values, levels });
+        }
+        self.row = end;
+        Table { columns, rows: n }
+    }
+}
+
+impl Values {
+    /// The values `start..end`, copied.
+    pub fn slice(&self, start: usize, end: usize) -> Values {
+        match self {
+            Values::Bool(v) => Values::Bool(v[start..end].to_vec()),
+            Values::I32(v) => Values::I32(v[start..end].to_vec()),
+            Values::I64(v) => Values::I64(v[start..end].to_vec()),
+            Values::F64(v) => Values::F64(v[start..end].to_vec()),
+            Values::Str(v) => Values::Str(v[start..end].to_vec()),
+        }
+    }
+}

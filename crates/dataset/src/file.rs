@@ -64,6 +64,13 @@ impl TableWriter {
         Ok(())
     }
 
+    /// Adds key-value metadata to the footer (known once the rows are written).
+    pub fn append_metadata(&mut self, metadata: Vec<KeyValue>) {
+        for kv in metadata {
+            self.writer.append_key_value_metadata(kv);
+        }
+    }
+
     /// Writes the footer; returns the file.
     pub fn finish(self) -> Result<File, DatasetError> {
         let path = self.path;

@@ -1,14 +1,17 @@
-//! Reading a dataset's rows back, one trace's table at a time, for the commands that
-//! work on a fleet in Rust (`prefetch plan --dataset`); the fleet's SQL questions go to
-//! DuckDB or Spark instead. Columns are found by name and type, so a file whose schema
-//! is not the one docs/dataset-format.md gives is a clear error, never a misread.
+//! Reading a dataset's rows back as typed rows, for the commands that work on a fleet in
+//! Rust (`prefetch plan --dataset`); the fleet's SQL questions go to DuckDB or Spark
+//! instead. [`read_plan_traces`] reads the tables a plan needs trace by trace, from
+//! exported files and parts alike, only the builds asked for and only the columns used.
+//! Columns are found by name and type, so a file whose schema is not the one
+//! docs/dataset-format.md gives is a clear error, never a misread.
 
 use std::path::{Path, PathBuf};
 
 use crate::DatasetError;
 use crate::columns::{Column, Table, Values};
-use crate::file::TableReader;
-use crate::writer::table_file;
+use crate::layout::{FileName, classify, partition_build};
+use crate::stream::TraceStream;
+use crate::survey::{Catalog, Held, read_footer};
 
 /// One row of the `traces` table (the columns a fleet's plan needs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,13 +52,6 @@ pub struct RunRow {
     pub first_page: u64,
     pub pages: u64,
     pub t_ns: i64,
-}
-
-/// The columns `names` of every row of the Parquet file at `path`.
-fn read_columns(path: &Path, names: &[&str]) -> Result<Table, DatasetError> {
-    let reader = TableReader::open(path)?;
-    let projection = reader.projection(names)?;
-    reader.read_all(&projection)
 }
 
 /// Column access by name and type, with the file named in every error.
@@ -124,25 +120,38 @@ fn file_id(path: &Path, value: i64) -> Result<u32, DatasetError> {
     })
 }
 
-/// The `traces` file of trace `id`.
-pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
-    let path = table_file(dir, "traces", id);
-    const COLUMNS: [&str; 12] = [
-        "trace_id",
-        "dataset_version",
-        "build",
-        "machine_class",
-        "host",
-        "kernel",
-        "command",
-        "page_size",
-        "used_pages_from",
-        "boot_or_session",
-        "command_start_ns",
-        "start_unix_ns",
-    ];
-    let table = read_columns(&path, &COLUMNS)?;
-    let c = Columns { path: &path, table: &table };
+const TRACE_COLUMNS: [&str; 12] = [
+    "trace_id",
+    "dataset_version",
+    "build",
+    "machine_class",
+    "host",
+    "kernel",
+    "command",
+    "page_size",
+    "used_pages_from",
+    "boot_or_session",
+    "command_start_ns",
+    "start_unix_ns",
+];
+const FILE_COLUMNS: [&str; 7] = ["file_id", "dev", "ino", "path", "kind", "size", "mtime_ns"];
+const OPEN_COLUMNS: [&str; 2] = ["file_id", "t_ns"];
+
+/// The time column of a table of page runs: `page_use` (`first_t_ns`), `page_used` (`first_need_ns`).
+fn run_time_column(table: &str) -> Result<&'static str, DatasetError> {
+    match table {
+        "page_use" => Ok("first_t_ns"),
+        "page_used" => Ok("first_need_ns"),
+        other => Err(DatasetError::Schema {
+            path: PathBuf::from(other),
+            reason: "is not a table of page runs".into(),
+        }),
+    }
+}
+
+/// The `traces` row in `rows` (the rows of one trace, from `path`).
+pub fn trace_row_of(path: &Path, rows: &Table) -> Result<TraceRow, DatasetError> {
+    let c = Columns { path, table: rows };
     let ids = c.str("trace_id")?;
     let versions = c.i32("dataset_version")?;
     let builds = c.str("build")?;
@@ -155,21 +164,21 @@ pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
     let boot = c.bool("boot_or_session")?;
     let command_starts = c.i64("command_start_ns")?;
     let starts = c.i64("start_unix_ns")?;
-    if table.rows != 1 {
+    if rows.rows != 1 {
         return Err(DatasetError::Schema {
-            path,
-            reason: format!("it holds {} rows; a traces file holds one", table.rows),
+            path: path.to_owned(),
+            reason: format!("it holds {} rows for the trace; a traces file holds one", rows.rows),
         });
     }
     Ok(TraceRow {
-        trace_id: required(&path, "trace_id", ids[0].clone())?,
-        dataset_version: required(&path, "dataset_version", versions[0])?,
+        trace_id: required(path, "trace_id", ids[0].clone())?,
+        dataset_version: required(path, "dataset_version", versions[0])?,
         build: builds[0].clone(),
         machine_class: classes[0].clone(),
         host: hosts[0].clone().unwrap_or_default(),
         kernel: kernels[0].clone().unwrap_or_default(),
         command: commands[0].clone().unwrap_or_default(),
-        page_size: u32::try_from(required(&path, "page_size", page_sizes[0])?).unwrap_or(0),
+        page_size: u32::try_from(required(path, "page_size", page_sizes[0])?).unwrap_or(0),
         used_pages_from: used[0].clone().unwrap_or_default(),
         boot_or_session: boot[0].unwrap_or(false),
         command_start_ns: command_starts[0].unwrap_or(0),
@@ -177,66 +186,203 @@ pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
     })
 }
 
-/// The `file` rows of trace `id`.
-pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
-    let path = table_file(dir, "file", id);
-    let table = read_columns(&path, &["file_id", "dev", "ino", "path", "kind", "size", "mtime_ns"])?;
-    let c = Columns { path: &path, table: &table };
+/// The `file` rows in `rows`.
+pub fn file_rows_of(path: &Path, rows: &Table) -> Result<Vec<FileRow>, DatasetError> {
+    let c = Columns { path, table: rows };
     let (ids, devs, inos, paths) = (c.i64("file_id")?, c.str("dev")?, c.i64("ino")?, c.str("path")?);
     let (kinds, sizes, mtimes) = (c.str("kind")?, c.i64("size")?, c.i64("mtime_ns")?);
-    let mut rows = Vec::with_capacity(table.rows);
-    for i in 0..table.rows {
-        rows.push(FileRow {
-            file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
+    let mut out = Vec::with_capacity(rows.rows);
+    for (i, path_i) in paths.into_iter().enumerate() {
+        out.push(FileRow {
+            file_id: file_id(path, required(path, "file_id", ids[i])?)?,
             dev: devs[i].clone().unwrap_or_default(),
-            ino: unsigned(&path, "ino", inos[i].unwrap_or(0))?,
-            path: paths[i].clone(),
-            kind: required(&path, "kind", kinds[i].clone())?,
-            size: sizes[i].map(|s| unsigned(&path, "size", s)).transpose()?,
+            ino: unsigned(path, "ino", inos[i].unwrap_or(0))?,
+            path: path_i,
+            kind: required(path, "kind", kinds[i].clone())?,
+            size: sizes[i].map(|s| unsigned(path, "size", s)).transpose()?,
             mtime_ns: mtimes[i],
         });
     }
-    Ok(rows)
+    Ok(out)
 }
 
-/// The `file_open` rows of trace `id`: (file id, time from the trace's zero).
-pub fn open_rows(dir: &Path, id: &str) -> Result<Vec<(u32, i64)>, DatasetError> {
-    let path = table_file(dir, "file_open", id);
-    let table = read_columns(&path, &["file_id", "t_ns"])?;
-    let c = Columns { path: &path, table: &table };
+/// The `file_open` rows in `rows`: (file id, time from the trace's zero).
+pub fn open_rows_of(path: &Path, rows: &Table) -> Result<Vec<(u32, i64)>, DatasetError> {
+    let c = Columns { path, table: rows };
     let (ids, times) = (c.i64("file_id")?, c.i64("t_ns")?);
     ids.into_iter()
         .zip(times)
-        .map(|(f, t)| Ok((file_id(&path, required(&path, "file_id", f)?)?, required(&path, "t_ns", t)?)))
+        .map(|(f, t)| Ok((file_id(path, required(path, "file_id", f)?)?, required(path, "t_ns", t)?)))
         .collect()
 }
 
-/// The rows of trace `id` in `page_use` (time column `first_t_ns`) or `page_used`
-/// (`first_need_ns`).
-pub fn run_rows(dir: &Path, table: &str, id: &str) -> Result<Vec<RunRow>, DatasetError> {
-    let time = match table {
-        "page_use" => "first_t_ns",
-        "page_used" => "first_need_ns",
-        other => {
-            return Err(DatasetError::Schema {
-                path: PathBuf::from(other),
-                reason: "is not a table of page runs".into(),
-            });
-        }
-    };
-    let path = table_file(dir, table, id);
-    let rows = read_columns(&path, &["file_id", "first_page", "pages", time])?;
-    let c = Columns { path: &path, table: &rows };
+/// The rows of `page_use` or `page_used` (`table`) in `rows`.
+pub fn run_rows_of(path: &Path, table: &str, rows: &Table) -> Result<Vec<RunRow>, DatasetError> {
+    let time = run_time_column(table)?;
+    let c = Columns { path, table: rows };
     let (ids, firsts, pages, times) =
         (c.i64("file_id")?, c.i64("first_page")?, c.i64("pages")?, c.i64(time)?);
     (0..rows.rows)
         .map(|i| {
             Ok(RunRow {
-                file_id: file_id(&path, required(&path, "file_id", ids[i])?)?,
-                first_page: unsigned(&path, "first_page", required(&path, "first_page", firsts[i])?)?,
-                pages: unsigned(&path, "pages", required(&path, "pages", pages[i])?)?,
-                t_ns: required(&path, time, times[i])?,
+                file_id: file_id(path, required(path, "file_id", ids[i])?)?,
+                first_page: unsigned(path, "first_page", required(path, "first_page", firsts[i])?)?,
+                pages: unsigned(path, "pages", required(path, "pages", pages[i])?)?,
+                t_ns: required(path, time, times[i])?,
             })
         })
         .collect()
+}
+
+/// Where table `table` holds trace `id`: its exported file or the part listing it.
+fn find(dir: &Path, table: &str, id: &str) -> Result<Held, DatasetError> {
+    let folder = dir.join(table);
+    let listing =
+        std::fs::read_dir(&folder).map_err(|source| DatasetError::Io { path: folder.clone(), source })?;
+    let mut partitions: Vec<PathBuf> = listing
+        .flatten()
+        .filter(|e| partition_build(&e.file_name().to_string_lossy()).is_some())
+        .map(|e| e.path())
+        .collect();
+    partitions.sort();
+    for partition in &partitions {
+        let exported = partition.join(format!("{id}.parquet"));
+        if exported.is_file() {
+            let path = exported.strip_prefix(dir).unwrap_or(&exported).to_owned();
+            return Ok(Held { path, part: false, ids: vec![id.to_owned()], rows: 0, bytes: 0 });
+        }
+        let mut names: Vec<_> =
+            std::fs::read_dir(partition).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        names.sort();
+        for path in names {
+            if classify(&path.file_name().unwrap_or_default().to_string_lossy()) != FileName::Part {
+                continue;
+            }
+            let ids = read_footer(&path)?.ids.unwrap_or_default();
+            if ids.binary_search_by(|i| i.as_str().cmp(id)).is_ok() {
+                let path = path.strip_prefix(dir).unwrap_or(&path).to_owned();
+                return Ok(Held { path, part: true, ids, rows: 0, bytes: 0 });
+            }
+        }
+    }
+    Err(DatasetError::Io {
+        path: folder,
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("no file holds trace {id}")),
+    })
+}
+
+/// The columns `columns` of trace `id`'s rows of table `table`, and the file they came from.
+fn trace_table(
+    dir: &Path,
+    table: &str,
+    id: &str,
+    columns: &[&str],
+) -> Result<(PathBuf, Table), DatasetError> {
+    let held = find(dir, table, id)?;
+    let path = dir.join(&held.path);
+    let mut stream = TraceStream::new(dir, std::slice::from_ref(&held), Some(columns));
+    let rows = stream.rows_of(id).unwrap_or_else(|| Ok(Table::default()))?;
+    Ok((path, rows))
+}
+
+/// The `traces` row of trace `id`.
+pub fn trace_row(dir: &Path, id: &str) -> Result<TraceRow, DatasetError> {
+    let (path, rows) = trace_table(dir, "traces", id, &TRACE_COLUMNS)?;
+    trace_row_of(&path, &rows)
+}
+
+/// The `file` rows of trace `id`.
+pub fn file_rows(dir: &Path, id: &str) -> Result<Vec<FileRow>, DatasetError> {
+    let (path, rows) = trace_table(dir, "file", id, &FILE_COLUMNS)?;
+    file_rows_of(&path, &rows)
+}
+
+/// The `file_open` rows of trace `id`: (file id, time from the trace's zero).
+pub fn open_rows(dir: &Path, id: &str) -> Result<Vec<(u32, i64)>, DatasetError> {
+    let (path, rows) = trace_table(dir, "file_open", id, &OPEN_COLUMNS)?;
+    open_rows_of(&path, &rows)
+}
+
+/// The rows of trace `id` in `page_use` (time column `first_t_ns`) or `page_used`
+/// (`first_need_ns`).
+pub fn run_rows(dir: &Path, table: &str, id: &str) -> Result<Vec<RunRow>, DatasetError> {
+    let time = run_time_column(table)?;
+    let (path, rows) = trace_table(dir, table, id, &["file_id", "first_page", "pages", time])?;
+    run_rows_of(&path, table, &rows)
+}
+
+/// What a fleet's plan reads of one trace.
+#[derive(Clone, Debug, Default)]
+pub struct PlanTrace {
+    pub row: TraceRow,
+    pub files: Vec<FileRow>,
+    /// `page_used`.
+    pub used: Vec<RunRow>,
+    /// `page_use`.
+    pub filled: Vec<RunRow>,
+    /// `file_open`: (file id, time from the trace's zero).
+    pub opened: Vec<(u32, i64)>,
+}
+
+/// A table's stream of one build, and the folder it reads (named in errors).
+struct Reading {
+    stream: TraceStream,
+    folder: PathBuf,
+}
+
+impl Reading {
+    fn new(dir: &Path, catalog: &Catalog, table: &str, build: &Option<String>, columns: &[&str]) -> Reading {
+        let files = catalog.files_of(table, build);
+        let folder = Path::new(table).join(crate::layout::partition_name(build.as_deref()));
+        Reading { stream: TraceStream::new(dir, files, Some(columns)), folder }
+    }
+
+    /// Trace `id`'s rows; a trace in `traces` that this table lacks is an error.
+    fn rows_of(&mut self, id: &str) -> Result<Table, DatasetError> {
+        self.stream.rows_of(id).unwrap_or_else(|| {
+            Err(DatasetError::Schema {
+                path: self.folder.clone(),
+                reason: format!("it holds no rows of trace {id}"),
+            })
+        })
+    }
+}
+
+/// Reads, build by build (those `builds` accepts) and trace by trace in id order, what a
+/// plan needs of each trace `want` accepts (given its `traces` row), and hands it to
+/// `each`. `catalog` is the survey's; traces not wanted are passed over.
+pub fn read_plan_traces<E: From<DatasetError>>(
+    dir: &Path,
+    catalog: &Catalog,
+    builds: &dyn Fn(&Option<String>) -> bool,
+    want: &mut dyn FnMut(&TraceRow) -> bool,
+    each: &mut dyn FnMut(PlanTrace) -> Result<(), E>,
+) -> Result<(), E> {
+    let used_columns = ["file_id", "first_page", "pages", "first_need_ns"];
+    let filled_columns = ["file_id", "first_page", "pages", "first_t_ns"];
+    for build in catalog.builds().iter().filter(|b| builds(b)) {
+        let mut traces = Reading::new(dir, catalog, "traces", build, &TRACE_COLUMNS);
+        let mut files = Reading::new(dir, catalog, "file", build, &FILE_COLUMNS);
+        let mut used = Reading::new(dir, catalog, "page_used", build, &used_columns);
+        let mut filled = Reading::new(dir, catalog, "page_use", build, &filled_columns);
+        let mut opens = Reading::new(dir, catalog, "file_open", build, &OPEN_COLUMNS);
+        while let Some(next) = traces.stream.next_trace() {
+            let (id, rows) = next?;
+            let row = trace_row_of(&traces.folder, &rows)?;
+            if !want(&row) {
+                continue;
+            }
+            let (file_rows, used_rows) = (files.rows_of(&id)?, used.rows_of(&id)?);
+            let (filled_rows, open_rows) = (filled.rows_of(&id)?, opens.rows_of(&id)?);
+            let trace = PlanTrace {
+                files: file_rows_of(&files.folder, &file_rows)?,
+                used: run_rows_of(&used.folder, "page_used", &used_rows)?,
+                filled: run_rows_of(&filled.folder, "page_use", &filled_rows)?,
+                opened: open_rows_of(&opens.folder, &open_rows)?,
+                row,
+            };
+            each(trace)?;
+        }
+    }
+    Ok(())
 }

@@ -1,20 +1,25 @@
-//! A dataset checked from its files' footers before anything queries it.
+//! A dataset checked from its files' footers before anything queries, plans or compacts it.
 //!
-//! Each Parquet file says in its key-value metadata which dataset version, table and
-//! trace it holds. The survey reads only those footers (no rows), so it costs one small
-//! read per file, and reports what would make a query's answer wrong: a file that is
-//! truncated or not Parquet, a file of another dataset version, a trace held by two files
-//! of one table (its rows would count twice), a trace whose export was interrupted (rows
-//! in some tables and no `traces` row) or whose files were removed, and temporary files.
+//! Each Parquet file says in its key-value metadata which dataset version, table, build
+//! and traces it holds. The survey reads only those footers (no rows), so it costs one
+//! small read per file, and reports what would make a query's answer wrong: a file that is
+//! truncated or not Parquet, a file of another dataset version, a file in another build's
+//! folder, a trace held by two files of one table (its rows would count twice), a trace
+//! whose export was interrupted (rows in some tables and no `traces` row) or whose files
+//! were removed, and temporary files. What it read is the [`Catalog`] of the dataset's
+//! files, from which compaction, export and `prefetch plan --dataset` work.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
-
-use crate::{DATASET_VERSION, DatasetError, META_TABLE, META_TRACE_ID, META_VERSION, TABLES};
+use crate::file::TableReader;
+use crate::layout::{FileName, STAGING, classify, part_name, partition_build};
+use crate::{
+    DATASET_VERSION, DatasetError, META_BUILD, META_TABLE, META_TRACE_ID, META_TRACE_IDS, META_VERSION,
+    TABLES,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -43,10 +48,44 @@ impl fmt::Display for Problem {
     }
 }
 
+/// A readable file of the dataset and what its footer says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// Relative to the dataset's folder.
+    pub path: PathBuf,
+    /// True for a compaction's part, false for one exported trace's file.
+    pub part: bool,
+    /// The traces it holds, sorted.
+    pub ids: Vec<String>,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// The readable files of each table and build.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    /// (table, build) -> files, in path order.
+    pub files: BTreeMap<(String, Option<String>), Vec<Held>>,
+    /// Every trace with a `traces` row, and its build.
+    pub traces: BTreeMap<String, Option<String>>,
+}
+
+impl Catalog {
+    /// The files of `table` of build `build`.
+    pub fn files_of(&self, table: &str, build: &Option<String>) -> &[Held] {
+        self.files.get(&(table.to_owned(), build.clone())).map_or(&[], Vec::as_slice)
+    }
+
+    /// The builds with traces, in order.
+    pub fn builds(&self) -> BTreeSet<Option<String>> {
+        self.traces.values().cloned().collect()
+    }
+}
+
 /// What the footers of a dataset say.
 #[derive(Clone, Debug, Default)]
 pub struct Survey {
-    /// Traces with a readable `traces` file.
+    /// Traces with a readable `traces` row.
     pub traces: usize,
     /// Parquet files read.
     pub files: usize,
@@ -54,6 +93,8 @@ pub struct Survey {
     pub rows: BTreeMap<String, u64>,
     /// Errors first, then warnings, each in path order.
     pub problems: Vec<Problem>,
+    /// The files that were read.
+    pub catalog: Catalog,
 }
 
 impl Survey {
@@ -67,200 +108,338 @@ impl Survey {
 }
 
 /// A readable file's footer facts.
-struct Footer {
-    version: Option<String>,
-    trace_id: Option<String>,
-    table: Option<String>,
-    rows: u64,
+pub struct Footer {
+    pub version: Option<String>,
+    pub table: Option<String>,
+    pub build: Option<String>,
+    /// The trace of an exported file, or the traces of a part.
+    pub ids: Option<Vec<String>>,
+    pub rows: u64,
 }
 
-fn read_footer(path: &Path) -> Result<Footer, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let reader = SerializedFileReader::new(file).map_err(|e| e.to_string())?;
-    let meta = reader.metadata().file_metadata();
-    let get = |key: &str| {
-        meta.key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == key))
-            .and_then(|k| k.value.clone())
+pub fn read_footer(path: &Path) -> Result<Footer, DatasetError> {
+    let reader = TableReader::open(path)?;
+    let ids = match (reader.metadata(META_TRACE_ID), reader.metadata(META_TRACE_IDS)) {
+        (Some(id), _) => Some(vec![id]),
+        (None, Some(list)) => Some(list.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()),
+        (None, None) => None,
     };
     Ok(Footer {
-        version: get(META_VERSION),
-        trace_id: get(META_TRACE_ID),
-        table: get(META_TABLE),
-        rows: u64::try_from(meta.num_rows()).unwrap_or(0),
+        version: reader.metadata(META_VERSION),
+        table: reader.metadata(META_TABLE),
+        build: reader.metadata(META_BUILD),
+        ids,
+        rows: reader.num_rows(),
     })
+}
+
+/// A file holding a trace, and the build of its folder.
+type Location = (PathBuf, Option<String>);
+
+/// What the walk found so far.
+#[derive(Default)]
+struct Walk {
+    out: Survey,
+    problems: Vec<Problem>,
+    /// table -> trace id -> (files holding it, their builds)
+    held: BTreeMap<&'static str, BTreeMap<String, Vec<Location>>>,
+    /// Files whose traces are unknown (unreadable, refused): (table, trace id) named by a
+    /// file name, and (table, build) of unreadable parts; said once, not again as missing.
+    refused_traces: BTreeSet<(&'static str, String)>,
+    refused_parts: BTreeSet<(&'static str, Option<String>)>,
+}
+
+impl Walk {
+    fn push(&mut self, severity: Severity, path: PathBuf, text: String) {
+        self.problems.push(Problem { severity, path, text });
+    }
 }
 
 /// Surveys the dataset at `dir`; fails only when `dir` is not a dataset at all.
 pub fn survey(dir: &Path) -> Result<Survey, DatasetError> {
-    let traces_dir = dir.join("traces");
-    if !traces_dir.is_dir() {
+    if !dir.join("traces").is_dir() {
         return Err(DatasetError::NotADataset(dir.to_owned()));
     }
-    let mut out = Survey::default();
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut push = |severity, path: PathBuf, text: String| problems.push(Problem { severity, path, text });
-    // Files already reported as unreadable or of another version: said once, not again as missing.
-    let mut refused: BTreeSet<PathBuf> = BTreeSet::new();
-    // table -> trace id -> files holding it
-    let mut held: BTreeMap<&str, BTreeMap<String, Vec<PathBuf>>> = BTreeMap::new();
-    let entries = fs::read_dir(dir).map_err(|source| DatasetError::Io { path: dir.to_owned(), source })?;
-    let mut folders: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
+    let mut walk = Walk::default();
+    root_folders(dir, &mut walk)?;
+    for &table in TABLES {
+        table_folder(dir, table, &mut walk);
+    }
+    cross_check(&mut walk);
+    let mut out = walk.out;
+    let mut problems = walk.problems;
+    problems.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.path.cmp(&b.path)));
+    out.problems = problems;
+    out.traces = out.catalog.traces.len();
+    Ok(out)
+}
+
+/// Sorted names of the entries of `dir`, each with whether it is a folder.
+fn entries(dir: &Path) -> std::io::Result<Vec<(String, bool)>> {
+    let mut out: Vec<(String, bool)> = fs::read_dir(dir)?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            Some((e.file_name().into_string().ok()?, is_dir))
+        })
         .collect();
-    folders.sort();
-    for folder in &folders {
-        if !TABLES.contains(&folder.as_str()) && !folder.starts_with('.') {
-            push(
+    out.sort();
+    Ok(out)
+}
+
+fn root_folders(dir: &Path, walk: &mut Walk) -> Result<(), DatasetError> {
+    let names = entries(dir).map_err(|source| DatasetError::Io { path: dir.to_owned(), source })?;
+    for (name, is_dir) in names {
+        if is_dir && !TABLES.contains(&name.as_str()) && !name.starts_with('.') {
+            walk.push(
                 Severity::Warning,
-                PathBuf::from(folder),
+                PathBuf::from(&name),
                 format!("not a table of dataset version {DATASET_VERSION}; queries do not read it"),
             );
         }
+        if name == STAGING && is_dir && fs::read_dir(dir.join(STAGING)).is_ok_and(|mut e| e.next().is_some())
+        {
+            walk.push(
+                Severity::Warning,
+                PathBuf::from(STAGING),
+                "what an interrupted compaction left (queries skip it); `coldstart fleet compact` finishes or removes it"
+                    .into(),
+            );
+        }
     }
-    for &table in TABLES {
-        let folder = dir.join(table);
-        let Ok(entries) = fs::read_dir(&folder) else {
-            push(Severity::Error, PathBuf::from(table), "the table's folder is missing".into());
+    Ok(())
+}
+
+fn table_folder(dir: &Path, table: &'static str, walk: &mut Walk) {
+    let Ok(names) = entries(&dir.join(table)) else {
+        walk.push(Severity::Error, PathBuf::from(table), "the table's folder is missing".into());
+        return;
+    };
+    walk.out.rows.entry(table.to_owned()).or_default();
+    for (name, is_dir) in names {
+        let rel = Path::new(table).join(&name);
+        match (is_dir, partition_build(&name)) {
+            (true, Some(build)) => partition_folder(dir, table, build, walk),
+            (true, None) if name.starts_with(['.', '_']) => {}
+            (true, None) => walk.push(
+                Severity::Error,
+                rel,
+                "not a build folder (build=…): Spark refuses a table folder holding it; move or delete it"
+                    .into(),
+            ),
+            (false, _) => stray_file(dir, table, &name, walk),
+        }
+    }
+}
+
+/// A file directly in a table's folder: version 2 kept its files there.
+fn stray_file(dir: &Path, table: &'static str, name: &str, walk: &mut Walk) {
+    let rel = Path::new(table).join(name);
+    match classify(name) {
+        FileName::Temporary => temporary(rel, walk),
+        FileName::Other => walk.push(
+            Severity::Warning,
+            rel,
+            "not a Parquet file (no .parquet suffix); queries skip it".into(),
+        ),
+        _ => {
+            walk.out.files += 1;
+            let text = match read_footer(&dir.join(&rel)) {
+                Ok(f) => match f.version.as_deref().and_then(|v| v.parse::<i32>().ok()) {
+                    Some(v) if v != DATASET_VERSION => old_version(v),
+                    _ => "not in a build folder (build=…): queries do not read it; export its trace again"
+                        .into(),
+                },
+                Err(e) => unreadable(&e),
+            };
+            walk.push(Severity::Error, rel, text);
+        }
+    }
+}
+
+fn temporary(rel: PathBuf, walk: &mut Walk) {
+    walk.push(
+        Severity::Warning,
+        rel,
+        "a temporary file of an interrupted export (queries skip it); export the trace again, or delete it"
+            .into(),
+    );
+}
+
+fn old_version(v: i32) -> String {
+    format!(
+        "written as dataset version {v}, this coldstart reads version {DATASET_VERSION}; export its trace again into a new dataset"
+    )
+}
+
+fn unreadable(e: &DatasetError) -> String {
+    let cause = match e {
+        DatasetError::Read { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    format!("unreadable, truncated or not Parquet ({cause}); export its trace again")
+}
+
+fn partition_folder(dir: &Path, table: &'static str, build: Option<String>, walk: &mut Walk) {
+    let folder = Path::new(table).join(crate::layout::partition_name(build.as_deref()));
+    let Ok(names) = entries(&dir.join(&folder)) else {
+        walk.push(Severity::Error, folder, "cannot list the folder".into());
+        return;
+    };
+    for (name, is_dir) in names {
+        let rel = folder.join(&name);
+        if is_dir {
+            walk.push(Severity::Warning, rel, "a folder inside a build folder; queries skip it".into());
             continue;
+        }
+        match classify(&name) {
+            FileName::Temporary => temporary(rel, walk),
+            FileName::Other => walk.push(
+                Severity::Warning,
+                rel,
+                "not a Parquet file (no .parquet suffix); queries skip it".into(),
+            ),
+            kind => table_file(dir, table, &build, rel, kind, walk),
+        }
+    }
+}
+
+/// One Parquet file in a build folder: its footer checked and its traces recorded.
+fn table_file(
+    dir: &Path,
+    table: &'static str,
+    build: &Option<String>,
+    rel: PathBuf,
+    kind: FileName,
+    walk: &mut Walk,
+) {
+    walk.out.files += 1;
+    let refuse = |walk: &mut Walk, rel: PathBuf, text: String| {
+        match &kind {
+            FileName::Trace(id) => walk.refused_traces.insert((table, id.clone())),
+            _ => walk.refused_parts.insert((table, build.clone())),
         };
-        let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
-        names.sort();
-        let by_id = held.entry(table).or_default();
-        let rows = out.rows.entry(table.to_owned()).or_default();
-        for name in names {
-            let rel = Path::new(table).join(&name);
-            if name.starts_with('.') && name.ends_with(".tmp") {
-                push(
-                    Severity::Warning,
-                    rel,
-                    "a temporary file of an interrupted export (queries skip it); export the trace again, or delete it".into(),
-                );
-                continue;
-            }
-            let Some(stem) = name.strip_suffix(".parquet") else {
-                push(
-                    Severity::Warning,
-                    rel,
-                    "not a Parquet file (no .parquet suffix); queries skip it".into(),
-                );
-                continue;
-            };
-            out.files += 1;
-            let footer = match read_footer(&dir.join(&rel)) {
-                Ok(f) => f,
-                Err(e) => {
-                    refused.insert(rel.clone());
-                    push(
-                        Severity::Error,
-                        rel,
-                        format!("unreadable, truncated or not Parquet ({e}); export its trace again"),
-                    );
-                    continue;
-                }
-            };
-            let version = footer.version.as_deref().and_then(|v| v.parse::<i32>().ok());
-            match version {
-                Some(DATASET_VERSION) => {}
-                Some(v) => {
-                    refused.insert(rel.clone());
-                    push(
-                        Severity::Error,
-                        rel,
-                        format!(
-                            "written as dataset version {v}, this coldstart reads version {DATASET_VERSION}; export its trace again into a new dataset"
-                        ),
-                    );
-                    continue;
-                }
-                None => {
-                    refused.insert(rel.clone());
-                    push(
-                        Severity::Error,
-                        rel,
-                        format!("no {META_VERSION} in its metadata: not written by `coldstart export`"),
-                    );
-                    continue;
-                }
-            }
-            if footer.table.as_deref() != Some(table) {
-                refused.insert(rel.clone());
-                push(
-                    Severity::Error,
-                    rel,
-                    format!(
-                        "holds table {} but lies in the folder of {table}",
-                        footer.table.as_deref().unwrap_or("?")
-                    ),
-                );
-                continue;
-            }
-            let Some(id) = footer.trace_id else {
-                refused.insert(rel.clone());
-                push(Severity::Error, rel, format!("no {META_TRACE_ID} in its metadata"));
-                continue;
-            };
-            if id != stem {
-                push(
-                    Severity::Warning,
-                    rel.clone(),
-                    format!("holds trace {id} under another name (a copy?)"),
-                );
-            }
-            if table == "traces" && footer.rows != 1 {
-                push(
-                    Severity::Error,
-                    rel.clone(),
-                    format!("{} rows; a traces file holds exactly one", footer.rows),
-                );
-            }
-            *rows += footer.rows;
-            by_id.entry(id).or_default().push(rel);
+        walk.push(Severity::Error, rel, text);
+    };
+    let footer = match read_footer(&dir.join(&rel)) {
+        Ok(f) => f,
+        Err(e) => return refuse(walk, rel, unreadable(&e)),
+    };
+    match footer.version.as_deref().and_then(|v| v.parse::<i32>().ok()) {
+        Some(DATASET_VERSION) => {}
+        Some(v) => return refuse(walk, rel, old_version(v)),
+        None => {
+            let text = format!("no {META_VERSION} in its metadata: not written by `coldstart export`");
+            return refuse(walk, rel, text);
         }
     }
-    let exported: BTreeSet<&String> = held.get("traces").map(|t| t.keys().collect()).unwrap_or_default();
-    for (table, by_id) in &held {
+    if footer.table.as_deref() != Some(table) {
+        let text = format!(
+            "holds table {} but lies in the folder of {table}",
+            footer.table.as_deref().unwrap_or("?")
+        );
+        return refuse(walk, rel, text);
+    }
+    if footer.build != *build {
+        let text = format!(
+            "holds build {} but lies in the folder of build {}: queries would count it in the wrong build",
+            footer.build.as_deref().unwrap_or("(none)"),
+            build.as_deref().unwrap_or("(none)")
+        );
+        return refuse(walk, rel, text);
+    }
+    let Some(ids) = footer.ids else {
+        return refuse(walk, rel, format!("no {META_TRACE_ID} in its metadata"));
+    };
+    named_as_held(&rel, &kind, &ids, walk);
+    if table == "traces" && footer.rows != ids.len() as u64 {
+        let text =
+            format!("{} rows for {} traces; a traces file holds one row per trace", footer.rows, ids.len());
+        walk.push(Severity::Error, rel.clone(), text);
+    }
+    *walk.out.rows.entry(table.to_owned()).or_default() += footer.rows;
+    let bytes = fs::metadata(dir.join(&rel)).map(|m| m.len()).unwrap_or(0);
+    for id in &ids {
+        walk.held.entry(table).or_default().entry(id.clone()).or_default().push((rel.clone(), build.clone()));
+    }
+    let part = !matches!(kind, FileName::Trace(_));
+    let held = Held { path: rel, part, ids, rows: footer.rows, bytes };
+    walk.out.catalog.files.entry((table.to_owned(), build.clone())).or_default().push(held);
+}
+
+/// Warns when a file's name is not the one its traces give it (a copy under another name).
+fn named_as_held(rel: &Path, kind: &FileName, ids: &[String], walk: &mut Walk) {
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let text = match kind {
+        FileName::Trace(stem) if ids.len() == 1 && ids[0] == *stem => return,
+        FileName::Part if ids.windows(2).all(|w| w[0] < w[1]) && part_name(ids) == name => return,
+        _ if ids.len() == 1 => format!("holds trace {} under another name (a copy?)", ids[0]),
+        _ => format!("holds {} traces under another name than a compaction gives them (a copy?)", ids.len()),
+    };
+    walk.push(Severity::Warning, rel.to_owned(), text);
+}
+
+/// Traces against tables: each trace once in each table, in its build, with a `traces` row.
+fn cross_check(walk: &mut Walk) {
+    let exported: BTreeMap<String, Option<String>> = walk
+        .held
+        .get("traces")
+        .map(|t| t.iter().map(|(id, files)| (id.clone(), files[0].1.clone())).collect())
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for (table, by_id) in &walk.held {
         for (id, files) in by_id {
-            if files.len() > 1 {
-                let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-                push(
-                    Severity::Error,
-                    files[0].clone(),
-                    format!(
-                        "trace {id} is held by {} files of {table} ({}): its rows would count {} times; delete all but one",
-                        files.len(),
-                        names.join(", "),
-                        files.len()
-                    ),
-                );
-            }
-            if *table != "traces" && !exported.contains(id) {
-                push(
-                    Severity::Error,
-                    files[0].clone(),
-                    format!(
-                        "trace {id} has rows in {table} but no traces row: its export was interrupted; export the trace again to complete it, or delete its files"
-                    ),
-                );
-            }
+            problems.extend(held_problems(table, id, files, exported.get(id)));
         }
     }
-    for id in &exported {
+    for (id, build) in &exported {
         for &table in TABLES {
-            let rel = Path::new(table).join(format!("{id}.parquet"));
-            if held.get(table).is_some_and(|t| !t.contains_key(*id)) && !refused.contains(&rel) {
-                push(
-                    Severity::Error,
-                    rel,
-                    format!("trace {id} is in traces but its {table} file is missing or unreadable"),
-                );
+            let missing = walk.held.get(table).is_none_or(|t| !t.contains_key(id));
+            let refused = walk.refused_traces.contains(&(table, id.clone()))
+                || walk.refused_parts.contains(&(table, build.clone()));
+            if missing && !refused {
+                let rel = crate::layout::table_file(Path::new(""), table, build.as_deref(), id);
+                let text = format!("trace {id} is in traces but its {table} file is missing or unreadable");
+                problems.push(Problem { severity: Severity::Error, path: rel, text });
             }
         }
     }
-    out.traces = exported.len();
-    problems.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.path.cmp(&b.path)));
-    out.problems = problems;
-    Ok(out)
+    walk.problems.extend(problems);
+    walk.out.catalog.traces = exported;
+}
+
+/// What is wrong with how table `table` holds trace `id` (`files`: where, with builds).
+fn held_problems(
+    table: &str,
+    id: &str,
+    files: &[Location],
+    exported: Option<&Option<String>>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let error =
+        |path: &PathBuf, text: String| Problem { severity: Severity::Error, path: path.clone(), text };
+    if files.len() > 1 {
+        let names: Vec<String> = files.iter().map(|f| f.0.display().to_string()).collect();
+        let text = format!(
+            "trace {id} is held by {} files of {table} ({}): its rows would count {} times; delete all but one",
+            files.len(),
+            names.join(", "),
+            files.len()
+        );
+        out.push(error(&files[0].0, text));
+    }
+    match exported {
+        None if table != "traces" => out.push(error(
+            &files[0].0,
+            format!(
+                "trace {id} has rows in {table} but no traces row: its export was interrupted; export the trace again to complete it, or delete its files"
+            ),
+        )),
+        Some(build) if files.iter().any(|f| f.1 != *build) => out.push(error(
+            &files[0].0,
+            format!("trace {id} is of build {} in traces but lies in another build's folder of {table}", build.as_deref().unwrap_or("(none)")),
+        )),
+        _ => {}
+    }
+    out
 }

@@ -4,9 +4,12 @@
 //! contract for their columns. Trace tables keep the trace's own columns and words
 //! (`coldstart_trace::TextEnum`); `page_use`, `critical_path`, `critical_path_file` and
 //! `finding` are computed at export time by `coldstart_analyze`, `page_used` by
-//! `coldstart_prefetch` (the pages a plan counts as used).
+//! `coldstart_prefetch` (the pages a plan counts as used). `path_read`, `path_read_run`,
+//! `critical_path_by_process` and `critical_path_by_file` are per-trace summaries of
+//! those, computed once here so that the fleet's questions group a few rows per trace
+//! instead of expanding every run into pages or every segment of every critical path.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use coldstart_analyze::Analysis;
 use coldstart_analyze::doctor::Diagnosis;
@@ -43,6 +46,10 @@ pub const TABLES: &[&str] = &[
     "critical_path",
     "critical_path_file",
     "finding",
+    "path_read",
+    "path_read_run",
+    "critical_path_by_process",
+    "critical_path_by_file",
     "traces",
 ];
 
@@ -241,6 +248,20 @@ impl Exported<'_> {
                 .opt_i64("gain_ahead_ns", |r| r.gain.ahead_ns)
                 .str("confidence", |r| word(&r.confidence))
                 .finish(),
+            "path_read" => {
+                let reads = path_reads(t);
+                Batch::new(id, &reads).str("path", |r| &r.0).i64("pages", |r| to_i64(r.1)).finish()
+            }
+            "path_read_run" => {
+                let runs = path_read_runs(t);
+                Batch::new(id, &runs)
+                    .str("path", |r| &r.0)
+                    .i64("first_page", |r| to_i64(r.1))
+                    .i64("pages", |r| to_i64(r.2))
+                    .finish()
+            }
+            "critical_path_by_process" => self.critical_path_by_process(),
+            "critical_path_by_file" => self.critical_path_by_file(),
             "traces" => self.traces(),
             other => unreachable!("{other} is not one of TABLES"),
         }
@@ -285,6 +306,45 @@ impl Exported<'_> {
             .i64("file_id", |r| r.2.into())
             .opt_str("path", |r| paths.get(&r.2).copied())
             .i64("wait_ns", |r| r.3)
+            .finish()
+    }
+
+    /// Per process name and kind of segment: the segments of the critical path and their time.
+    fn critical_path_by_process(&self) -> Table {
+        let comms = self.comms();
+        let mut sums: BTreeMap<(&str, String), (i64, i64)> = BTreeMap::new();
+        for s in self.analysis.critical_path.iter().flat_map(|p| p.segments.iter()) {
+            let comm = comms.get(&s.pid).copied().unwrap_or("");
+            let sum = sums.entry((comm, word(&s.kind))).or_default();
+            sum.0 += 1;
+            sum.1 += s.end_ns - s.start_ns;
+        }
+        let rows: Vec<_> = sums.into_iter().collect();
+        Batch::new(self.id, &rows)
+            .str("comm", |((comm, _), _)| comm)
+            .str("kind", |((_, kind), _)| kind)
+            .i64("segments", |(_, (n, _))| *n)
+            .i64("duration_ns", |(_, (_, ns))| *ns)
+            .finish()
+    }
+
+    /// Per path (null: unresolved): the I/O waits of the critical path attributed to it and their time.
+    fn critical_path_by_file(&self) -> Table {
+        let paths: HashMap<u32, &str> =
+            self.trace.files.iter().filter_map(|f| Some((f.id, f.path.as_deref()?))).collect();
+        let mut sums: BTreeMap<Option<&str>, (i64, i64)> = BTreeMap::new();
+        for s in self.analysis.critical_path.iter().flat_map(|p| p.segments.iter()) {
+            for f in &s.files {
+                let sum = sums.entry(paths.get(&f.file).copied()).or_default();
+                sum.0 += 1;
+                sum.1 += f.ns;
+            }
+        }
+        let rows: Vec<_> = sums.into_iter().collect();
+        Batch::new(self.id, &rows)
+            .opt_str("path", |(path, _)| *path)
+            .i64("waits", |(_, (n, _))| *n)
+            .i64("wait_ns", |(_, (_, ns))| *ns)
             .finish()
     }
 
@@ -352,6 +412,48 @@ fn runs_batch(id: &str, runs: &[PageRun], time: &str) -> Table {
         .i64("pages", |r| to_i64(r.pages))
         .i64(time, |r| r.first_t_ns)
         .finish()
+}
+
+/// The files' paths by id (files without a path left out).
+fn paths(trace: &Trace) -> HashMap<u32, &str> {
+    trace.files.iter().filter_map(|f| Some((f.id, f.path.as_deref()?))).collect()
+}
+
+/// Per path: the pages of its files that entered the page cache, as `page_use` counts them
+/// (each page of a file once), summed over the trace's files of that path.
+pub fn path_reads(trace: &Trace) -> Vec<(String, u64)> {
+    let paths = paths(trace);
+    let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+    for run in page_use(trace) {
+        if let Some(path) = paths.get(&run.file_id) {
+            *sums.entry(path).or_default() += run.pages;
+        }
+    }
+    sums.into_iter().map(|(p, n)| (p.to_owned(), n)).collect()
+}
+
+/// Per path: runs of consecutive pages that entered the page cache, each page once even
+/// when two of the trace's files have the path, each run as long as it goes:
+/// (path, first page, pages).
+pub fn path_read_runs(trace: &Trace) -> Vec<(String, u64, u64)> {
+    let paths = paths(trace);
+    let mut pages: Vec<(&str, u64, u64)> = page_use(trace)
+        .into_iter()
+        .filter_map(|r| Some((*paths.get(&r.file_id)?, r.first_page, r.pages)))
+        .collect();
+    pages.sort_unstable();
+    let mut runs: Vec<(String, u64, u64)> = Vec::new();
+    for (path, first, n) in pages {
+        if let Some(last) = runs.last_mut()
+            && last.0 == path
+            && first <= last.1 + last.2
+        {
+            last.2 = last.2.max(first + n - last.1);
+            continue;
+        }
+        runs.push((path.to_owned(), first, n));
+    }
+    runs
 }
 
 /// A run of pages of one file that entered the page cache during the start.

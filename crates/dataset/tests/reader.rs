@@ -12,6 +12,9 @@ use coldstart_trace::{TextEnum, Trace};
 mod common;
 use common::{export, unpack};
 
+/// The build the traces are exported as.
+const B: Option<&str> = Some("41.2");
+
 /// The fixture `name` exported with build `41.2`; returns the dataset, the trace and its id.
 fn exported(name: &str) -> (tempfile::TempDir, Trace, String) {
     let traces = tempfile::tempdir().unwrap();
@@ -94,14 +97,14 @@ fn page_used_holds_the_pages_a_plan_counts_as_used_each_once_within_256_page_blo
 fn a_file_of_another_schema_is_an_error_that_names_it_and_the_column() {
     let (dataset, _, id) = exported("python");
     // The `process` table's file put where the `file` table's belongs.
-    std::fs::copy(table_file(dataset.path(), "process", &id), table_file(dataset.path(), "file", &id))
+    std::fs::copy(table_file(dataset.path(), "process", B, &id), table_file(dataset.path(), "file", B, &id))
         .unwrap();
     let err = file_rows(dataset.path(), &id).unwrap_err();
     assert!(matches!(err, DatasetError::Schema { .. }), "{err:?}");
     assert!(err.to_string().contains("its column file_id is missing"), "{err}");
-    assert!(err.to_string().contains(&format!("file/{id}.parquet")), "{err}");
+    assert!(err.to_string().contains(&format!("file/build=41.2/{id}.parquet")), "{err}");
     // A truncated file.
-    let path = table_file(dataset.path(), "page_used", &id);
+    let path = table_file(dataset.path(), "page_used", B, &id);
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let err = run_rows(dataset.path(), "page_used", &id).unwrap_err();

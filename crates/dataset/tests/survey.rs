@@ -32,9 +32,9 @@ fn a_fresh_dataset_has_every_table_of_both_traces_and_no_problem() {
     assert!(s.problems.is_empty(), "{:?}", s.problems);
     assert_eq!(s.traces, 2);
     assert_eq!(s.files, 2 * TABLES.len());
-    for id in [&a, &b] {
+    for (id, build) in [(&a, "1"), (&b, "2")] {
         for table in TABLES {
-            assert!(table_file(dataset.path(), table, id).is_file(), "{table}/{id}");
+            assert!(table_file(dataset.path(), table, Some(build), id).is_file(), "{table}/{id}");
         }
     }
     assert_eq!(s.rows["traces"], 2);
@@ -68,10 +68,16 @@ fn footer_row_counts_equal_the_traces_own_tables() {
 #[test]
 fn the_same_trace_exported_again_is_skipped() {
     let (dataset, traces, [a, _]) = two_traces();
-    let before = std::fs::metadata(table_file(dataset.path(), "page_fill", &a)).unwrap().modified().unwrap();
+    let before = std::fs::metadata(table_file(dataset.path(), "page_fill", Some("1"), &a))
+        .unwrap()
+        .modified()
+        .unwrap();
     let (id, status) = export(dataset.path(), &traces.path().join("python.coldstart"), "1");
     assert_eq!((id.as_str(), status), (a.as_str(), ExportStatus::AlreadyThere));
-    let after = std::fs::metadata(table_file(dataset.path(), "page_fill", &a)).unwrap().modified().unwrap();
+    let after = std::fs::metadata(table_file(dataset.path(), "page_fill", Some("1"), &a))
+        .unwrap()
+        .modified()
+        .unwrap();
     assert_eq!(before, after);
     assert_eq!(survey(dataset.path()).unwrap().traces, 2);
 }
@@ -79,14 +85,14 @@ fn the_same_trace_exported_again_is_skipped() {
 #[test]
 fn a_truncated_file_is_an_error_naming_it() {
     let (dataset, _traces, [a, _]) = two_traces();
-    let file = table_file(dataset.path(), "page_fill", &a);
+    let file = table_file(dataset.path(), "page_fill", Some("1"), &a);
     let len = std::fs::metadata(&file).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len / 2).unwrap();
     let e = errors(&survey(dataset.path()).unwrap());
     assert!(
-        e.iter()
-            .any(|l| l
-                .starts_with(&format!("error: page_fill/{a}.parquet: unreadable, truncated or not Parquet"))),
+        e.iter().any(|l| l.starts_with(&format!(
+            "error: page_fill/build=1/{a}.parquet: unreadable, truncated or not Parquet"
+        ))),
         "{e:?}"
     );
     assert_eq!(e.len(), 1, "one line for the one defect: {e:?}");
@@ -95,7 +101,7 @@ fn a_truncated_file_is_an_error_naming_it() {
 #[test]
 fn a_trace_held_twice_is_an_error_that_says_its_rows_would_count_twice() {
     let (dataset, _traces, [a, _]) = two_traces();
-    let dir = dataset.path().join("process");
+    let dir = dataset.path().join("process").join("build=1");
     std::fs::copy(dir.join(format!("{a}.parquet")), dir.join("copy.parquet")).unwrap();
     let s = survey(dataset.path()).unwrap();
     let e = errors(&s);
@@ -110,16 +116,16 @@ fn a_trace_held_twice_is_an_error_that_says_its_rows_would_count_twice() {
 #[test]
 fn a_file_of_an_older_dataset_version_is_an_error() {
     let (dataset, _traces, [_, b]) = two_traces();
-    let file = table_file(dataset.path(), "process", &b);
+    let file = table_file(dataset.path(), "process", Some("2"), &b);
     let reader = coldstart_dataset::TableReader::open(&file).unwrap();
     let batch = reader.read_all(&(0..reader.column_names().len()).collect::<Vec<_>>()).unwrap();
     assert_eq!(reader.num_row_groups(), 1, "a small table is one row group");
-    coldstart_dataset::write_file(&file, "process", &b, DATASET_VERSION - 1, &batch).unwrap();
+    coldstart_dataset::write_file(&file, "process", Some("2"), &b, DATASET_VERSION - 1, &batch).unwrap();
     let e = errors(&survey(dataset.path()).unwrap());
     assert_eq!(
         e,
         [format!(
-            "error: process/{b}.parquet: written as dataset version {}, this coldstart reads version {DATASET_VERSION}; export its trace again into a new dataset",
+            "error: process/build=2/{b}.parquet: written as dataset version {}, this coldstart reads version {DATASET_VERSION}; export its trace again into a new dataset",
             DATASET_VERSION - 1
         )]
     );
@@ -128,17 +134,15 @@ fn a_file_of_an_older_dataset_version_is_an_error() {
 #[test]
 fn an_interrupted_export_is_an_error_and_its_temporary_file_a_warning() {
     let (dataset, _traces, [a, _]) = two_traces();
-    std::fs::remove_file(table_file(dataset.path(), "traces", &a)).unwrap();
-    std::fs::write(dataset.path().join("sched").join(format!(".{a}.parquet.tmp")), b"PAR1").unwrap();
+    std::fs::remove_file(table_file(dataset.path(), "traces", Some("1"), &a)).unwrap();
+    std::fs::write(dataset.path().join("sched/build=1").join(format!(".{a}.parquet.tmp")), b"PAR1").unwrap();
     let s = survey(dataset.path()).unwrap();
     assert_eq!(s.traces, 1);
     let e = errors(&s);
     assert!(e.iter().all(|l| l.contains("its export was interrupted")), "{e:?}");
     assert_eq!(e.len(), TABLES.len() - 1, "{e:?}");
-    assert!(
-        s.problems.iter().any(|p| p.severity == Severity::Warning
-            && p.path == Path::new("sched").join(format!(".{a}.parquet.tmp")))
-    );
+    assert!(s.problems.iter().any(|p| p.severity == Severity::Warning
+        && p.path == Path::new("sched/build=1").join(format!(".{a}.parquet.tmp"))));
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `coldstart export --format parquet -o DIR TRACE…`: traces into a Parquet dataset, each
-//! read, analysed and diagnosed here and cut into tables by `coldstart_dataset`.
+//! read, analysed and diagnosed here and cut into tables by `coldstart_dataset`. A
+//! compacted dataset takes new traces alike: they are added as files of one trace in
+//! their build's folders, and the next `coldstart fleet compact` folds them in.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use coldstart_analyze::doctor::DoctorConfig;
-use coldstart_dataset::{ExportStatus, Exported, TraceLabels};
+use coldstart_dataset::{DatasetWriter, ExportStatus, Exported, TraceLabels};
 use coldstart_trace::Trace;
 
 /// What the command line says about every trace of one export.
@@ -17,9 +19,13 @@ pub struct Labels {
 }
 
 /// Exports one trace; `Ok((id, status))`.
-fn export_one(dir: &Path, path: &Path, labels: &Labels) -> anyhow::Result<(String, ExportStatus)> {
+fn export_one(
+    dataset: &mut DatasetWriter,
+    path: &Path,
+    labels: &Labels,
+) -> anyhow::Result<(String, ExportStatus)> {
     let id = coldstart_dataset::trace_id_of_file(path).context("cannot read the trace")?;
-    if coldstart_dataset::contains(dir, &id) {
+    if dataset.contains(&id) {
         return Ok((id, ExportStatus::AlreadyThere));
     }
     let mut trace = Trace::read(path).context("cannot read the trace")?;
@@ -50,16 +56,23 @@ fn export_one(dir: &Path, path: &Path, labels: &Labels) -> anyhow::Result<(Strin
         diagnosis: &diagnosis,
         labels: &trace_labels,
     };
-    let status = coldstart_dataset::export(dir, &exported).context("cannot write the dataset")?;
+    let status = dataset.export(&exported).context("cannot write the dataset")?;
     Ok((id, status))
 }
 
 pub fn run(dir: &Path, traces: &[PathBuf], labels: &Labels) -> anyhow::Result<ExitCode> {
+    if labels.build.as_deref() == Some("") {
+        bail!("--build is empty: give the build's name, or leave --build out");
+    }
+    let on_wait =
+        &mut || eprintln!("coldstart: {}: waiting for another export or compaction to finish", dir.display());
+    let mut dataset = DatasetWriter::open(dir, on_wait)
+        .with_context(|| format!("cannot open the dataset {}", dir.display()))?;
     let total = traces.len();
     let (mut written, mut skipped, mut failed) = (0usize, 0usize, 0usize);
     for (n, path) in traces.iter().enumerate() {
         let at = format!("[{}/{total}] {}", n + 1, path.display());
-        match export_one(dir, path, labels) {
+        match export_one(&mut dataset, path, labels) {
             Ok((id, ExportStatus::Written { rows })) => {
                 written += 1;
                 eprintln!("coldstart: {at}: trace {id}, {rows} rows");

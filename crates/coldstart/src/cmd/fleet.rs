@@ -1,5 +1,6 @@
 //! `coldstart fleet QUERY DIR`: a fleet question (SQL) over a Parquet dataset of many
-//! traces, run on DuckDB through its Python package after the dataset is surveyed.
+//! traces, run on DuckDB through its Python package after the dataset is surveyed;
+//! `coldstart fleet compact DIR` (`fleet_compact.rs`) folds a dataset into large files.
 //!
 //! The shipped queries and the runner are the files in fleet/ (embedded here), so the
 //! text `coldstart fleet` runs is the text `spark-submit fleet/run_query.py` runs.
@@ -52,16 +53,19 @@ const MAX_PROBLEMS_SHOWN: usize = 20;
 /// The runner both engines share (fleet/run_query.py).
 pub const RUNNER: &str = include_str!("../../../../fleet/run_query.py");
 
-/// Run a fleet question over a Parquet dataset of many traces (DuckDB, through Python).
+/// Run a fleet question over a Parquet dataset of many traces (DuckDB, through Python), or
+/// compact the dataset.
 #[derive(Debug, clap::Args)]
-#[command(after_help = after_help())]
+#[command(after_help = after_help(), args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    pub action: Option<Action>,
     /// A shipped query's name (see below) or an .sql file.
-    #[arg(value_name = "QUERY")]
-    pub query: String,
+    #[arg(value_name = "QUERY", required = true)]
+    pub query: Option<String>,
     /// The dataset's folder (from `coldstart export --format parquet`).
-    #[arg(value_name = "DIR")]
-    pub dataset: PathBuf,
+    #[arg(value_name = "DIR", required = true)]
+    pub dataset: Option<PathBuf>,
     /// The share of traces a file or page must be read in (0 to 1).
     #[arg(long, value_name = "SHARE", default_value_t = 0.5, value_parser = share)]
     pub min_share: f64,
@@ -74,6 +78,11 @@ pub struct Args {
     /// CSV (a header row) instead of an aligned table.
     #[arg(long)]
     pub csv: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    Compact(super::fleet_compact::Args),
 }
 
 /// The help's list of shipped queries (from [`QUERIES`]) and examples.
@@ -90,6 +99,7 @@ Examples:
   coldstart fleet common-files fleet/ --min-share 0.9 --csv > common.csv
   coldstart fleet regression fleet/ --build-a 41.2 --build-b 41.3
   coldstart fleet my-question.sql fleet/
+  coldstart fleet compact fleet/
 
 The dataset is surveyed first (every file's footer): a truncated file, a trace held twice,
 a file of another dataset version or an interrupted export stops the query with one line
@@ -142,7 +152,15 @@ fn python() -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let sql = query_text(&args.query)?;
+    if let Some(Action::Compact(compact)) = args.action {
+        return super::fleet_compact::run(compact);
+    }
+    let (Some(query), Some(dataset)) = (args.query.as_deref(), args.dataset.as_deref()) else {
+        bail!(
+            "give a query and a dataset: coldstart fleet QUERY DIR (coldstart fleet --help lists the queries)"
+        );
+    };
+    let sql = query_text(query)?;
     let mut params = Vec::new();
     for name in parameters(&sql) {
         let value = match name.as_str() {
@@ -161,10 +179,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         params.push(format!("{name}={value}"));
     }
-    checked_survey(&args.dataset, "queried")?;
+    checked_survey(dataset, "queried")?;
     let python = python();
     let mut command = Command::new(&python);
-    command.arg("-c").arg(RUNNER).arg("--engine").arg("duckdb").arg("--dataset").arg(&args.dataset);
+    command.arg("-c").arg(RUNNER).arg("--engine").arg("duckdb").arg("--dataset").arg(dataset);
     for p in &params {
         command.arg("--param").arg(p);
     }

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod export;
 mod export_parquet;
 pub mod fleet;
+pub mod fleet_compact;
 pub mod generate;
 pub mod import;
 pub mod info;

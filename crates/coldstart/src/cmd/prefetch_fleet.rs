@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::Context;
-use coldstart_dataset::reader::{self, RunRow};
+use coldstart_dataset::reader::{self, PlanTrace, RunRow, TraceRow};
 use coldstart_prefetch::fleet::{FleetFile, FleetPages, FleetTrace, Image, ImageFile, PageRun};
 use coldstart_prefetch::plan::UsedPagesFrom;
 use coldstart_prefetch::{Plan, PlanSettings};
@@ -41,63 +41,82 @@ fn runs(rows: Vec<RunRow>, from: i64) -> Vec<PageRun> {
         .collect()
 }
 
-/// Reads the selected traces of the dataset at `dir` (surveyed first: a dataset with
-/// errors is refused).
-pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
-    crate::cmd::fleet::checked_survey(dir, "planned")?;
-    let mut ids: Vec<String> = std::fs::read_dir(dir.join("traces"))
-        .with_context(|| format!("cannot list {}", dir.join("traces").display()))?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".parquet").map(str::to_owned))
-        .filter(|name| !name.starts_with('.'))
+/// A trace's rows as the planner takes them.
+fn fleet_trace(t: PlanTrace) -> FleetTrace {
+    let row = t.row;
+    let files = t
+        .files
+        .into_iter()
+        .map(|f| FleetFile {
+            file_id: f.file_id,
+            kind: FileKind::from_word(&f.kind).unwrap_or(FileKind::Other),
+            path: f.path,
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+        })
         .collect();
-    ids.sort();
-    let progress = Progress::new(ids.len());
-    let mut fleet = Fleet { pages: FleetPages::new(), boots_or_sessions: 0, not_selected: 0 };
-    for (i, id) in ids.iter().enumerate() {
-        progress.show(i);
-        let row = reader::trace_row(dir, id)?;
-        let wanted = |want: &Option<String>, have: &Option<String>| want.is_none() || want == have;
-        if !wanted(&selection.build, &row.build) || !wanted(&selection.machine_class, &row.machine_class) {
-            fleet.not_selected += 1;
-            continue;
-        }
-        let files = reader::file_rows(dir, id)?
-            .into_iter()
-            .map(|f| FleetFile {
-                file_id: f.file_id,
-                kind: FileKind::from_word(&f.kind).unwrap_or(FileKind::Other),
-                path: f.path,
-                size: f.size,
-                mtime_ns: f.mtime_ns,
-            })
-            .collect();
-        let trace = FleetTrace {
-            id: row.trace_id.clone(),
-            host: row.host,
-            build: row.build,
-            command: row.command,
-            kernel: row.kernel,
-            start_unix_ns: row.start_unix_ns,
-            page_size: row.page_size,
-            used_from: if row.used_pages_from == "fills" {
-                UsedPagesFrom::Fills
-            } else {
-                UsedPagesFrom::Accesses
-            },
-            files,
-            // page_used counts from the command's start already; fills and opens from the trace's zero.
-            used: runs(reader::run_rows(dir, "page_used", id)?, 0),
-            filled: runs(reader::run_rows(dir, "page_use", id)?, row.command_start_ns),
-            opened: reader::open_rows(dir, id)?
-                .into_iter()
-                .map(|(f, t)| (f, t - row.command_start_ns))
-                .collect(),
-        };
-        fleet.pages.add(&trace)?;
-        fleet.boots_or_sessions += usize::from(row.boot_or_session);
+    FleetTrace {
+        id: row.trace_id,
+        host: row.host,
+        build: row.build,
+        command: row.command,
+        kernel: row.kernel,
+        start_unix_ns: row.start_unix_ns,
+        page_size: row.page_size,
+        used_from: if row.used_pages_from == "fills" {
+            UsedPagesFrom::Fills
+        } else {
+            UsedPagesFrom::Accesses
+        },
+        files,
+        // page_used counts from the command's start already; fills and opens from the trace's zero.
+        used: runs(t.used, 0),
+        filled: runs(t.filled, row.command_start_ns),
+        opened: t.opened.into_iter().map(|(f, t)| (f, t - row.command_start_ns)).collect(),
     }
-    progress.done();
+}
+
+/// Reads the selected traces of the dataset at `dir` (surveyed first: a dataset with
+/// errors is refused): only the builds selected, and of those only the tables and columns
+/// a plan uses, trace by trace. One thread reads and decodes while this one counts.
+pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
+    let survey = crate::cmd::fleet::checked_survey(dir, "planned")?;
+    let catalog = &survey.catalog;
+    let build_wanted = |b: &Option<String>| selection.build.is_none() || selection.build == *b;
+    let in_builds = catalog.traces.values().filter(|b| build_wanted(b)).count();
+    let mut fleet = Fleet {
+        pages: FleetPages::new(),
+        boots_or_sessions: 0,
+        not_selected: catalog.traces.len() - in_builds,
+    };
+    let (traces, decoded) = std::sync::mpsc::sync_channel::<PlanTrace>(64);
+    let other_class = std::thread::scope(|scope| -> anyhow::Result<usize> {
+        let reading = scope.spawn(move || -> anyhow::Result<usize> {
+            let progress = Progress::new(in_builds);
+            let (mut seen, mut other_class) = (0usize, 0usize);
+            let mut want = |row: &TraceRow| {
+                progress.show(seen);
+                seen += 1;
+                let wanted =
+                    selection.machine_class.is_none() || selection.machine_class == row.machine_class;
+                other_class += usize::from(!wanted);
+                wanted
+            };
+            let mut hand_over =
+                |t: PlanTrace| traces.send(t).map_err(|_| anyhow::anyhow!("the plan stopped"));
+            reader::read_plan_traces(dir, catalog, &build_wanted, &mut want, &mut hand_over)
+                .with_context(|| format!("cannot read the dataset {}", dir.display()))?;
+            progress.done();
+            Ok(other_class)
+        });
+        for trace in decoded {
+            fleet.boots_or_sessions += usize::from(trace.row.boot_or_session);
+            // On an error the receiver is dropped, which stops the reading thread.
+            fleet.pages.add(&fleet_trace(trace))?;
+        }
+        reading.join().map_err(|_| anyhow::anyhow!("the thread reading the dataset failed"))?
+    })?;
+    fleet.not_selected += other_class;
     Ok(fleet)
 }
 

@@ -8,6 +8,7 @@ use assert_cmd::Command;
 pub use coldstart_testkit::{can_record, ci, is_root, unavailable};
 
 pub mod container;
+pub mod fleet;
 
 pub fn coldstart() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin!("coldstart"))
