@@ -14,7 +14,8 @@
 #   Spark       the same on a standalone cluster of a master and two workers started on
 #               this machine (fleet/spark_cluster.py), at the sizes of SPARK_SIZES
 # with rows per second (the rows of the tables a question reads / its seconds). At the
-# first size, the questions are also timed on the dataset before its compaction.
+# first size, the questions are also timed on the dataset before its compaction (when it
+# holds no part yet).
 # BENCHMARKS.md, "Fleet datasets".
 #
 #   bash bench/fleet-scale.sh                              # SIZES="1000 10000 100000"
@@ -129,11 +130,12 @@ for n in $SIZES; do
         start=$(date +%s.%N)
         $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch"
         echo "# synthesized traces $made..$((made + batch - 1)) in $(echo "$(date +%s.%N) - $start" | bc) s"
-        new_bytes=$(find "$ds" -name '[0-9a-f]*.parquet' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+        new_bytes=$(find "$ds" -name '[0-9a-f]*.parquet' -printf '%s\n' | paste -sd+ | bc)
+        new_bytes=${new_bytes:-0}
         printf '%-8s %-13s %-7s %-6s %12s %10s %14.0f\n' "$((made + batch))" "(size)" - exported "$batch" - \
             "$(echo "$new_bytes / $batch" | bc -l)"
         made=$((made + batch))
-        if [ "$first" = 1 ] && [ "$made" = "$n" ]; then
+        if [ "$first" = 1 ] && [ "$made" = "$n" ] && [ -z "$(find "$ds" -name 'part-*.parquet' -print -quit)" ]; then
             declare -A rows=()
             while read -r table count; do rows[$table]=$count; done < <(rows_of "$ds")
             questions "$made" exported duckdb "${duckdb_runner[@]}"
