@@ -167,6 +167,15 @@ fn no_subtree_is_named_when_no_call_holds_most_of_the_cpu() {
     );
 }
 
+/// A stripped interpreter holding the CPU under an address no symbol named (Debian's python3
+/// walking 4,000 small files): no call to name, so no subtree finding, only the warning.
+#[test]
+fn no_subtree_is_named_under_an_address_no_symbol_named() {
+    let stacks = [(399, "_start@python3.11;?@python3.11;?@python3.11;?@python3.11")];
+    let d = diagnose(&with_stacks(scenarios::cpu_bound(), &stacks));
+    assert!(of_kind(&d, FindingKind::CpuSubtree).is_empty(), "{}", render(&d));
+}
+
 #[test]
 fn a_kernel_only_sample_is_charged_to_its_system_call() {
     let kernel = "k:entry_SYSCALL_64_after_hwframe;k:do_syscall_64;k:__x64_sys_openat;k:do_sys_openat2;\

@@ -216,7 +216,9 @@ fn subtree_advice(s: &CpuSubtree, share: f64) -> String {
 pub(crate) fn cpu_subtree(f: &Facts) -> Vec<Finding> {
     let Some(profile) = &f.a.cpu_profile else { return Vec::new() };
     let CpuTree { scope, samples: whole, subtree: Some(s), .. } = &profile.tree else { return Vec::new() };
-    if *whole < f.config.cpu_subtree_min_samples {
+    // An address no symbol named is no call anyone can act on (an interpreter's loop, often):
+    // the unsymbolized-frames warning says how to get names.
+    if *whole < f.config.cpu_subtree_min_samples || is_unnamed(&s.name) {
         return Vec::new();
     }
     let share = s.samples as f64 / *whole as f64;
@@ -320,4 +322,9 @@ pub(crate) fn cpu_subtree(f: &Facts) -> Vec<Finding> {
             }
         )),
     }]
+}
+
+/// A frame named by its object and offset (`python3.11+0x247d96`), not by a symbol.
+fn is_unnamed(frame: &str) -> bool {
+    frame.contains("+0x")
 }
