@@ -66,7 +66,7 @@ pub struct Analysis {
     pub warnings: Vec<Warning>,
     /// Where the CPU went, from the stack samples; absent when the trace has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_profile: Option<crate::cpu::CpuProfile>,
+    pub cpu_profile: Option<CpuProfile>,
     /// The systemd units that became active during the recording, longest start first;
     /// absent when the trace has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -854,4 +854,108 @@ pub struct UnitChain {
     /// Unit names from the target back to the first, as `systemd-analyze critical-chain`
     /// prints them; each is in [`Analysis::units`].
     pub links: Vec<String>,
+}
+
+/// The stack samples of the start, summed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuProfile {
+    /// Samples between the command's start and ready (each about 1 ms of one CPU at 1 kHz).
+    pub samples: u64,
+    /// The sampling rate, per second and CPU, when the trace says (each sample stands for 1/rate s of CPU).
+    pub sample_hz: Option<f64>,
+    /// Most samples first: `self_samples` where it was the innermost frame, `samples` anywhere on the stack.
+    pub functions: Vec<CpuFunction>,
+    /// Files (executables, libraries, `[kernel]`) by samples whose innermost frame lies in them.
+    pub libraries: Vec<CpuLibrary>,
+    /// One entry per phase of the analysis, in order.
+    pub phases: Vec<PhaseCpu>,
+    /// One entry per CPU segment of the critical path with samples, in order.
+    pub critical_path: Vec<SegmentCpu>,
+    /// The samples the inclusive view and the subtree are of: those of the critical path's
+    /// CPU segments, or without a critical path all of the start's.
+    pub tree: CpuTree,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuFunction {
+    pub name: String,
+    pub library: String,
+    pub self_samples: u64,
+    pub samples: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuLibrary {
+    pub name: String,
+    pub self_samples: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseCpu {
+    /// Index into the analysis' phases.
+    pub phase: usize,
+    pub samples: u64,
+    pub functions: Vec<CpuFunction>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentCpu {
+    /// Index into the critical path's segments.
+    pub segment: usize,
+    pub samples: u64,
+    /// The function most samples of the segment's thread were in.
+    pub hottest: CpuFunction,
+}
+
+/// Which samples a [`CpuTree`] is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TreeScope {
+    /// The samples of the critical path's CPU segments (their thread, in their time).
+    CriticalPath,
+    /// Every sample from the command's start to ready (the trace has no critical path).
+    Start,
+}
+
+/// A function or an activity with a count of samples.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuShare {
+    pub name: String,
+    pub library: String,
+    pub samples: u64,
+}
+
+/// The inclusive view (`perf report --children`) of a set of samples, and its dominant subtree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTree {
+    pub scope: TreeScope,
+    pub samples: u64,
+    /// Named functions by the samples under them (each counted once per sample), most
+    /// first; generic ones (entries, event loops, interpreter loops) and the allocator's left out.
+    pub inclusive: Vec<CpuShare>,
+    /// The deepest function that still holds most of the samples, when one does.
+    pub subtree: Option<CpuSubtree>,
+}
+
+/// The deepest function holding most of a [`CpuTree`]'s samples, and what is inside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSubtree {
+    pub name: String,
+    pub library: String,
+    /// Samples with it on the stack.
+    pub samples: u64,
+    /// Samples in it, not in a callee.
+    pub self_samples: u64,
+    /// Its most frequent callers, nearest first.
+    pub called_from: Vec<CpuShare>,
+    /// Its direct callees by the samples under them, most first (kernel activities and the
+    /// allocator included).
+    pub callees: Vec<CpuShare>,
+    /// Samples with an allocator function below it (`malloc`, `free`, `g_slice_alloc`, …,
+    /// and what they run in the kernel), and those functions (the outermost per sample).
+    pub allocator_samples: u64,
+    pub allocator: Vec<CpuShare>,
+    /// Samples in the kernel below it, and by what the thread was doing there.
+    pub kernel_samples: u64,
+    pub kernel: Vec<CpuShare>,
 }

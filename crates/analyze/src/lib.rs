@@ -31,9 +31,6 @@ mod warnings;
 
 pub use analysis::*;
 pub use boot_units::{chain_to, ready_unit};
-pub use cpu::{
-    CpuFunction, CpuLibrary, CpuProfile, CpuShare, CpuSubtree, CpuTree, PhaseCpu, SegmentCpu, TreeScope,
-};
 pub use offcpu::{KernelWait, OffCpuIndex, area_of, kernel_wait};
 pub use ranking::{RankBy, ReadFilter};
 

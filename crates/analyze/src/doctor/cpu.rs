@@ -6,7 +6,7 @@
 use coldstart_trace::Nanos;
 
 use crate::analysis::SegmentKind;
-use crate::cpu::{CpuShare, CpuSubtree, CpuTree, TreeScope};
+use crate::analysis::{CpuShare, CpuSubtree, CpuTree, TreeScope};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{Audience, Confidence, Evidence, Figure, Finding, FindingKind, Gain};
 use crate::units::{count, duration, percent};
