@@ -87,3 +87,29 @@ fn a_server_that_answers_with_something_else_than_an_elf_file_is_not_cached() {
     assert!(matches!(client.debuginfo(BUILD_ID), Lookup::Failed(_)));
     assert!(!cache.join(BUILD_ID).join("debuginfo").exists());
 }
+
+#[test]
+fn a_debug_file_over_debuginfod_maxsize_is_refused_and_its_server_still_asked() {
+    let test = "a_debug_file_over_debuginfod_maxsize";
+    let dir = private_dir!();
+    let Some((_, debug)) = stripped_program(test, dir.path(), "hidden", PROGRAM, &["-O1"], BUILD_ID) else {
+        return;
+    };
+    let Some(server) = debuginfod_server(test, &dir.path().join("server")) else { return };
+    server.serve(BUILD_ID, &debug);
+    let size = std::fs::metadata(&debug).unwrap().len();
+    let cache = dir.path().join("cache");
+    let small =
+        Debuginfod::new(vec![server.url.clone()], cache.clone(), Duration::from_secs(20), Some(size - 1));
+    match small.debuginfo(BUILD_ID) {
+        Lookup::Failed(why) => assert!(why.contains("DEBUGINFOD_MAXSIZE"), "{why}"),
+        other => panic!("a file over the limit: expected a failure, got {other:?}"),
+    }
+    assert!(!cache.join(BUILD_ID).join("debuginfo").exists());
+    assert!(
+        matches!(small.debuginfo("00000000000000000000000000000000000000fb"), Lookup::Missing),
+        "the server is still asked after a file over the limit"
+    );
+    let enough = Debuginfod::new(vec![server.url.clone()], cache, Duration::from_secs(20), Some(size));
+    assert!(matches!(enough.debuginfo(BUILD_ID), Lookup::Downloaded(_)));
+}

@@ -7,11 +7,13 @@
 //! `DEBUGINFOD_TIMEOUT` (seconds, default 90) bounds each download, `DEBUGINFOD_MAXSIZE`
 //! (bytes) its size. A server that could not be reached is not asked again in this run, so
 //! an unreachable one costs one timeout, not one per file. Only called after the recording,
-//! never while a start is measured.
+//! never while a start is measured. The downloads go through `curl`: an HTTPS client built in
+//! would be a tenth of the tool's first build, for a lookup most users never make.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -36,7 +38,7 @@ pub struct Debuginfod {
     unreachable: Vec<AtomicBool>,
     cache: PathBuf,
     max_bytes: Option<u64>,
-    agent: ureq::Agent,
+    timeout: Duration,
 }
 
 /// The seconds libdebuginfod waits for a download by default.
@@ -46,15 +48,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 impl Debuginfod {
     /// A client of `urls` (each `http://` or `https://`), caching in `cache`.
     pub fn new(urls: Vec<String>, cache: PathBuf, timeout: Duration, max_bytes: Option<u64>) -> Debuginfod {
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .http_status_as_error(false)
-            .user_agent(concat!("coldstart/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
         let unreachable = urls.iter().map(|_| AtomicBool::new(false)).collect();
-        Debuginfod { urls, unreachable, cache, max_bytes, agent }
+        Debuginfod { urls, unreachable, cache, max_bytes, timeout }
     }
 
     /// The client the environment asks for; `None` when `DEBUGINFOD_URLS` names no server.
@@ -121,27 +116,64 @@ impl Debuginfod {
     /// One server's answer, written to `kept` through a temporary file; `None` when it does
     /// not have it. A server that gives no answer at all is marked `unreachable`.
     fn download(&self, url: &str, kept: &Path, unreachable: &AtomicBool) -> io::Result<Option<Vec<u8>>> {
-        let response = self.agent.get(url).call().map_err(|e| {
-            unreachable.store(true, Ordering::Relaxed);
-            io::Error::other(e)
+        let dir = kept.parent().ok_or_else(|| io::Error::other("no cache directory"))?;
+        fs::create_dir_all(dir)?;
+        let part = tempfile::Builder::new().prefix(".debuginfo.coldstart.").tempfile_in(dir)?;
+        let status = self.fetch(url, part.path()).inspect_err(|e| {
+            if e.kind() != io::ErrorKind::FileTooLarge {
+                unreachable.store(true, Ordering::Relaxed);
+            }
         })?;
-        match response.status().as_u16() {
+        match status {
             200 => {}
             404 | 410 => return Ok(None),
             status => return Err(io::Error::other(format!("HTTP status {status}"))),
         }
-        let dir = kept.parent().ok_or_else(|| io::Error::other("no cache directory"))?;
-        fs::create_dir_all(dir)?;
-        let mut part = tempfile::Builder::new().prefix(".debuginfo.coldstart.").tempfile_in(dir)?;
-        let mut body =
-            response.into_body().into_with_config().limit(self.max_bytes.unwrap_or(u64::MAX)).reader();
-        io::copy(&mut body, part.as_file_mut())?;
-        part.as_file_mut().flush()?;
         let data = fs::read(part.path())?;
         if !data.starts_with(b"\x7fELF") {
             return Err(io::Error::other("the answer is not an ELF file"));
         }
         part.persist(kept).map_err(|e| e.error)?;
         Ok(Some(data))
+    }
+
+    /// `GET url` into `into` with curl: the HTTP status, or why there was no answer.
+    fn fetch(&self, url: &str, into: &Path) -> io::Result<u16> {
+        let mut curl = Command::new("curl");
+        curl.args(["--silent", "--show-error", "--location", "--write-out", "%{http_code}"])
+            .args(["--user-agent", concat!("coldstart/", env!("CARGO_PKG_VERSION"))])
+            .arg("--connect-timeout")
+            .arg(CONNECT_TIMEOUT.as_secs().to_string())
+            .arg("--max-time")
+            .arg(self.timeout.as_secs().max(1).to_string())
+            .arg("--output")
+            .arg(into);
+        if let Some(max) = self.max_bytes {
+            curl.arg("--max-filesize").arg(max.to_string());
+        }
+        let out = curl.arg(url).stdin(Stdio::null()).output().map_err(|e| {
+            io::Error::other(format!(
+                "curl could not be run ({e}); debuginfod lookups need it (Debian: apt install curl)"
+            ))
+        })?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            let said = said.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            if out.status.code() == Some(63) {
+                return Err(io::Error::new(
+                    io::ErrorKind::FileTooLarge,
+                    format!("larger than DEBUGINFOD_MAXSIZE ({said})"),
+                ));
+            }
+            return Err(io::Error::other(if said.is_empty() {
+                format!("curl failed ({})", out.status)
+            } else {
+                said.to_owned()
+            }));
+        }
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| io::Error::other("curl gave no HTTP status"))
     }
 }
