@@ -1,6 +1,7 @@
 //! ARCHITECTURE.md stays true as the code moves: every file it names in backquotes exists
 //! (a path, or a file name, found in the tree), and every Rust item it names (`Type`,
-//! `module::item`, `Type::method`) is defined in the workspace's sources.
+//! `module::item`, `Type::method`) is defined in the workspace's sources. And the functions
+//! stay short: bench/long-functions.py finds none over 120 lines outside tests.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -193,4 +194,47 @@ fn the_check_catches_a_missing_file_and_a_missing_item() {
     assert_eq!(as_item("trace_marker"), None);
     assert!(names.contains("FindingKind") && names.contains("critical_path"));
     assert!(!names.contains("NoSuchTypeAnywhere"));
+}
+
+/// bench/long-functions.py on `root`, with a limit: its exit status and what it printed.
+fn long_functions(root: &Path, limit: u32) -> (Option<i32>, String) {
+    let script = self::root().join("bench/long-functions.py");
+    let output = std::process::Command::new("/usr/bin/python3")
+        .arg(script)
+        .args(["--limit", &limit.to_string(), "--root"])
+        .arg(root)
+        .output()
+        .expect("/usr/bin/python3 runs (.ci/run installs python3)");
+    (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn no_function_is_over_120_lines_outside_tests() {
+    let (status, listed) = long_functions(&root(), 120);
+    assert_eq!(status, Some(0), "functions over 120 lines (lines, file:line, name):\n{listed}");
+}
+
+/// The length check itself: a function one line over the limit is listed with its length,
+/// one at the limit is not, and neither are functions in test modules, a trait method's
+/// declaration, or braces inside strings, characters and comments.
+#[test]
+fn the_length_check_counts_from_fn_to_the_closing_brace() {
+    let workspace = tempfile::tempdir().unwrap();
+    let src = workspace.path().join("crates/demo/src");
+    std::fs::create_dir_all(&src).unwrap();
+    let body = |lines: usize| "    let _ = 1;\n".repeat(lines);
+    let text = format!(
+        "trait T {{\n    fn declared(&self);\n}}\n\
+         fn at_limit() {{\n{}}}\n\
+         fn over_limit() {{\n    let _ = \"{{\";\n    let _ = '}}';\n    // }}\n{}}}\n\
+         #[cfg(test)]\nmod tests {{\n    fn long_test_helper() {{\n{}    }}\n}}\n",
+        body(8),
+        body(6),
+        body(20)
+    );
+    std::fs::write(src.join("lib.rs"), text).unwrap();
+    let (status, listed) = long_functions(workspace.path(), 10);
+    assert_eq!(status, Some(1));
+    assert_eq!(listed, "   11 crates/demo/src/lib.rs:14 over_limit\n");
+    assert_eq!(long_functions(workspace.path(), 11), (Some(0), String::new()));
 }

@@ -94,172 +94,244 @@ fn opt_u64(v: Option<u64>) -> Option<i64> {
     v.map(to_i64)
 }
 
+fn process_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.processes)
+        .i32("pid", |r| r.pid)
+        .opt_i32("ppid", |r| r.ppid)
+        .str("comm", |r| &r.comm)
+        .opt_str("exe", |r| r.exe.as_deref())
+        .str("argv", |r| r.argv.join(" "))
+        .opt_i64("start_ns", |r| r.start_ns)
+        .opt_i64("end_ns", |r| r.end_ns)
+        .opt_i32("exit_code", |r| r.exit_code)
+        .bool("in_scope", |r| r.in_scope)
+        .finish()
+}
+
+fn thread_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.threads)
+        .i32("tid", |r| r.tid)
+        .i32("pid", |r| r.pid)
+        .str("comm", |r| &r.comm)
+        .opt_i64("start_ns", |r| r.start_ns)
+        .opt_i64("end_ns", |r| r.end_ns)
+        .finish()
+}
+
+fn file_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.files)
+        .i64("file_id", |r| r.id.into())
+        .str("dev", |r| r.dev.to_string())
+        .i64("ino", |r| to_i64(r.ino))
+        .opt_str("path", |r| r.path.as_deref())
+        .str("kind", |r| r.kind.as_str())
+        .opt_i64("size", |r| opt_u64(r.size))
+        .opt_i64("mtime_ns", |r| r.mtime_ns)
+        .finish()
+}
+
+fn page_fill_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.page_fills)
+        .i64("t_ns", |r| r.t_ns)
+        .i32("pid", |r| r.pid)
+        .i32("tid", |r| r.tid)
+        .i64("file_id", |r| r.file_id.into())
+        .i64("page_index", |r| to_i64(r.index))
+        .i64("pages", |r| r.pages.into())
+        .opt_str("origin", |r| r.origin.map(|o| o.as_str()))
+        .finish()
+}
+
+fn page_access_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.page_accesses)
+        .i64("t_ns", |r| r.t_ns)
+        .i32("pid", |r| r.pid)
+        .i32("tid", |r| r.tid)
+        .i64("file_id", |r| r.file_id.into())
+        .i64("page_index", |r| to_i64(r.index))
+        .i64("pages", |r| r.pages.into())
+        .str("kind", |r| r.kind.as_str())
+        .finish()
+}
+
+fn page_resident_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.page_residents)
+        .i64("file_id", |r| r.file_id.into())
+        .i64("page_index", |r| to_i64(r.index))
+        .i64("pages", |r| r.pages.into())
+        .finish()
+}
+
+fn file_open_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.file_opens)
+        .i64("t_ns", |r| r.t_ns)
+        .i32("pid", |r| r.pid)
+        .i64("file_id", |r| r.file_id.into())
+        .bool("exec", |r| r.exec)
+        .finish()
+}
+
+fn block_io_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.block_ios)
+        .opt_i64("issue_ns", |r| r.issue_ns)
+        .opt_i64("complete_ns", |r| r.complete_ns)
+        .str("dev", |r| r.dev.to_string())
+        .opt_i64("sector", |r| opt_u64(r.sector))
+        .i64("bytes", |r| r.bytes.into())
+        .str("op", |r| r.op.as_str())
+        .str("rwbs", |r| &r.rwbs)
+        .i32("pid", |r| r.pid)
+        .str("comm", |r| &r.comm)
+        .opt_i64("file_id", |r| r.file_id.map(i64::from))
+        .i32("error", |r| r.error)
+        .finish()
+}
+
+fn sched_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.sched)
+        .i32("tid", |r| r.tid)
+        .i64("start_ns", |r| r.start_ns)
+        .i64("end_ns", |r| r.end_ns)
+        .str("state", |r| r.state.as_str())
+        .finish()
+}
+
+fn mark_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.marks)
+        .i64("t_ns", |r| r.t_ns)
+        .opt_i32("pid", |r| r.pid)
+        .opt_i32("tid", |r| r.tid)
+        .str("name", |r| &r.name)
+        .str("source", |r| r.source.as_str())
+        .finish()
+}
+
+fn unit_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.units)
+        .str("name", |r| &r.name)
+        .str("manager", |r| &r.manager)
+        .opt_i64("activating_ns", |r| r.activating_ns)
+        .opt_i64("active_ns", |r| r.active_ns)
+        .opt_i64("deactivating_ns", |r| r.deactivating_ns)
+        .opt_i32("pid", |r| r.pid)
+        .str("after", |r| r.after.join(" "))
+        .finish()
+}
+
+fn disk_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.disks)
+        .str("dev", |r| r.dev.to_string())
+        .str("name", |r| &r.name)
+        .opt_str("model", |r| r.model.as_deref())
+        .opt_bool("rotational", |r| r.rotational)
+        .opt_i64("size_bytes", |r| opt_u64(r.size_bytes))
+        .opt_i64("read_bytes", |r| opt_u64(r.read_bytes))
+        .opt_i64("read_ios", |r| opt_u64(r.read_ios))
+        .opt_i64("write_bytes", |r| opt_u64(r.write_bytes))
+        .opt_i64("write_ios", |r| opt_u64(r.write_ios))
+        .finish()
+}
+
+fn loss_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.losses)
+        .str("source", |r| r.source.as_str())
+        .str("what", |r| &r.what)
+        .i64("count", |r| to_i64(r.count))
+        .finish()
+}
+
+fn cpu_sample_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.cpu_samples)
+        .i64("t_ns", |r| r.t_ns)
+        .i64("dt_ns", |r| r.dt_ns)
+        .f64("user", |r| r.user)
+        .f64("system", |r| r.system)
+        .f64("iowait", |r| r.iowait)
+        .f64("idle", |r| r.idle)
+        .i64("running", |r| r.running.into())
+        .i64("blocked", |r| r.blocked.into())
+        .finish()
+}
+
+fn disk_sample_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.disk_samples)
+        .i64("t_ns", |r| r.t_ns)
+        .i64("dt_ns", |r| r.dt_ns)
+        .str("dev", |r| r.dev.to_string())
+        .i64("read_bytes", |r| to_i64(r.read_bytes))
+        .i64("read_ios", |r| to_i64(r.read_ios))
+        .i64("write_bytes", |r| to_i64(r.write_bytes))
+        .i64("write_ios", |r| to_i64(r.write_ios))
+        .f64("busy", |r| r.busy)
+        .finish()
+}
+
+fn process_sample_table(id: &str, t: &Trace) -> Table {
+    Batch::new(id, &t.process_samples)
+        .i64("t_ns", |r| r.t_ns)
+        .i64("dt_ns", |r| r.dt_ns)
+        .i32("pid", |r| r.pid)
+        .str("state", |r| r.state.to_string())
+        .f64("cpu_user", |r| r.cpu_user)
+        .f64("cpu_system", |r| r.cpu_system)
+        .i64("major_faults", |r| to_i64(r.major_faults))
+        .opt_i64("rss_bytes", |r| opt_u64(r.rss_bytes))
+        .finish()
+}
+
+fn finding_table(id: &str, diagnosis: &Diagnosis) -> Table {
+    Batch::new(id, &diagnosis.findings)
+        .str("kind", |r| word(&r.kind))
+        .str("title", |r| &r.title)
+        .i64("gain_ns", |r| r.gain.ns)
+        .opt_i64("gain_ahead_ns", |r| r.gain.ahead_ns)
+        .str("confidence", |r| word(&r.confidence))
+        .finish()
+}
+
+fn path_read_table(id: &str, t: &Trace) -> Table {
+    let reads = path_reads(t);
+    Batch::new(id, &reads).str("path", |r| &r.0).i64("pages", |r| to_i64(r.1)).finish()
+}
+
+fn path_read_run_table(id: &str, t: &Trace) -> Table {
+    let runs = path_read_runs(t);
+    Batch::new(id, &runs)
+        .str("path", |r| &r.0)
+        .i64("first_page", |r| to_i64(r.1))
+        .i64("pages", |r| to_i64(r.2))
+        .finish()
+}
+
 impl Exported<'_> {
     /// The table named `name` (one of [`TABLES`]).
     pub fn table(&self, name: &str) -> Table {
         let id = self.id;
         let t = self.trace;
         match name {
-            "process" => Batch::new(id, &t.processes)
-                .i32("pid", |r| r.pid)
-                .opt_i32("ppid", |r| r.ppid)
-                .str("comm", |r| &r.comm)
-                .opt_str("exe", |r| r.exe.as_deref())
-                .str("argv", |r| r.argv.join(" "))
-                .opt_i64("start_ns", |r| r.start_ns)
-                .opt_i64("end_ns", |r| r.end_ns)
-                .opt_i32("exit_code", |r| r.exit_code)
-                .bool("in_scope", |r| r.in_scope)
-                .finish(),
-            "thread" => Batch::new(id, &t.threads)
-                .i32("tid", |r| r.tid)
-                .i32("pid", |r| r.pid)
-                .str("comm", |r| &r.comm)
-                .opt_i64("start_ns", |r| r.start_ns)
-                .opt_i64("end_ns", |r| r.end_ns)
-                .finish(),
-            "file" => Batch::new(id, &t.files)
-                .i64("file_id", |r| r.id.into())
-                .str("dev", |r| r.dev.to_string())
-                .i64("ino", |r| to_i64(r.ino))
-                .opt_str("path", |r| r.path.as_deref())
-                .str("kind", |r| r.kind.as_str())
-                .opt_i64("size", |r| opt_u64(r.size))
-                .opt_i64("mtime_ns", |r| r.mtime_ns)
-                .finish(),
-            "page_fill" => Batch::new(id, &t.page_fills)
-                .i64("t_ns", |r| r.t_ns)
-                .i32("pid", |r| r.pid)
-                .i32("tid", |r| r.tid)
-                .i64("file_id", |r| r.file_id.into())
-                .i64("page_index", |r| to_i64(r.index))
-                .i64("pages", |r| r.pages.into())
-                .opt_str("origin", |r| r.origin.map(|o| o.as_str()))
-                .finish(),
-            "page_access" => Batch::new(id, &t.page_accesses)
-                .i64("t_ns", |r| r.t_ns)
-                .i32("pid", |r| r.pid)
-                .i32("tid", |r| r.tid)
-                .i64("file_id", |r| r.file_id.into())
-                .i64("page_index", |r| to_i64(r.index))
-                .i64("pages", |r| r.pages.into())
-                .str("kind", |r| r.kind.as_str())
-                .finish(),
+            "process" => process_table(id, t),
+            "thread" => thread_table(id, t),
+            "file" => file_table(id, t),
+            "page_fill" => page_fill_table(id, t),
+            "page_access" => page_access_table(id, t),
             "page_use" => runs_batch(id, &page_use(t), "first_t_ns"),
-            "page_resident" => Batch::new(id, &t.page_residents)
-                .i64("file_id", |r| r.file_id.into())
-                .i64("page_index", |r| to_i64(r.index))
-                .i64("pages", |r| r.pages.into())
-                .finish(),
+            "page_resident" => page_resident_table(id, t),
             "page_used" => runs_batch(id, &page_used(t), "first_need_ns"),
-            "file_open" => Batch::new(id, &t.file_opens)
-                .i64("t_ns", |r| r.t_ns)
-                .i32("pid", |r| r.pid)
-                .i64("file_id", |r| r.file_id.into())
-                .bool("exec", |r| r.exec)
-                .finish(),
-            "block_io" => Batch::new(id, &t.block_ios)
-                .opt_i64("issue_ns", |r| r.issue_ns)
-                .opt_i64("complete_ns", |r| r.complete_ns)
-                .str("dev", |r| r.dev.to_string())
-                .opt_i64("sector", |r| opt_u64(r.sector))
-                .i64("bytes", |r| r.bytes.into())
-                .str("op", |r| r.op.as_str())
-                .str("rwbs", |r| &r.rwbs)
-                .i32("pid", |r| r.pid)
-                .str("comm", |r| &r.comm)
-                .opt_i64("file_id", |r| r.file_id.map(i64::from))
-                .i32("error", |r| r.error)
-                .finish(),
-            "sched" => Batch::new(id, &t.sched)
-                .i32("tid", |r| r.tid)
-                .i64("start_ns", |r| r.start_ns)
-                .i64("end_ns", |r| r.end_ns)
-                .str("state", |r| r.state.as_str())
-                .finish(),
-            "mark" => Batch::new(id, &t.marks)
-                .i64("t_ns", |r| r.t_ns)
-                .opt_i32("pid", |r| r.pid)
-                .opt_i32("tid", |r| r.tid)
-                .str("name", |r| &r.name)
-                .str("source", |r| r.source.as_str())
-                .finish(),
-            "unit" => Batch::new(id, &t.units)
-                .str("name", |r| &r.name)
-                .str("manager", |r| &r.manager)
-                .opt_i64("activating_ns", |r| r.activating_ns)
-                .opt_i64("active_ns", |r| r.active_ns)
-                .opt_i64("deactivating_ns", |r| r.deactivating_ns)
-                .opt_i32("pid", |r| r.pid)
-                .str("after", |r| r.after.join(" "))
-                .finish(),
-            "disk" => Batch::new(id, &t.disks)
-                .str("dev", |r| r.dev.to_string())
-                .str("name", |r| &r.name)
-                .opt_str("model", |r| r.model.as_deref())
-                .opt_bool("rotational", |r| r.rotational)
-                .opt_i64("size_bytes", |r| opt_u64(r.size_bytes))
-                .opt_i64("read_bytes", |r| opt_u64(r.read_bytes))
-                .opt_i64("read_ios", |r| opt_u64(r.read_ios))
-                .opt_i64("write_bytes", |r| opt_u64(r.write_bytes))
-                .opt_i64("write_ios", |r| opt_u64(r.write_ios))
-                .finish(),
-            "loss" => Batch::new(id, &t.losses)
-                .str("source", |r| r.source.as_str())
-                .str("what", |r| &r.what)
-                .i64("count", |r| to_i64(r.count))
-                .finish(),
-            "cpu_sample" => Batch::new(id, &t.cpu_samples)
-                .i64("t_ns", |r| r.t_ns)
-                .i64("dt_ns", |r| r.dt_ns)
-                .f64("user", |r| r.user)
-                .f64("system", |r| r.system)
-                .f64("iowait", |r| r.iowait)
-                .f64("idle", |r| r.idle)
-                .i64("running", |r| r.running.into())
-                .i64("blocked", |r| r.blocked.into())
-                .finish(),
-            "disk_sample" => Batch::new(id, &t.disk_samples)
-                .i64("t_ns", |r| r.t_ns)
-                .i64("dt_ns", |r| r.dt_ns)
-                .str("dev", |r| r.dev.to_string())
-                .i64("read_bytes", |r| to_i64(r.read_bytes))
-                .i64("read_ios", |r| to_i64(r.read_ios))
-                .i64("write_bytes", |r| to_i64(r.write_bytes))
-                .i64("write_ios", |r| to_i64(r.write_ios))
-                .f64("busy", |r| r.busy)
-                .finish(),
-            "process_sample" => Batch::new(id, &t.process_samples)
-                .i64("t_ns", |r| r.t_ns)
-                .i64("dt_ns", |r| r.dt_ns)
-                .i32("pid", |r| r.pid)
-                .str("state", |r| r.state.to_string())
-                .f64("cpu_user", |r| r.cpu_user)
-                .f64("cpu_system", |r| r.cpu_system)
-                .i64("major_faults", |r| to_i64(r.major_faults))
-                .opt_i64("rss_bytes", |r| opt_u64(r.rss_bytes))
-                .finish(),
+            "file_open" => file_open_table(id, t),
+            "block_io" => block_io_table(id, t),
+            "sched" => sched_table(id, t),
+            "mark" => mark_table(id, t),
+            "unit" => unit_table(id, t),
+            "disk" => disk_table(id, t),
+            "loss" => loss_table(id, t),
+            "cpu_sample" => cpu_sample_table(id, t),
+            "disk_sample" => disk_sample_table(id, t),
+            "process_sample" => process_sample_table(id, t),
             "critical_path" => self.critical_path(),
             "critical_path_file" => self.critical_path_files(),
-            "finding" => Batch::new(id, &self.diagnosis.findings)
-                .str("kind", |r| word(&r.kind))
-                .str("title", |r| &r.title)
-                .i64("gain_ns", |r| r.gain.ns)
-                .opt_i64("gain_ahead_ns", |r| r.gain.ahead_ns)
-                .str("confidence", |r| word(&r.confidence))
-                .finish(),
-            "path_read" => {
-                let reads = path_reads(t);
-                Batch::new(id, &reads).str("path", |r| &r.0).i64("pages", |r| to_i64(r.1)).finish()
-            }
-            "path_read_run" => {
-                let runs = path_read_runs(t);
-                Batch::new(id, &runs)
-                    .str("path", |r| &r.0)
-                    .i64("first_page", |r| to_i64(r.1))
-                    .i64("pages", |r| to_i64(r.2))
-                    .finish()
-            }
+            "finding" => finding_table(id, self.diagnosis),
+            "path_read" => path_read_table(id, t),
+            "path_read_run" => path_read_run_table(id, t),
             "critical_path_by_process" => self.critical_path_by_process(),
             "critical_path_by_file" => self.critical_path_by_file(),
             "traces" => self.traces(),

@@ -119,17 +119,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
     let host = system.host();
     let page_size = u64::from(host.page_size);
     let clock = Clock::of(&data);
-    let start = &data.start;
-    let mut tree = ProcTree::from_records(
-        &data.procs,
-        &data.scope.events,
-        start.root_pid,
-        &start.also_threads,
-        start.system,
-        |t| clock.mono(t),
-        |ts| clock.boot(ts),
-    );
-    tree.name_from_proc(system);
+    let mut tree = process_tree(&data, &clock, system);
     let fp = files_and_pages(&data, &clock, &mut tree, system, page_size);
     let block::Requests { rows: block_ios, requeues } =
         block_requests(&data, &clock, &tree, &fp.extents, system);
@@ -138,96 +128,17 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
     let units = marks::units(&data, &clock);
     let disk_devs = disks::devices(&block_ios, &fp.files.files, system);
     let disks = disks::disks(&disk_devs, &data, &block_ios, &clock, system);
-    let started: HashSet<i32> =
-        tree.processes.iter().filter(|p| p.start_ns.is_some()).map(|p| p.pid).collect();
-    let rates = samples::rates(
-        &data.samples,
-        |t| clock.since_t0(t),
-        &disk_devs.into_iter().collect(),
-        &started,
-        page_size,
-        system.clock_ticks_per_second(),
-    );
-    let mut losses = remarks::losses(&data, &fp.files, &tree, fp.fiemap_failed);
-    if !data.path_names.is_empty() || fp.syscall_counts.0 > 0 {
-        losses.push(Loss {
-            source: LossSource::Bpf,
-            what: "path names unreadable at the call (their page was not in memory)".into(),
-            count: fp.syscall_counts.0,
-        });
-    }
-    let mut notes = remarks::notes(&data, spool, &fp, requeues);
-    if fp.syscall_counts.1 > 0 {
-        notes.push(Note {
-            source: NoteSource::Files,
-            text: format!(
-                "{} files fanotify did not see (FUSE, network filesystems) were named by the path of the \
-                 system call that opened them",
-                fp.syscall_counts.1
-            ),
-        });
-    }
-    let stack_tables = data.perf.as_ref().map(|(setup, streams)| {
-        let mut decoded = perf::PerfData::default();
-        for (i, bytes) in streams.iter().enumerate() {
-            decoded.decode(i, bytes, setup);
-        }
-        let off_cpu = setup.off_cpu.as_ref().map(|off| {
-            let off_setup = crate::capture::perf::PerfSetup {
-                sample_type: off.sample_type,
-                regs_user_mask: 0,
-                stack_bytes: 0,
-                ..setup.clone()
-            };
-            let mut decoded = perf::PerfData::default();
-            for (i, bytes) in data.off_cpu.iter().enumerate() {
-                decoded.decode(i, bytes, &off_setup);
-            }
-            if off.clockid == crate::capture::perf::CLOCK_MONOTONIC {
-                for s in &mut decoded.samples {
-                    s.time = s.time.saturating_add_signed(clock.boottime_offset_ns);
-                }
-            }
-            decoded
-        });
-        stacks::stack_tables(
-            &decoded,
-            off_cpu.as_ref(),
-            setup.stack_bytes as usize,
-            streams,
-            |pid| tree.system_wide || tree.in_scope.contains(&pid),
-            |pid| !setup.per_task && tree.processes.iter().any(|p| p.pid == pid && p.start_ns.is_none()),
-            |t| clock.boot(t),
-            system,
-        )
-    });
-    let stack_tables = stack_tables.unwrap_or_default();
+    let rates = rates(&data, &clock, &tree, disk_devs, system, page_size);
+    let mut losses = losses(&data, &fp, &tree);
+    let mut notes = notes(&data, spool, &fp, requeues);
+    let stack_tables = stack_tables(&data, &clock, &tree, system);
     losses.extend(stack_tables.losses);
     notes.extend(stack_tables.notes.into_iter().map(|text| Note { source: NoteSource::Record, text }));
-    if wakers_gone > 0 {
-        notes.push(Note {
-            source: NoteSource::Record,
-            text: format!(
-                "{wakers_gone} threads outside the recorded scope that woke recorded threads had exited before the \
-                 trace was assembled: reports name them by thread id only (exited)"
-            ),
-        });
-    }
+    notes.extend(wakers_gone_note(wakers_gone));
     let meta = meta(&data, &clock, host, &tree);
     let mut processes = tree.processes;
     processes.sort_by_key(|p| (p.start_ns.unwrap_or(i64::MIN), p.pid));
-    let summary = Summary {
-        duration_ns: clock.duration,
-        processes: processes.len(),
-        files: fp.filled_files,
-        page_fill_bytes: fp.page_fills.iter().map(|p| u64::from(p.pages) * page_size).sum(),
-        unresolved_files: fp.files.unresolved,
-        page_size,
-        access_rows: fp.page_accesses.len(),
-        usage: pages::usage(&fp.page_fills, &fp.page_accesses),
-        lost: losses.iter().filter(|l| l.count > 0).cloned().collect(),
-        cross_checks: disks.cross_checks,
-    };
+    let summary = summary(&clock, &processes, &fp, page_size, &losses, disks.cross_checks);
     let trace = Trace {
         meta,
         disks: disks.rows,
@@ -254,19 +165,177 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         stacks: stack_tables.stacks,
         stack_samples: stack_tables.samples,
         off_cpu_samples: stack_tables.off_cpu_samples,
-        mounts: system
-            .mounts()
-            .iter()
-            .map(|m| Mount {
-                dev: m.dev,
-                point: m.mount_point.to_string_lossy().into_owned(),
-                fstype: m.fstype.clone(),
-            })
-            .collect(),
+        mounts: mounts(system),
         syscalls: fp.syscalls,
         units,
     };
     Ok(Assembled { trace, summary })
+}
+
+/// The recorded processes from the spool's proc records, named from /proc where they
+/// still run.
+fn process_tree(data: &SpoolData, clock: &Clock, system: &dyn SystemView) -> ProcTree {
+    let start = &data.start;
+    let mut tree = ProcTree::from_records(
+        &data.procs,
+        &data.scope.events,
+        start.root_pid,
+        &start.also_threads,
+        start.system,
+        |t| clock.mono(t),
+        |ts| clock.boot(ts),
+    );
+    tree.name_from_proc(system);
+    tree
+}
+
+/// The CPU, disk and process rates of the periodic samples.
+fn rates(
+    data: &SpoolData,
+    clock: &Clock,
+    tree: &ProcTree,
+    disk_devs: Vec<Dev>,
+    system: &dyn SystemView,
+    page_size: u64,
+) -> samples::Rates {
+    let started: HashSet<i32> =
+        tree.processes.iter().filter(|p| p.start_ns.is_some()).map(|p| p.pid).collect();
+    samples::rates(
+        &data.samples,
+        |t| clock.since_t0(t),
+        &disk_devs.into_iter().collect(),
+        &started,
+        page_size,
+        system.clock_ticks_per_second(),
+    )
+}
+
+/// What the recording lost, before the stack tables' losses.
+fn losses(data: &SpoolData, fp: &FilesAndPages, tree: &ProcTree) -> Vec<Loss> {
+    let mut losses = remarks::losses(data, &fp.files, tree, fp.fiemap_failed);
+    if !data.path_names.is_empty() || fp.syscall_counts.0 > 0 {
+        losses.push(Loss {
+            source: LossSource::Bpf,
+            what: "path names unreadable at the call (their page was not in memory)".into(),
+            count: fp.syscall_counts.0,
+        });
+    }
+    losses
+}
+
+/// The trace's notes, before the stack tables' notes.
+fn notes(data: &SpoolData, spool: &Spool, fp: &FilesAndPages, requeues: u64) -> Vec<Note> {
+    let mut notes = remarks::notes(data, spool, fp, requeues);
+    if fp.syscall_counts.1 > 0 {
+        notes.push(Note {
+            source: NoteSource::Files,
+            text: format!(
+                "{} files fanotify did not see (FUSE, network filesystems) were named by the path of the \
+                 system call that opened them",
+                fp.syscall_counts.1
+            ),
+        });
+    }
+    notes
+}
+
+/// The note on wakers that exited before the assembly could name them, if any did.
+fn wakers_gone_note(wakers_gone: u64) -> Option<Note> {
+    (wakers_gone > 0).then(|| Note {
+        source: NoteSource::Record,
+        text: format!(
+            "{wakers_gone} threads outside the recorded scope that woke recorded threads had exited before the \
+             trace was assembled: reports name them by thread id only (exited)"
+        ),
+    })
+}
+
+/// The stack tables of the perf capture, if the recording had one.
+fn stack_tables(
+    data: &SpoolData,
+    clock: &Clock,
+    tree: &ProcTree,
+    system: &dyn SystemView,
+) -> stacks::StackTables {
+    let Some((setup, streams)) = data.perf.as_ref() else {
+        return stacks::StackTables::default();
+    };
+    let mut decoded = perf::PerfData::default();
+    for (i, bytes) in streams.iter().enumerate() {
+        decoded.decode(i, bytes, setup);
+    }
+    let off_cpu = setup.off_cpu.as_ref().map(|off| off_cpu_samples(data, setup, off, clock));
+    stacks::stack_tables(
+        &decoded,
+        off_cpu.as_ref(),
+        setup.stack_bytes as usize,
+        streams,
+        |pid| tree.system_wide || tree.in_scope.contains(&pid),
+        |pid| !setup.per_task && tree.processes.iter().any(|p| p.pid == pid && p.start_ns.is_none()),
+        |t| clock.boot(t),
+        system,
+    )
+}
+
+/// The off-CPU samples decoded, their times on the boot clock.
+fn off_cpu_samples(
+    data: &SpoolData,
+    setup: &crate::capture::perf::PerfSetup,
+    off: &crate::capture::perf::OffCpuSetup,
+    clock: &Clock,
+) -> perf::PerfData {
+    let off_setup = crate::capture::perf::PerfSetup {
+        sample_type: off.sample_type,
+        regs_user_mask: 0,
+        stack_bytes: 0,
+        ..setup.clone()
+    };
+    let mut decoded = perf::PerfData::default();
+    for (i, bytes) in data.off_cpu.iter().enumerate() {
+        decoded.decode(i, bytes, &off_setup);
+    }
+    if off.clockid == crate::capture::perf::CLOCK_MONOTONIC {
+        for s in &mut decoded.samples {
+            s.time = s.time.saturating_add_signed(clock.boottime_offset_ns);
+        }
+    }
+    decoded
+}
+
+/// The figures `coldstart record` prints.
+fn summary(
+    clock: &Clock,
+    processes: &[Process],
+    fp: &FilesAndPages,
+    page_size: u64,
+    losses: &[Loss],
+    cross_checks: Vec<CrossCheck>,
+) -> Summary {
+    Summary {
+        duration_ns: clock.duration,
+        processes: processes.len(),
+        files: fp.filled_files,
+        page_fill_bytes: fp.page_fills.iter().map(|p| u64::from(p.pages) * page_size).sum(),
+        unresolved_files: fp.files.unresolved,
+        page_size,
+        access_rows: fp.page_accesses.len(),
+        usage: pages::usage(&fp.page_fills, &fp.page_accesses),
+        lost: losses.iter().filter(|l| l.count > 0).cloned().collect(),
+        cross_checks,
+    }
+}
+
+/// The machine's mounts, for naming the files' filesystems.
+fn mounts(system: &dyn SystemView) -> Vec<Mount> {
+    system
+        .mounts()
+        .iter()
+        .map(|m| Mount {
+            dev: m.dev,
+            point: m.mount_point.to_string_lossy().into_owned(),
+            fstype: m.fstype.clone(),
+        })
+        .collect()
 }
 
 /// The file table with everything that names its files: page fills and accesses,

@@ -517,6 +517,77 @@ fn kernel_lookup_addresses(chain: &[u64]) -> impl Iterator<Item = u64> + '_ {
     chain.iter().enumerate().map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) })
 }
 
+/// Which processes' samples are kept, which of them ran before the recording (their
+/// mappings come from /proc), and how boot-clock times become trace times.
+struct SampleScope<'a> {
+    in_scope: &'a dyn Fn(i32) -> bool,
+    existed_before: &'a dyn Fn(i32) -> bool,
+    to_trace_time: &'a dyn Fn(u64) -> Nanos,
+}
+
+/// The processes' address spaces as perf's records replay them in time order.
+struct Spaces {
+    by_pid: HashMap<i32, Space>,
+    /// Processes whose mappings are known: from an mmap record, their parent's, or /proc.
+    mapped: HashSet<i32>,
+}
+
+impl Spaces {
+    fn add_mapping(&mut self, pid: i32, mapping_id: u32) {
+        let space = self.by_pid.entry(pid).or_default();
+        space.maps.push(mapping_id);
+        space.unwinder = None;
+    }
+
+    /// An exec starts an empty space; a fork copies its parent's.
+    fn follow(&mut self, event: &SpaceEvent) {
+        match *event {
+            SpaceEvent::Exec { pid, .. } => {
+                self.by_pid.insert(pid, Space::default());
+            }
+            SpaceEvent::Fork { pid, parent, .. } => {
+                let copy = self.by_pid.get(&parent).cloned().unwrap_or_default();
+                self.by_pid.insert(pid, copy);
+                if self.mapped.contains(&parent) {
+                    self.mapped.insert(pid);
+                }
+            }
+        }
+    }
+
+    /// Its mappings from /proc, while it runs (a pid of a process started during the
+    /// recording may name another process by now).
+    fn read_proc_maps(&mut self, b: &mut Builder<'_>, pid: i32) {
+        self.mapped.insert(pid);
+        let maps = b.system.proc_maps(pid).map(|t| parse_maps(&t, pid)).unwrap_or_default();
+        let space = self.by_pid.entry(pid).or_default();
+        for m in &maps {
+            let id = b.add_mapping(m, 0);
+            space.maps.push(id);
+        }
+        space.unwinder = None;
+    }
+
+    /// A CPU sample's stack: its user frames unwound in its process's space, then its
+    /// kernel frames (or only the sampled instruction when it has neither).
+    fn sample_stack(&mut self, b: &mut Builder<'_>, s: &RawSample, stack: &[u8]) -> Option<u32> {
+        let mut space = self.by_pid.remove(&s.pid).unwrap_or_default();
+        let user = if s.regs.is_empty() && s.user.is_empty() {
+            Vec::new()
+        } else {
+            b.user_frames(&mut space, s, stack)
+        };
+        let mut kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
+        if kernel.is_empty() && user.is_empty() && s.ip != 0 {
+            kernel.push(s.ip);
+        }
+        let mut frames: Vec<u32> = user.iter().rev().map(|&a| b.frame(&space, false, a)).collect();
+        frames.extend(kernel.iter().rev().map(|&a| b.frame(&space, true, a)));
+        self.by_pid.insert(s.pid, space);
+        b.stack(frames.into_iter())
+    }
+}
+
 /// Builds the stack tables from `perf` (the bytes of its streams in `streams`) and the
 /// off-CPU kernel stacks `off_cpu`, keeping the samples of processes `in_scope`; the
 /// mappings of those that `existed_before` the recording (no mmap record names them) come
@@ -535,6 +606,22 @@ pub fn stack_tables(
     let mut out = StackTables::default();
     let kallsyms = system.kallsyms().map(|t| kernel_symbols(&t)).unwrap_or_default();
     let mut b = Builder::new(system, stack_bytes, kallsyms);
+    let scope =
+        SampleScope { in_scope: &in_scope, existed_before: &existed_before, to_trace_time: &to_trace_time };
+    let out_of_scope = add_cpu_samples(&mut b, &mut out, perf, streams, &scope);
+    let off_cpu_out_of_scope = off_cpu.map_or(0, |off| add_off_cpu_samples(&mut b, &mut out, off, &scope));
+    out.losses.extend(cpu_losses(perf));
+    out.notes.extend(naming_notes(&b));
+    out.notes.extend(scope_notes(out_of_scope, off_cpu_out_of_scope));
+    out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
+    out.frames = b.frames;
+    out.stacks = b.stacks;
+    out
+}
+
+/// perf's records in the order they happened; at one time an exec or fork comes before
+/// an mmap, and an mmap before a sample.
+fn replay_order(perf: &PerfData) -> Vec<Step> {
     let time_of_space = |e: &SpaceEvent| match e {
         SpaceEvent::Exec { time, .. } | SpaceEvent::Fork { time, .. } => *time,
     };
@@ -543,66 +630,41 @@ pub fn stack_tables(
     steps.extend(perf.spaces.iter().enumerate().map(|(i, e)| (time_of_space(e), 0, i, Step::Space(i))));
     steps.extend(perf.samples.iter().enumerate().map(|(i, s)| (s.time, 2, i, Step::Sample(i))));
     steps.sort_by_key(|(t, order, i, _)| (*t, *order, *i));
+    steps.into_iter().map(|(_, _, _, step)| step).collect()
+}
 
-    let mut spaces: HashMap<i32, Space> = HashMap::new();
-    let mut mapped: HashSet<i32> = perf.mmaps.iter().map(|m| m.pid).collect();
+/// Adds the CPU samples of processes in scope, each with its stack, following the
+/// processes' mappings; returns how many samples were out of scope.
+fn add_cpu_samples(
+    b: &mut Builder<'_>,
+    out: &mut StackTables,
+    perf: &PerfData,
+    streams: &[Vec<u8>],
+    scope: &SampleScope<'_>,
+) -> u64 {
+    let mut spaces = Spaces { by_pid: HashMap::new(), mapped: perf.mmaps.iter().map(|m| m.pid).collect() };
     let mut out_of_scope = 0u64;
-    for (_, _, _, step) in steps {
+    for step in replay_order(perf) {
         match step {
             Step::Mmap(i) => {
                 let m = &perf.mmaps[i];
-                let id = b.add_mapping(m, to_trace_time(m.time));
-                let space = spaces.entry(m.pid).or_default();
-                space.maps.push(id);
-                space.unwinder = None;
+                let id = b.add_mapping(m, (scope.to_trace_time)(m.time));
+                spaces.add_mapping(m.pid, id);
             }
-            Step::Space(i) => match perf.spaces[i] {
-                SpaceEvent::Exec { pid, .. } => {
-                    spaces.insert(pid, Space::default());
-                }
-                SpaceEvent::Fork { pid, parent, .. } => {
-                    let copy = spaces.get(&parent).cloned().unwrap_or_default();
-                    spaces.insert(pid, copy);
-                    if mapped.contains(&parent) {
-                        mapped.insert(pid);
-                    }
-                }
-            },
+            Step::Space(i) => spaces.follow(&perf.spaces[i]),
             Step::Sample(i) => {
                 let s = &perf.samples[i];
-                if !in_scope(s.pid) {
+                if !(scope.in_scope)(s.pid) {
                     out_of_scope += 1;
                     continue;
                 }
-                if !mapped.contains(&s.pid) && existed_before(s.pid) {
-                    // Its mappings from /proc, while it runs (a pid of a process started during the
-                    // recording may name another process by now).
-                    mapped.insert(s.pid);
-                    let maps = system.proc_maps(s.pid).map(|t| parse_maps(&t, s.pid)).unwrap_or_default();
-                    let space = spaces.entry(s.pid).or_default();
-                    for m in &maps {
-                        let id = b.add_mapping(m, 0);
-                        space.maps.push(id);
-                    }
-                    space.unwinder = None;
+                if !spaces.mapped.contains(&s.pid) && (scope.existed_before)(s.pid) {
+                    spaces.read_proc_maps(b, s.pid);
                 }
-                let mut space = spaces.remove(&s.pid).unwrap_or_default();
                 let stack = streams.get(s.stream).and_then(|bytes| bytes.get(s.stack.clone())).unwrap_or(&[]);
-                let user = if s.regs.is_empty() && s.user.is_empty() {
-                    Vec::new()
-                } else {
-                    b.user_frames(&mut space, s, stack)
-                };
-                let mut kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
-                if kernel.is_empty() && user.is_empty() && s.ip != 0 {
-                    kernel.push(s.ip);
-                }
-                let mut frames: Vec<u32> = user.iter().rev().map(|&a| b.frame(&space, false, a)).collect();
-                frames.extend(kernel.iter().rev().map(|&a| b.frame(&space, true, a)));
-                spaces.insert(s.pid, space);
-                let stack_id = b.stack(frames.into_iter());
+                let stack_id = spaces.sample_stack(b, s, stack);
                 out.samples.push(StackSample {
-                    t_ns: to_trace_time(s.time),
+                    t_ns: (scope.to_trace_time)(s.time),
                     pid: s.pid,
                     tid: s.tid,
                     cpu: s.cpu,
@@ -611,59 +673,81 @@ pub fn stack_tables(
             }
         }
     }
-    let mut off_cpu_out_of_scope = 0u64;
-    if let Some(off) = off_cpu {
-        let no_space = Space::default();
-        for s in &off.samples {
-            if !in_scope(s.pid) {
-                off_cpu_out_of_scope += 1;
-                continue;
-            }
-            let kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
-            let frames: Vec<u32> = kernel.iter().rev().map(|&a| b.frame(&no_space, true, a)).collect();
-            let stack_id = b.stack(frames.into_iter());
-            out.off_cpu_samples.push(OffCpuSample {
-                t_ns: to_trace_time(s.time),
-                pid: s.pid,
-                tid: s.tid,
-                stack_id,
-            });
+    out_of_scope
+}
+
+/// Adds the off-CPU samples of processes in scope, each with its kernel stack, and their
+/// losses; returns how many samples were out of scope.
+fn add_off_cpu_samples(
+    b: &mut Builder<'_>,
+    out: &mut StackTables,
+    off: &PerfData,
+    scope: &SampleScope<'_>,
+) -> u64 {
+    let mut out_of_scope = 0u64;
+    let no_space = Space::default();
+    for s in &off.samples {
+        if !(scope.in_scope)(s.pid) {
+            out_of_scope += 1;
+            continue;
         }
-        out.off_cpu_samples.sort_by_key(|s| (s.t_ns, s.tid));
-        out.losses.push(Loss {
-            source: LossSource::Perf,
-            what: "off-CPU stacks lost".into(),
-            count: off.lost_samples.saturating_add(off.lost_records),
+        let kernel: Vec<u64> = kernel_lookup_addresses(&s.kernel).collect();
+        let frames: Vec<u32> = kernel.iter().rev().map(|&a| b.frame(&no_space, true, a)).collect();
+        let stack_id = b.stack(frames.into_iter());
+        out.off_cpu_samples.push(OffCpuSample {
+            t_ns: (scope.to_trace_time)(s.time),
+            pid: s.pid,
+            tid: s.tid,
+            stack_id,
         });
-        if off.torn_streams > 0 {
-            out.losses.push(Loss {
-                source: LossSource::Perf,
-                what: "off-CPU streams cut short".into(),
-                count: off.torn_streams as u64,
-            });
-        }
     }
-    out.losses.push(Loss { source: LossSource::Perf, what: "samples lost".into(), count: perf.lost_samples });
+    out.off_cpu_samples.sort_by_key(|s| (s.t_ns, s.tid));
     out.losses.push(Loss {
         source: LossSource::Perf,
-        what: "records lost (ring buffer full)".into(),
-        count: perf.lost_records,
+        what: "off-CPU stacks lost".into(),
+        count: off.lost_samples.saturating_add(off.lost_records),
     });
-    if perf.torn_streams > 0 {
+    if off.torn_streams > 0 {
         out.losses.push(Loss {
+            source: LossSource::Perf,
+            what: "off-CPU streams cut short".into(),
+            count: off.torn_streams as u64,
+        });
+    }
+    out_of_scope
+}
+
+/// What the CPU sampling lost.
+fn cpu_losses(perf: &PerfData) -> Vec<Loss> {
+    let mut losses = vec![
+        Loss { source: LossSource::Perf, what: "samples lost".into(), count: perf.lost_samples },
+        Loss {
+            source: LossSource::Perf,
+            what: "records lost (ring buffer full)".into(),
+            count: perf.lost_records,
+        },
+    ];
+    if perf.torn_streams > 0 {
+        losses.push(Loss {
             source: LossSource::Perf,
             what: "CPU streams cut short".into(),
             count: perf.torn_streams as u64,
         });
     }
+    losses
+}
+
+/// Notes on how the frames were named and the user stacks unwound: what could not be.
+fn naming_notes(b: &Builder<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
     if b.kallsyms.is_empty() && b.frames.iter().any(|f| f.kernel) {
-        out.notes.push(
+        notes.push(
             "kernel frames are not named: /proc/kallsyms showed no addresses (kernel.kptr_restrict, or not root)"
                 .into(),
         );
     }
     if b.unwound + b.fell_back > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "user stacks: {} unwound from the copied stack ({} KiB each), which needed at most {:.1} KiB; {} were \
              deeper than the copy and miss their outermost callers",
             b.unwound + b.fell_back,
@@ -673,46 +757,47 @@ pub fn stack_tables(
         ));
     }
     if b.fell_back > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "{} of {} user stacks could not be unwound from their unwind tables and use the frame-pointer chain",
             b.fell_back,
             b.fell_back + b.unwound
         ));
     }
-    let unread: Vec<&str> =
-        b.elves.iter().filter(|(_, e)| e.is_none()).map(|(p, _)| p.as_str()).collect::<Vec<_>>();
-    if !unread.is_empty() {
-        let mut unread = unread;
-        unread.sort_unstable();
-        out.notes.push(format!(
-            "{} mapped files could not be read for symbols and unwinding (e.g. {})",
-            unread.len(),
-            unread[0]
+    let mut unread: Vec<&str> =
+        b.elves.iter().filter(|(_, e)| e.is_none()).map(|(p, _)| p.as_str()).collect();
+    unread.sort_unstable();
+    if let Some(first) = unread.first() {
+        notes.push(format!(
+            "{} mapped files could not be read for symbols and unwinding (e.g. {first})",
+            unread.len()
         ));
     }
-    out.notes.extend(b.debug_lookups.note());
+    notes.extend(b.debug_lookups.note());
     if b.replaced_files > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "{} mappings name a file replaced since it was mapped (another build id): their frames have no names",
             b.replaced_files
         ));
     }
+    notes
+}
+
+/// Notes on the samples of processes outside the recorded scope, left out.
+fn scope_notes(out_of_scope: u64, off_cpu_out_of_scope: u64) -> Vec<String> {
+    let mut notes = Vec::new();
     if out_of_scope > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "{out_of_scope} CPU samples of processes outside the recorded scope were left out (the sampling \
              watched whole CPUs)"
         ));
     }
     if off_cpu_out_of_scope > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "{off_cpu_out_of_scope} off-CPU stacks of processes outside the recorded scope were left out (the \
              tracepoint watched whole CPUs)"
         ));
     }
-    out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
-    out.frames = b.frames;
-    out.stacks = b.stacks;
-    out
+    notes
 }
 
 /// The executable file mappings of a /proc/PID/maps text.
