@@ -8,9 +8,10 @@
 #      `hold` (build the 5 M-event trace only), `memory` (build it and analyse it),
 #      `file` (read the 5 M-event trace file, then analyse it); prints the medians
 #      of the analysis time, of the file read time and of the peak RSS.
-#   3. with BASELINE=path/to/another/analysis_bench (e.g. built from an older commit):
-#      A = BASELINE, B = this build, `memory` mode, RUNS pairs in ABBA order; prints
-#      the median analysis times and the median of the per-pair ratios B/A.
+#   3. with BASELINE=path/to/another/analysis_bench (built from an older commit, or with
+#      other optimization settings): A = BASELINE, B = this build, `file` mode, RUNS pairs
+#      in ABBA order; prints the median read and analysis times and the paired ratios B/A
+#      with their 95 % intervals.
 # Usage: bench/analysis.sh [RUNS]   (default 5; set SKIP_CRITERION=1 to skip step 1)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -62,13 +63,24 @@ for mode in hold memory file; do
 done
 
 if [ -n "${BASELINE:-}" ]; then
+    use_bench_stats
     : >"$work/ab"
-    one() { "$1" memory "$events" | sed -n 's/^analysed .* in \([0-9.]*\) s.*/\1/p'; }
+    one() { # bin -> "read_s analysis_s" of the trace file
+        local out
+        out=$("$1" file "$work/synthetic.coldstart")
+        echo "$(sed -n 's/^read .* in \([0-9.]*\) s.*/\1/p' <<<"$out") $(sed -n 's/^analysed .* in \([0-9.]*\) s.*/\1/p' <<<"$out")"
+    }
     for i in $(seq "$runs"); do
         if [ $((i % 2)) -eq 1 ]; then a=$(one "$BASELINE"); b=$(one "$bin"); else b=$(one "$bin"); a=$(one "$BASELINE"); fi
         echo "$a $b" >>"$work/ab"
     done
-    echo "A/B ($runs pairs, ABBA): A median $(cut -d' ' -f1 "$work/ab" | median) s," \
-        "B median $(cut -d' ' -f2 "$work/ab" | median) s," \
-        "median ratio B/A $(awk '{printf "%.3f\n", $2 / $1}' "$work/ab" | median) (pairs: $(tr '\n' ';' <"$work/ab"))"
+    column() { cut -d' ' -f"$1" "$work/ab" | paste -sd,; }
+    for part in read:1:3 analysis:2:4; do
+        IFS=: read -r name ca cb <<<"$part"
+        read -r ratio low high < <("$BENCH_STATS" paired-ratio "$(column "$cb")" "$(column "$ca")")
+        echo "A/B $name ($runs pairs, ABBA, the trace file): A median $(cut -d' ' -f"$ca" "$work/ab" | median) s," \
+            "B median $(cut -d' ' -f"$cb" "$work/ab" | median) s, paired ratio B/A" \
+            "$(awk -v r="$ratio" -v l="$low" -v h="$high" 'BEGIN {printf "%.3f [%.3f … %.3f]", r, l, h}')"
+    done
+    echo "pairs (A read, A analysis, B read, B analysis): $(tr '\n' ';' <"$work/ab")"
 fi
