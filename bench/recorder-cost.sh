@@ -40,7 +40,10 @@ declare -A ARGS=(
 use_bench_stats
 
 summary() {
-    local base_wall base_task
+    local base_wall base_task snapshot
+    # A copy, so rounds a running benchmark adds meanwhile do not unpair the columns.
+    snapshot=$(mktemp); cp "$RESULTS" "$snapshot"
+    local RESULTS=$snapshot
     median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
     column_of() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' "$RESULTS"; }
     # Rounds every configuration completed, so the paired ratios pair the same rounds.
@@ -58,6 +61,7 @@ summary() {
         fi
         printf '| %s | %s | %.1f | %s | %.1f | %s |\n' "$c" "$n" "$w" "$rw" "$t" "$rt"
     done
+    rm -f "$snapshot"
 }
 if [ -n "${SUMMARY_ONLY:-}" ]; then summary; exit 0; fi
 
