@@ -72,11 +72,11 @@ fn a_sleep_and_a_pipe_read_are_named_by_their_kernel_stacks() {
         return;
     }
     let dir = private_dir();
-    let trace = record(dir.path(), test, SLEEP_THEN_PIPE, &[]);
+    let trace = record(dir.path(), test, SLEEP_THEN_PIPE, &["--slow-syscalls", "off"]);
     if !has_off_cpu_stacks(test, &trace) {
         return;
     }
-    assert!(trace.syscalls.is_empty(), "system calls are not recorded by default");
+    assert!(trace.syscalls.is_empty(), "no system calls with --slow-syscalls off");
     let root = trace.meta.root_pid.expect("the command's pid");
     let index = StackIndex::new(&trace);
     let functions: Vec<String> = trace
@@ -127,7 +127,8 @@ fn stats_on_a_slow_filesystem_are_named_by_a_fuse_function_without_syscalls() {
         "import os\nfor i in range(500):\n    os.stat('{}/p%d' % (i % 50))\n",
         mount.at().join("plug-ins").display()
     );
-    let trace = record(dir.path(), test, &script, &[]);
+    // The stacks alone: without the slow calls recorded by default.
+    let trace = record(dir.path(), test, &script, &["--slow-syscalls", "off"]);
     drop(mount);
     assert!(
         !std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&format!(" {} ", mnt.display())),

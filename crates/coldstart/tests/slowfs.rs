@@ -18,6 +18,10 @@ const DELAY: Duration = Duration::from_millis(2);
 
 /// A source directory with `files` small files, served slowly at `mnt`.
 fn slow_mount(test: &str, dir: &Path, files: usize) -> Option<SlowMount> {
+    slow_mount_with(test, dir, files, DELAY)
+}
+
+fn slow_mount_with(test: &str, dir: &Path, files: usize, delay: Duration) -> Option<SlowMount> {
     if !can_record(test) {
         return None;
     }
@@ -31,7 +35,7 @@ fn slow_mount(test: &str, dir: &Path, files: usize) -> Option<SlowMount> {
     for i in 0..files {
         std::fs::write(src.join(format!("plug-ins/p{i}")), format!("plug-in {i}\n").repeat(100)).unwrap();
     }
-    Some(SlowMount::mount(&src, &mnt, DELAY).unwrap())
+    Some(SlowMount::mount(&src, &mnt, delay).unwrap())
 }
 
 fn record(dir: &Path, out: &Path, script: &str) {
@@ -146,5 +150,83 @@ fn files_read_on_a_slow_filesystem_are_named_by_path() {
             trace.syscalls.iter().any(|s| s.name == "read" && s.file_id == Some(file.id)),
             "the read of {path} names its file"
         );
+    }
+}
+
+/// Calls slower than the threshold, and those that slept on FUSE, are recorded by
+/// default, filtered in the kernel; fast calls are not.
+#[test]
+fn slow_stats_are_recorded_by_default_with_their_paths_and_fast_ones_are_not() {
+    let test = "slow_stats_are_recorded_by_default";
+    let dir = private_dir();
+    let Some(mount) = slow_mount_with(test, dir.path(), 20, Duration::from_millis(5)) else { return };
+    let plugins = mount.at().join("plug-ins");
+    let local = dir.path().join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    for i in 0..100 {
+        std::fs::write(local.join(format!("f{i}")), b"local").unwrap();
+    }
+    let out = dir.path().join("slow.coldstart");
+    let script = format!(
+        "import os\nfor i in range(20000):\n    os.stat('{}/f%d' % (i % 100))\nfor i in range(20):\n    \
+         os.stat('{}/p%d' % i)\n",
+        local.display(),
+        plugins.display()
+    );
+    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    coldstart()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .args(["--", python, "-c", &script])
+        .assert()
+        .success();
+    drop(mount);
+    assert!(!mounted(&dir.path().join("mnt")), "the slow filesystem is unmounted");
+
+    let trace = Trace::read(&out).unwrap();
+    let stats = |under: &Path| -> Vec<&coldstart_trace::Syscall> {
+        let prefix = format!("{}/", under.display());
+        trace
+            .syscalls
+            .iter()
+            .filter(|s| matches!(s.name.as_str(), "newfstatat" | "statx" | "stat"))
+            .filter(|s| s.path.as_deref().is_some_and(|p| p.starts_with(&prefix)))
+            .collect()
+    };
+    let slow = stats(&plugins);
+    let mut named: Vec<String> = slow.iter().filter_map(|s| s.path.clone()).collect();
+    named.sort();
+    named.dedup();
+    assert_eq!(slow.len(), 20, "{named:?}");
+    assert_eq!(named.len(), 20, "each slow stat with its own path: {named:?}");
+    assert!(slow.iter().all(|s| s.exit_ns.zip(Some(s.enter_ns)).is_some_and(|(x, e)| x - e >= 5_000_000)));
+    // A fast stat preempted for a millisecond on a loaded machine is a slow call too; a
+    // handful of those is expected, the 20,000 are not.
+    let fast = stats(&local).len();
+    assert!(fast <= 20, "{fast} of the 20,000 fast stats recorded");
+    assert!(
+        trace.notes.iter().any(|n| n.text.contains("lasted 1 ms or more, or slept")),
+        "the trace says which calls it holds: {:?}",
+        trace.notes
+    );
+
+    let a = coldstart_analyze::analyze(&trace);
+    let d = diagnose(&trace, &a, &DoctorConfig::default(), &[]);
+    let f = d.findings.iter().find(|f| f.kind == FindingKind::SlowFilesystem).expect("the finding");
+    assert!(f.title.starts_with("20 metadata syscalls on a slow filesystem"), "{}", f.title);
+    assert!(f.title.contains(&plugins.to_string_lossy().into_owned()), "{}", f.title);
+}
+
+#[test]
+fn a_bad_slow_syscalls_threshold_is_one_line_and_status_2() {
+    for bad in ["fast", "-1", "1e3"] {
+        let out =
+            coldstart().args(["record", &format!("--slow-syscalls={bad}"), "--", "true"]).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("--slow-syscalls"), "{err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error")).count(), 1, "{err}");
     }
 }

@@ -12,7 +12,7 @@ use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitO
 use coldstart_trace::{Mark, MarkSource, Ready, TraceWriter};
 
 use crate::assemble::{Assembled, Summary, assemble};
-use crate::capture::bpf::{PathCapture, PathLosses, ScopeMap};
+use crate::capture::bpf::{PathCapture, PathLosses, PathMode, ScopeMap};
 use crate::capture::connector::ProcWatch;
 use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
@@ -49,6 +49,9 @@ pub struct RecordConfig {
     pub cpu_samples: Option<crate::capture::perf::PerfOptions>,
     /// Record system calls (with the names of path calls, through eBPF).
     pub syscalls: bool,
+    /// Without `syscalls`: record the file-system calls that last this long, or sleep
+    /// (FUSE, network filesystems), filtered in the kernel; `None`: none.
+    pub slow_syscalls: Option<Duration>,
     /// Per-CPU ring buffer of each instance, KiB.
     pub buffer_kb: u32,
     /// Wake the page reader when a per-CPU buffer is this full (percent).
@@ -77,6 +80,7 @@ impl Default for RecordConfig {
             sample_hz: 50.0,
             cpu_samples: Some(crate::capture::perf::PerfOptions::default()),
             syscalls: false,
+            slow_syscalls: Some(Duration::from_nanos(crate::capture::slow_calls::DEFAULT_THRESHOLD_NS)),
             buffer_kb: 8192,
             buffer_percent: 50,
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
@@ -318,8 +322,8 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     if config.syscalls && !enabled.syscalls {
         notes.push("this kernel (or architecture) lacks the raw_syscalls events coldstart uses: system calls are not recorded".into());
     }
-    let paths =
-        if enabled.syscalls { start_path_capture(&tracefs.root, config.system, &mut notes) } else { None };
+    let paths = path_mode(config, enabled.syscalls)
+        .and_then(|mode| start_path_capture(&tracefs.root, config.system, mode, &mut notes));
     let scope_map = paths.as_ref().and_then(PathCapture::scope_map);
     let proc_watch = ProcWatch::new()?;
     let stop = Stop::new()?;
@@ -499,15 +503,44 @@ fn unrecorded_notes(
     notes
 }
 
-/// Starts the eBPF capture of path system calls' names, or notes why it could not start.
-fn start_path_capture(tracefs: &Path, system: bool, notes: &mut Vec<String>) -> Option<PathCapture> {
-    match PathCapture::start(tracefs, system) {
-        Ok(capture) => Some(capture),
+/// What the eBPF programs record: every path call's name with `--syscalls`, else the
+/// slow file-system calls (unless turned off, or the architecture has no call table).
+fn path_mode(config: &RecordConfig, every_call: bool) -> Option<PathMode> {
+    if every_call {
+        return Some(PathMode::EveryCall);
+    }
+    let threshold = config.slow_syscalls?;
+    let known = !crate::syscall_table::TRACED.is_empty();
+    known.then(|| PathMode::Slow { threshold_ns: u64::try_from(threshold.as_nanos()).unwrap_or(u64::MAX) })
+}
+
+/// Starts the eBPF capture, or notes why it could not start.
+fn start_path_capture(
+    tracefs: &Path,
+    system: bool,
+    mode: PathMode,
+    notes: &mut Vec<String>,
+) -> Option<PathCapture> {
+    match PathCapture::start(tracefs, system, mode) {
+        Ok(capture) => {
+            if let PathMode::Slow { threshold_ns } = mode {
+                notes.push(format!(
+                    "system calls: only file-system calls (opens, stats, accesses, readlink, getdents64, reads) \
+                     that lasted {} ms or more, or slept (requests to FUSE or network filesystems), were \
+                     recorded; `record --syscalls` records every call",
+                    threshold_ns as f64 / 1e6
+                ));
+            }
+            Some(capture)
+        }
         Err(e) => {
-            notes.push(format!(
-                "the names of path system calls (stat, access, opens fanotify does not see) are not recorded: {}",
-                coldstart_trace::error_chain(&e)
-            ));
+            let what = match mode {
+                PathMode::EveryCall => {
+                    "the names of path system calls (stat, access, opens fanotify does not see)"
+                }
+                PathMode::Slow { .. } => "slow file-system calls (and those on FUSE or network filesystems)",
+            };
+            notes.push(format!("{what} are not recorded: {}", coldstart_trace::error_chain(&e)));
             None
         }
     }
@@ -535,8 +568,8 @@ fn spawn_threads(
     let opens_out = LineWriter::create(spool, "opens.jsonl")?;
     let procs_out = LineWriter::create(spool, "procs.jsonl")?;
     let samples_out = LineWriter::create(spool, "samples.jsonl")?;
-    let paths_out = match paths {
-        Some(_) => Some(spool.create_file(crate::capture::bpf::SPOOL_FILE)?),
+    let paths_out = match &paths {
+        Some(capture) => Some(spool.create_file(capture.spool_file())?),
         None => None,
     };
     let s5 = stop.clone();
@@ -606,7 +639,7 @@ fn complete_end(
         end.losses.push(("proc connector".into(), "receive buffer overruns".into(), procs_lost));
     }
     if let Some((_, lost)) = paths {
-        end.losses.push(("bpf".into(), "path names: ring buffer full".into(), lost.ring_full));
+        end.losses.push(("bpf".into(), "path names or slow calls: ring buffer full".into(), lost.ring_full));
         if lost.scope_full > 0 {
             end.losses.push(("bpf".into(), "threads not followed: scope map full".into(), lost.scope_full));
         }

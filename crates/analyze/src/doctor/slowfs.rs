@@ -129,10 +129,11 @@ fn from_calls(f: &Facts) -> Vec<Finding> {
     if let Some(p) = on_path {
         figures.push(Figure::ns("path_ns", p));
     }
+    let server = answered_by(&servers_near(f, &dir));
     vec![Finding {
         kind: FindingKind::SlowFilesystem,
         title: format!(
-            "{} metadata syscalls on a slow filesystem ({fstype}) under {dir} cost {}",
+            "{} metadata syscalls on a slow filesystem ({fstype}) under {dir} cost {}{server}",
             count(n),
             duration(wall)
         ),
@@ -348,6 +349,23 @@ fn from_stacks(f: &Facts) -> Vec<Finding> {
                 .to_owned(),
         ),
     }]
+}
+
+/// The processes outside the scope that answered the critical path's waits on the slow
+/// mount holding `dir` (or on one the stacks did not name), most time first.
+fn servers_near(f: &Facts, dir: &str) -> Vec<(i32, String, Nanos)> {
+    let mut servers: Vec<(i32, String, Nanos)> = Vec::new();
+    let near = |point: &Option<String>| point.as_deref().is_none_or(|p| under(dir, p) || under(p, dir));
+    for (_, waits) in waits_by_mount(f).into_iter().filter(|((point, _), _)| near(point)) {
+        for (pid, comm, ns) in waits.servers {
+            match servers.iter_mut().find(|x| x.0 == pid) {
+                Some(x) => x.2 += ns,
+                None => servers.push((pid, comm, ns)),
+            }
+        }
+    }
+    servers.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    servers
 }
 
 /// `, answered by gvfsd-fuse (pid 812, outside the recording)`: the process that answered most.

@@ -26,6 +26,8 @@ use crate::cmd::values;
   sudo coldstart record --cold --until wm --until window:mate-panel -- dbus-run-session mate-session
   sudo coldstart record --also Xvfb --also dbus-daemon --until window:mate-panel -- mate-session
   sudo coldstart record --no-cpu-samples -- gimp      # without CPU stack samples (on by default, 1 kHz)
+  sudo coldstart record --slow-syscalls 5 -- gimp     # file-system calls of 5 ms or more (default 1 ms)
+  sudo coldstart record --syscalls -- gimp            # every system call that matters, fast ones too
   sudo coldstart record --boot --until unit:multi-user.target   # what `coldstart boot enable` runs
   sudo DEBUGINFOD_URLS=https://debuginfod.debian.net coldstart record -- gnome-software   # names stripped frames
 
@@ -79,11 +81,18 @@ pub struct Args {
     /// Rate of the CPU stack samples, per second and CPU (1 to 10000).
     #[arg(long, value_name = "HZ", default_value_t = coldstart_record::capture::perf::DEFAULT_HZ, value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
     pub cpu_sample_hz: u32,
-    /// Also record system calls (opens, stats, reads, long waits; see `coldstart syscalls`): what a
-    /// blocked thread waited in, and paths on FUSE and network filesystems. Off by default: it
-    /// slows a syscall-heavy start by some 7-11 % (BENCHMARKS.md).
+    /// Also record every system call that matters (opens, stats, reads, long waits; see
+    /// `coldstart syscalls`), not only the slow ones of --slow-syscalls. Off by default: it slows
+    /// a syscall-heavy start by some 7-11 % (BENCHMARKS.md).
     #[arg(long)]
     pub syscalls: bool,
+    /// Record the file-system calls (opens, stats, accesses, readlink, getdents64, reads) that
+    /// last this long, and every one of those but the reads that sleeps (a request to a FUSE or
+    /// network filesystem), with their paths: filtered in the kernel, so fast calls cost next to
+    /// nothing. Milliseconds, or a duration with its unit; `off` (or 0) records none. Example:
+    /// --slow-syscalls 5 (or 500us, or off).
+    #[arg(long, value_name = "MS|off", default_value = "1", value_parser = values::slow_call_threshold, conflicts_with = "syscalls")]
+    pub slow_syscalls: values::SlowThreshold,
     /// Per-CPU tracing buffer, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
@@ -145,6 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ..Default::default()
         }),
         syscalls: args.syscalls,
+        slow_syscalls: args.slow_syscalls.0,
         buffer_kb: args.buffer_kb,
         spool_root,
         ..RecordConfig::default()

@@ -19,6 +19,26 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     text.parse::<TimeSpan>().map(|span| span.0).map_err(|e| e.to_string())
 }
 
+/// The `record --slow-syscalls` threshold: milliseconds (`2`, `0.5`) or a duration with
+/// its unit (`500us`, `1ms`); `off` or zero turns the slow calls off.
+pub fn slow_call_threshold(text: &str) -> Result<SlowThreshold, String> {
+    let text = text.trim();
+    if text == "off" {
+        return Ok(SlowThreshold(None));
+    }
+    let span = if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        duration(&format!("{text}ms"))
+    } else {
+        duration(text)
+    }
+    .map_err(|e| format!("{e}, or off"))?;
+    Ok(SlowThreshold((!span.is_zero()).then_some(span)))
+}
+
+/// A `--slow-syscalls` value: the threshold, or `None` for off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowThreshold(pub Option<Duration>);
+
 /// A finite number above zero.
 pub fn positive_number(text: &str) -> Result<f64, String> {
     let n = finite_number(text)?;
@@ -71,6 +91,19 @@ mod tests {
         assert!(non_negative_number("-0.1").is_err());
         assert_eq!(percentage("100"), Ok(100.0));
         assert!(percentage("100.5").is_err());
+    }
+
+    #[test]
+    fn slow_call_thresholds_are_milliseconds_or_carry_a_unit_or_are_off() {
+        let ok = |text: &str| slow_call_threshold(text).map(|t| t.0);
+        assert_eq!(ok("2"), Ok(Some(Duration::from_millis(2))));
+        assert_eq!(ok("0.5"), Ok(Some(Duration::from_micros(500))));
+        assert_eq!(ok("200us"), Ok(Some(Duration::from_micros(200))));
+        assert_eq!(ok("off"), Ok(None));
+        assert_eq!(ok("0"), Ok(None));
+        for bad in ["-1", "nan", "fast", "", "1e3"] {
+            assert!(slow_call_threshold(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::fs;
 
+use crate::capture::bpf::PathRecord;
 use crate::capture::connector::ProcRecord;
 use crate::capture::fanotify::OpenRecord;
 use crate::capture::perf::PerfSetup;
@@ -35,7 +36,10 @@ pub struct SpoolData {
     /// The bytes of each CPU's off-CPU stacks stream, when the perf setup has them.
     pub off_cpu: Vec<Vec<u8>>,
     /// The names of path system calls the eBPF program copied.
-    pub path_names: Vec<crate::capture::bpf::PathRecord>,
+    pub path_names: Vec<PathRecord>,
+    /// The slow file-system calls the eBPF filter kept (merged into `scope.events` and
+    /// `path_names` as their enters, exits and names), when it ran.
+    pub slow_calls: usize,
 }
 
 impl SpoolData {
@@ -44,7 +48,7 @@ impl SpoolData {
         let end = spool.end()?;
         let formats = Formats::load(spool)?;
         let page = start.subbuf_size.max(4096);
-        let scope = decode_role(spool, "scope", &start.cpus, page, &formats)?;
+        let mut scope = decode_role(spool, "scope", &start.cpus, page, &formats)?;
         let block = decode_role(spool, "block", &start.cpus, page, &formats)?;
         let (procs, torn_procs) = spool.read_lines::<ProcRecord>("procs.jsonl")?;
         let (opens, torn_opens) = spool.read_lines::<OpenRecord>("opens.jsonl")?;
@@ -52,9 +56,10 @@ impl SpoolData {
         let first_after_t0 = samples.iter().position(|s| s.t >= start.t0_boot_ns).unwrap_or(samples.len());
         samples.drain(..first_after_t0.saturating_sub(1));
         let marks = fs::read_to_string(spool.path("marks")).ok();
-        let path_names = fs::read(spool.path(crate::capture::bpf::SPOOL_FILE))
+        let mut path_names = fs::read(spool.path(crate::capture::bpf::SPOOL_FILE))
             .map(|b| crate::capture::bpf::decode_all(&b))
             .unwrap_or_default();
+        let slow_calls = merge_slow_calls(spool, &mut scope.events, &mut path_names);
         let torn_lines = torn_procs + torn_opens + torn_samples;
         let perf: Option<(PerfSetup, Vec<Vec<u8>>)> = match spool.read_json::<PerfSetup>("perf.json")? {
             Some(setup) => {
@@ -89,6 +94,7 @@ impl SpoolData {
             perf,
             off_cpu,
             path_names,
+            slow_calls,
         })
     }
 
@@ -147,6 +153,21 @@ impl Formats {
 }
 
 /// Decodes every `<role>-cpuN.raw` of the spool.
+/// Adds the calls of the spool's `slowcalls.raw` to the events and path names, as the
+/// tracefs events and eBPF names `--syscalls` records; returns how many there were.
+fn merge_slow_calls(spool: &Spool, events: &mut Vec<Timed>, names: &mut Vec<PathRecord>) -> usize {
+    let Ok(bytes) = fs::read(spool.path(crate::capture::slow_calls::SPOOL_FILE)) else { return 0 };
+    let calls = crate::capture::slow_calls::decode_all(&bytes);
+    for call in &calls {
+        let (enter_exit, name) = call.as_events();
+        events.extend(enter_exit);
+        names.extend(name);
+    }
+    // The tracefs events are in time order already (a run the sort merges with the calls').
+    events.sort_by_key(|e| e.ts);
+    calls.len()
+}
+
 pub fn decode_role(
     spool: &Spool,
     role: &str,

@@ -386,6 +386,7 @@ fn files_and_pages(
         tree,
         cwd: data.start.cwd.as_deref(),
         end: clock.duration,
+        only_slow_calls: data.slow_calls > 0,
     };
     let in_scope =
         |tid: i32, t: Nanos| clock.contains(t) && (system_wide || tree.in_scope.contains(&tree.tgid(tid)));

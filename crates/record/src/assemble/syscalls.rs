@@ -210,6 +210,9 @@ pub struct Inputs<'a> {
     pub cwd: Option<&'a str>,
     /// The end of the recording on the trace clock.
     pub end: Nanos,
+    /// The kernel kept only slow file-system calls (no `--syscalls`): every read it kept
+    /// is shown if it read a file (named by the pages it brought in), none of a pipe.
+    pub only_slow_calls: bool,
 }
 
 /// Pairs, names and filters the calls and learns each opened file's identity.
@@ -252,7 +255,12 @@ pub fn collect(
             Shape::Read => {
                 row.fd = Some(arg_fd(0));
                 let opened_by = process.fds.get(&arg_fd(0)).copied();
-                if !is_first_read(&c, opened_by, &mut out.opened) && duration <= LONG_WAIT_NS {
+                if inputs.only_slow_calls {
+                    row.file_id = c.pages_of.and_then(|(dev, ino)| files.id_of(Dev::from_kernel(dev), ino));
+                    if opened_by.is_none() && row.file_id.is_none() {
+                        continue;
+                    }
+                } else if !is_first_read(&c, opened_by, &mut out.opened) && duration <= LONG_WAIT_NS {
                     continue;
                 }
                 opened_by
@@ -450,9 +458,9 @@ pub fn finish(collected: Collected, files: &FileTable) -> Vec<Syscall> {
             row.file_id = match opened {
                 Some(o) => collected.opened[o].file_id,
                 None if row.result.is_some_and(|r| r >= 0) => {
-                    row.path.as_deref().and_then(|p| by_path.get(p).copied())
+                    row.path.as_deref().and_then(|p| by_path.get(p).copied()).or(row.file_id)
                 }
-                None => None,
+                None => row.file_id,
             };
             let file_path = row.file_id.and_then(|id| files.files.get(id as usize)?.path.as_deref());
             if file_path.is_some() && (row.path.is_none() || file_path == row.path.as_deref()) {
@@ -521,6 +529,7 @@ mod tests {
             tree: &tree,
             cwd: Some("/home/u"),
             end: 4_000_000,
+            only_slow_calls: false,
         };
         let mut files = FileTable::new(&[]);
         let id = files.for_open(Dev::from_kernel(0xfe00000).to_user(), 42);

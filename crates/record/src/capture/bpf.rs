@@ -34,16 +34,16 @@ pub const RECORD_SIZE: usize = 24 + PATH_BYTES;
 /// The spool file of the records.
 pub const SPOOL_FILE: &str = "paths.raw";
 /// Data bytes of the ring buffer (about 14,000 records between two reads).
-const RING_BYTES: usize = 4 << 20;
+pub(super) const RING_BYTES: usize = 4 << 20;
 /// Thread ids the scope map holds.
-const SCOPE_ENTRIES: u32 = 32_768;
+pub(super) const SCOPE_ENTRIES: u32 = 32_768;
 /// How often the reader empties the ring buffer (the programs never wake it: a wakeup
 /// per record would cost more than the copy).
 const READ_INTERVAL_MS: u16 = 10;
 
 /// Counter slots of the array map.
-const LOST_RING_FULL: u32 = 0;
-const LOST_SCOPE_FULL: u32 = 1;
+pub(super) const LOST_RING_FULL: u32 = 0;
+pub(super) const LOST_SCOPE_FULL: u32 = 1;
 
 /// A decoded ring-buffer record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,31 +82,31 @@ pub fn decode_all(bytes: &[u8]) -> Vec<PathRecord> {
 
 // --- a tiny eBPF assembler -------------------------------------------------------
 
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R4: u8 = 4;
-const R6: u8 = 6;
-const R7: u8 = 7;
-const R8: u8 = 8;
-const R9: u8 = 9;
-const R10: u8 = 10;
+pub(super) const R0: u8 = 0;
+pub(super) const R1: u8 = 1;
+pub(super) const R2: u8 = 2;
+pub(super) const R3: u8 = 3;
+pub(super) const R4: u8 = 4;
+pub(super) const R6: u8 = 6;
+pub(super) const R7: u8 = 7;
+pub(super) const R8: u8 = 8;
+pub(super) const R9: u8 = 9;
+pub(super) const R10: u8 = 10;
 
-const HELPER_MAP_LOOKUP: i32 = 1;
-const HELPER_MAP_UPDATE: i32 = 2;
-const HELPER_MAP_DELETE: i32 = 3;
-const HELPER_GET_CURRENT_PID_TGID: i32 = 14;
-const HELPER_PROBE_READ_USER_STR: i32 = 114;
-const HELPER_KTIME_GET_BOOT_NS: i32 = 125;
-const HELPER_RINGBUF_RESERVE: i32 = 131;
-const HELPER_RINGBUF_SUBMIT: i32 = 132;
-const HELPER_RINGBUF_DISCARD: i32 = 133;
-const BPF_RB_NO_WAKEUP: i32 = 1;
+pub(super) const HELPER_MAP_LOOKUP: i32 = 1;
+pub(super) const HELPER_MAP_UPDATE: i32 = 2;
+pub(super) const HELPER_MAP_DELETE: i32 = 3;
+pub(super) const HELPER_GET_CURRENT_PID_TGID: i32 = 14;
+pub(super) const HELPER_PROBE_READ_USER_STR: i32 = 114;
+pub(super) const HELPER_KTIME_GET_BOOT_NS: i32 = 125;
+pub(super) const HELPER_RINGBUF_RESERVE: i32 = 131;
+pub(super) const HELPER_RINGBUF_SUBMIT: i32 = 132;
+pub(super) const HELPER_RINGBUF_DISCARD: i32 = 133;
+pub(super) const BPF_RB_NO_WAKEUP: i32 = 1;
 
 /// Instructions under construction, with forward jumps to named labels.
 #[derive(Default)]
-struct Asm {
+pub(super) struct Asm {
     insns: Vec<u64>,
     labels: Vec<Option<usize>>,
     fixups: Vec<(usize, usize)>,
@@ -121,41 +121,59 @@ fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
 }
 
 impl Asm {
-    fn label(&mut self) -> usize {
+    pub(super) fn label(&mut self) -> usize {
         self.labels.push(None);
         self.labels.len() - 1
     }
-    fn bind(&mut self, label: usize) {
+    pub(super) fn bind(&mut self, label: usize) {
         self.labels[label] = Some(self.insns.len());
     }
-    fn raw(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
+    pub(super) fn raw(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
         self.insns.push(insn(code, dst, src, off, imm));
     }
-    fn mov(&mut self, dst: u8, src: u8) {
+    pub(super) fn mov(&mut self, dst: u8, src: u8) {
         self.raw(0xbf, dst, src, 0, 0);
     }
-    fn mov_imm(&mut self, dst: u8, imm: i32) {
+    pub(super) fn mov_imm(&mut self, dst: u8, imm: i32) {
         self.raw(0xb7, dst, 0, 0, imm);
     }
-    fn add_imm(&mut self, dst: u8, imm: i32) {
+    pub(super) fn add_imm(&mut self, dst: u8, imm: i32) {
         self.raw(0x07, dst, 0, 0, imm);
     }
-    fn rsh_imm(&mut self, dst: u8, imm: i32) {
+    pub(super) fn rsh_imm(&mut self, dst: u8, imm: i32) {
         self.raw(0x77, dst, 0, 0, imm);
     }
-    fn load32(&mut self, dst: u8, src: u8, off: i16) {
+    /// `dst = imm` for any 64-bit value (two instruction slots).
+    pub(super) fn mov_imm64(&mut self, dst: u8, imm: u64) {
+        self.raw(0x18, dst, 0, 0, imm as u32 as i32);
+        self.insns.push(u64::from((imm >> 32) as u32) << 32);
+    }
+    /// `dst -= src`
+    pub(super) fn sub(&mut self, dst: u8, src: u8) {
+        self.raw(0x1f, dst, src, 0, 0);
+    }
+    /// `dst &= imm`
+    pub(super) fn and_imm(&mut self, dst: u8, imm: i32) {
+        self.raw(0x57, dst, 0, 0, imm);
+    }
+    /// Jumps when `dst >= src`, unsigned.
+    pub(super) fn jge(&mut self, dst: u8, src: u8, label: usize) {
+        self.fixups.push((self.insns.len(), label));
+        self.raw(0x3d, dst, src, 0, 0);
+    }
+    pub(super) fn load32(&mut self, dst: u8, src: u8, off: i16) {
         self.raw(0x61, dst, src, off, 0);
     }
-    fn load64(&mut self, dst: u8, src: u8, off: i16) {
+    pub(super) fn load64(&mut self, dst: u8, src: u8, off: i16) {
         self.raw(0x79, dst, src, off, 0);
     }
-    fn store32(&mut self, dst: u8, off: i16, src: u8) {
+    pub(super) fn store32(&mut self, dst: u8, off: i16, src: u8) {
         self.raw(0x63, dst, src, off, 0);
     }
-    fn store64(&mut self, dst: u8, off: i16, src: u8) {
+    pub(super) fn store64(&mut self, dst: u8, off: i16, src: u8) {
         self.raw(0x7b, dst, src, off, 0);
     }
-    fn store32_imm(&mut self, dst: u8, off: i16, imm: i32) {
+    pub(super) fn store32_imm(&mut self, dst: u8, off: i16, imm: i32) {
         self.raw(0x62, dst, 0, off, imm);
     }
     /// `lock *(u64 *)(dst + off) += src`
@@ -163,7 +181,7 @@ impl Asm {
         self.raw(0xdb, dst, src, off, 0);
     }
     /// `dst = map` (a map fd, resolved by the kernel at load).
-    fn load_map(&mut self, dst: u8, map: &OwnedFd) {
+    pub(super) fn load_map(&mut self, dst: u8, map: &OwnedFd) {
         self.raw(0x18, dst, 1, 0, map.as_raw_fd());
         self.insns.push(0);
     }
@@ -171,32 +189,32 @@ impl Asm {
         self.fixups.push((self.insns.len(), label));
         self.raw(code, dst, 0, 0, imm);
     }
-    fn jeq_imm(&mut self, dst: u8, imm: i32, label: usize) {
+    pub(super) fn jeq_imm(&mut self, dst: u8, imm: i32, label: usize) {
         self.jump(0x15, dst, imm, label);
     }
     /// Jumps when `dst > imm`, signed.
     fn jsgt_imm(&mut self, dst: u8, imm: i32, label: usize) {
         self.jump(0x65, dst, imm, label);
     }
-    fn jne_imm(&mut self, dst: u8, imm: i32, label: usize) {
+    pub(super) fn jne_imm(&mut self, dst: u8, imm: i32, label: usize) {
         self.jump(0x55, dst, imm, label);
     }
-    fn ja(&mut self, label: usize) {
+    pub(super) fn ja(&mut self, label: usize) {
         self.jump(0x05, 0, 0, label);
     }
-    fn call(&mut self, helper: i32) {
+    pub(super) fn call(&mut self, helper: i32) {
         self.raw(0x85, 0, 0, 0, helper);
     }
-    fn exit(&mut self) {
+    pub(super) fn exit(&mut self) {
         self.raw(0x95, 0, 0, 0, 0);
     }
     /// `r0 = 0; exit`
-    fn ret0(&mut self) {
+    pub(super) fn ret0(&mut self) {
         self.mov_imm(R0, 0);
         self.exit();
     }
     /// `counters[slot] += 1` (clobbers r0–r2).
-    fn count(&mut self, counters: &OwnedFd, slot: u32, stack_off: i16) {
+    pub(super) fn count(&mut self, counters: &OwnedFd, slot: u32, stack_off: i16) {
         let done = self.label();
         self.store32_imm(R10, stack_off, slot as i32);
         self.load_map(R1, counters);
@@ -210,7 +228,7 @@ impl Asm {
     }
     /// Skips to `out` unless the current thread is in the scope map (clobbers r0–r2;
     /// leaves the pid_tgid in r7).
-    fn current_in_scope(&mut self, scope: Option<&OwnedFd>, out: usize) {
+    pub(super) fn current_in_scope(&mut self, scope: Option<&OwnedFd>, out: usize) {
         self.call(HELPER_GET_CURRENT_PID_TGID);
         self.mov(R7, R0);
         self.store32(R10, -4, R7);
@@ -222,7 +240,7 @@ impl Asm {
             self.jeq_imm(R0, 0, out);
         }
     }
-    fn finish(mut self) -> Result<Vec<u64>> {
+    pub(super) fn finish(mut self) -> Result<Vec<u64>> {
         for &(at, label) in &self.fixups {
             let target = self.labels[label].ok_or_else(|| bpf_error("an unbound label"))?;
             let off =
@@ -233,7 +251,7 @@ impl Asm {
     }
 }
 
-fn bpf_error(what: &str) -> RecordError {
+pub(super) fn bpf_error(what: &str) -> RecordError {
     RecordError::Bpf(what.to_owned())
 }
 
@@ -429,7 +447,7 @@ fn exit_program(scope: &OwnedFd) -> Result<Vec<u64>> {
     a.finish()
 }
 
-fn create_map(kind: u32, key: u32, value: u32, entries: u32, name: &str) -> Result<OwnedFd> {
+pub(super) fn create_map(kind: u32, key: u32, value: u32, entries: u32, name: &str) -> Result<OwnedFd> {
     let mut attr = [0u64; 16];
     attr[0] = u64::from(kind) | (u64::from(key) << 32);
     attr[1] = u64::from(value) | (u64::from(entries) << 32);
@@ -451,7 +469,7 @@ fn create_map(kind: u32, key: u32, value: u32, entries: u32, name: &str) -> Resu
     owned_fd(fd).map_err(|e| RecordError::Bpf(format!("map {name}: {e}")))
 }
 
-fn load_program(insns: &[u64], name: &str) -> Result<OwnedFd> {
+pub(super) fn load_program(insns: &[u64], name: &str) -> Result<OwnedFd> {
     const BPF_PROG_TYPE_TRACEPOINT: u64 = 5;
     let license = c"Dual MIT/GPL";
     let mut log = vec![0u8; 64 * 1024];
@@ -480,7 +498,7 @@ fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
     bpf(BpfCmd::MapUpdateElem, &mut attr).map(|_| ())
 }
 
-fn map_lookup_u64(map: &OwnedFd, key: u32) -> Option<u64> {
+pub(super) fn map_lookup_u64(map: &OwnedFd, key: u32) -> Option<u64> {
     let key = key.to_le_bytes();
     let mut value = [0u8; 8];
     let mut attr = [0u64; 16];
@@ -491,24 +509,41 @@ fn map_lookup_u64(map: &OwnedFd, key: u32) -> Option<u64> {
     Some(u64::from_le_bytes(value))
 }
 
-fn tracepoint_id(tracefs: &Path, system: &str, event: &str) -> Result<u64> {
+pub(super) fn tracepoint_id(tracefs: &Path, system: &str, event: &str) -> Result<u64> {
     let path = tracefs.join("events").join(system).join(event).join("id");
     let text =
         std::fs::read_to_string(&path).map_err(|e| RecordError::Bpf(format!("{}: {e}", path.display())))?;
     text.trim().parse().map_err(|_| RecordError::Bpf(format!("{}: not a number", path.display())))
 }
 
-/// The offset of a field of a tracefs event, from its `format` file.
-fn field_offset(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<i16> {
+/// The offset and size of a field of a tracefs event, from its `format` file.
+fn field_at(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<(i16, usize)> {
     let path = tracefs.join("events").join(system).join(event).join("format");
     let text =
         crate::tracefs::read_text(&path).map_err(|e| RecordError::Bpf(format!("{}: {e}", path.display())))?;
     let format = crate::ftrace::format::EventFormat::parse(system, &text)?;
     let f = format.require(field)?;
-    if f.size != 4 {
-        return Err(RecordError::Bpf(format!("{system}:{event} field {field} is not 4 bytes")));
+    let offset = i16::try_from(f.offset)
+        .map_err(|_| RecordError::Bpf(format!("{system}:{event} field {field}: offset")))?;
+    Ok((offset, f.size))
+}
+
+/// The offset of a 4-byte field of a tracefs event.
+fn field_offset(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<i16> {
+    match field_at(tracefs, system, event, field)? {
+        (offset, 4) => Ok(offset),
+        _ => Err(RecordError::Bpf(format!("{system}:{event} field {field} is not 4 bytes"))),
     }
-    i16::try_from(f.offset).map_err(|_| RecordError::Bpf(format!("{system}:{event} field {field}: offset")))
+}
+
+/// Which calls the eBPF programs record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathMode {
+    /// The name of every path call, joined to the calls tracefs records (`--syscalls`).
+    EveryCall,
+    /// Whole records of the file-system calls that lasted `threshold_ns` or more, or (the
+    /// metadata calls) slept; nothing of the others leaves the kernel.
+    Slow { threshold_ns: u64 },
 }
 
 /// The loaded and attached programs, their maps and the ring buffer. Dropping it
@@ -517,6 +552,8 @@ pub struct PathCapture {
     scope: Option<OwnedFd>,
     counters: OwnedFd,
     ring: RingBuffer,
+    record_size: usize,
+    spool_file: &'static str,
     _ring_map: OwnedFd,
     _attached: Vec<OwnedFd>,
 }
@@ -544,14 +581,13 @@ pub struct PathLosses {
 
 impl PathCapture {
     /// Loads and attaches the programs; with `system`, every task's calls are recorded.
-    pub fn start(tracefs: &Path, system: bool) -> Result<PathCapture> {
+    pub fn start(tracefs: &Path, system: bool, mode: PathMode) -> Result<PathCapture> {
         const HASH: u32 = 1;
         const ARRAY: u32 = 2;
         const RINGBUF: u32 = 27;
         let counters = create_map(ARRAY, 4, 8, 2, "cs_lost")?;
         let ring_map = create_map(RINGBUF, 0, 0, RING_BYTES as u32, "cs_paths")?;
         let scope = if system { None } else { Some(create_map(HASH, 4, 4, SCOPE_ENTRIES, "cs_scope")?) };
-        let retry = create_map(HASH, 4, RETRY_VALUE_SIZE, SCOPE_ENTRIES, "cs_retry")?;
         let mut attached = Vec::new();
         let attach = |insns: Vec<u64>, name: &str, system_name: &str, event: &str| -> Result<OwnedFd> {
             let prog = load_program(&insns, name)?;
@@ -570,21 +606,56 @@ impl PathCapture {
             )?);
             attached.push(attach(exit_program(scope)?, "cs_exit", "sched", "sched_process_exit")?);
         }
-        attached.push(attach(
-            sys_enter_program(scope.as_ref(), &ring_map, &counters, &retry)?,
-            "cs_paths",
-            "raw_syscalls",
-            "sys_enter",
-        )?);
-        attached.push(attach(
-            sys_exit_program(&ring_map, &counters, &retry)?,
-            "cs_paths_exit",
-            "raw_syscalls",
-            "sys_exit",
-        )?);
+        let (record_size, spool_file) = match mode {
+            PathMode::EveryCall => {
+                let retry = create_map(HASH, 4, RETRY_VALUE_SIZE, SCOPE_ENTRIES, "cs_retry")?;
+                let enter = sys_enter_program(scope.as_ref(), &ring_map, &counters, &retry)?;
+                attached.push(attach(enter, "cs_paths", "raw_syscalls", "sys_enter")?);
+                let exit = sys_exit_program(&ring_map, &counters, &retry)?;
+                attached.push(attach(exit, "cs_paths_exit", "raw_syscalls", "sys_exit")?);
+                (RECORD_SIZE, SPOOL_FILE)
+            }
+            PathMode::Slow { threshold_ns } => {
+                use crate::capture::slow_calls as slow;
+                let pending = create_map(HASH, 4, slow::PENDING_SIZE, SCOPE_ENTRIES, "cs_pending")?;
+                attached.push(attach(
+                    slow::enter_program(scope.as_ref(), &pending)?,
+                    "cs_slow_enter",
+                    "raw_syscalls",
+                    "sys_enter",
+                )?);
+                attached.push(attach(
+                    slow::exit_program(&pending, &ring_map, &counters, threshold_ns)?,
+                    "cs_slow_exit",
+                    "raw_syscalls",
+                    "sys_exit",
+                )?);
+                let state = field_at(tracefs, "sched", "sched_switch", "prev_state")?;
+                attached.push(attach(
+                    slow::switch_program(&pending, state)?,
+                    "cs_slow_sleep",
+                    "sched",
+                    "sched_switch",
+                )?);
+                (slow::RECORD_SIZE, slow::SPOOL_FILE)
+            }
+        };
         let ring = RingBuffer::map(&ring_map, RING_BYTES)
             .map_err(|e| RecordError::Bpf(format!("mapping the ring buffer: {e}")))?;
-        Ok(PathCapture { scope, counters, ring, _ring_map: ring_map, _attached: attached })
+        Ok(PathCapture {
+            scope,
+            counters,
+            ring,
+            record_size,
+            spool_file,
+            _ring_map: ring_map,
+            _attached: attached,
+        })
+    }
+
+    /// The spool file the records go to.
+    pub fn spool_file(&self) -> &'static str {
+        self.spool_file
     }
 
     /// A handle on the scope map (none with `--system`), to put the command in once it
@@ -597,7 +668,8 @@ impl PathCapture {
     /// the records copied and what was lost.
     pub fn run(mut self, mut out: File, stop: Arc<Stop>) -> Result<(u64, PathLosses)> {
         let mut copied = 0u64;
-        let mut buf = Vec::with_capacity(64 * RECORD_SIZE);
+        let size = self.record_size;
+        let mut buf = Vec::with_capacity(64 * size);
         loop {
             let stopped = {
                 let mut fds = [PollFd::new(stop.fd(), PollFlags::POLLIN)];
@@ -609,12 +681,11 @@ impl PathCapture {
             };
             buf.clear();
             copied += self.ring.drain(|record| {
-                let mut fixed = [0u8; RECORD_SIZE];
-                let n = record.len().min(RECORD_SIZE);
-                fixed[..n].copy_from_slice(&record[..n]);
-                buf.extend_from_slice(&fixed);
+                let n = record.len().min(size);
+                buf.extend_from_slice(&record[..n]);
+                buf.resize(buf.len() + size - n, 0);
             }) as u64;
-            out.write_all(&buf).map_err(|e| RecordError::Spool(format!("{SPOOL_FILE}: {e}")))?;
+            out.write_all(&buf).map_err(|e| RecordError::Spool(format!("{}: {e}", self.spool_file)))?;
             if stopped {
                 break;
             }

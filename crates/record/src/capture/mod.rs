@@ -9,6 +9,7 @@ pub mod host_path;
 pub mod pages;
 pub mod perf;
 pub mod sampler;
+pub mod slow_calls;
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
