@@ -75,16 +75,9 @@ pub(crate) fn slow_filesystem(f: &Facts) -> Vec<Finding> {
 
 /// The finding from the recorded system calls and their paths.
 fn from_calls(f: &Facts) -> Vec<Finding> {
-    let trace = f.trace;
     let (from, to) = (f.origin, f.ready);
-    let slow: Vec<SyscallLine<'_>> = lines(trace, &SyscallFilter::default())
-        .into_iter()
-        .filter(|l| METADATA_CALLS.contains(&l.call.name.as_str()))
-        .filter(|l| l.call.enter_ns < to && l.call.exit_ns.unwrap_or(to) > from)
-        .filter(|l| f.a.processes.iter().any(|p| p.pid == l.call.pid && p.in_scope))
-        .filter(|l| l.path.and_then(|p| mount_of(&trace.mounts, p)).is_some_and(|m| m.is_remote_or_fuse()))
-        .collect();
-    let totals = summary(&slow, &trace.mounts, to);
+    let slow = metadata_calls_on_slow_mounts(f);
+    let totals = summary(&slow, &f.trace.mounts, to);
     let Some(top) = totals.dirs.first() else { return Vec::new() };
     let dir = top.dir.clone();
     let fstype = top.fstype.clone().unwrap_or_else(|| "fuse".into());
@@ -93,20 +86,7 @@ fn from_calls(f: &Facts) -> Vec<Finding> {
     let wall = covered(
         calls.iter().map(|l| (l.call.enter_ns.max(from), l.call.exit_ns.unwrap_or(to).min(to))).collect(),
     );
-    let on_path: Option<Nanos> = f.path.map(|cp| {
-        cp.segments
-            .iter()
-            .filter(|s| !matches!(s.kind, SegmentKind::Cpu | SegmentKind::CpuWait))
-            .filter(|s| {
-                s.waited_in.as_ref().is_some_and(|w| {
-                    METADATA_CALLS.contains(&w.syscall.as_str())
-                        && w.on_slow_filesystem()
-                        && w.dir.as_deref().is_some_and(|d| under(d, &dir))
-                })
-            })
-            .map(|s| s.end_ns - s.start_ns)
-            .sum()
-    });
+    let on_path = path_time_in_calls_under(f, &dir);
     let gain_ns = on_path.unwrap_or(wall);
     if gain_ns < f.min_gain {
         return Vec::new();
@@ -142,12 +122,7 @@ fn from_calls(f: &Facts) -> Vec<Finding> {
                 "{} calls that name paths under {dir} ({}; {} failed) took {} of wall-clock time before ready; on \
                  {fstype} each is a request to its daemon or server, and the mount caches no attributes",
                 count(n),
-                {
-                    let mut names: Vec<&str> = calls.iter().map(|l| l.call.name.as_str()).collect();
-                    names.sort_unstable();
-                    names.dedup();
-                    names.join(", ")
-                },
+                call_names(&calls),
                 count(errors),
                 duration(wall)
             ),
@@ -194,6 +169,45 @@ fn from_calls(f: &Facts) -> Vec<Finding> {
                 .to_owned(),
         ),
     }]
+}
+
+/// The metadata calls of the start's processes between its start and ready that name a
+/// path on a FUSE or network mount.
+fn metadata_calls_on_slow_mounts<'t>(f: &Facts<'t>) -> Vec<SyscallLine<'t>> {
+    let (from, to) = (f.origin, f.ready);
+    lines(f.trace, &SyscallFilter::default())
+        .into_iter()
+        .filter(|l| METADATA_CALLS.contains(&l.call.name.as_str()))
+        .filter(|l| l.call.enter_ns < to && l.call.exit_ns.unwrap_or(to) > from)
+        .filter(|l| f.a.processes.iter().any(|p| p.pid == l.call.pid && p.in_scope))
+        .filter(|l| l.path.and_then(|p| mount_of(&f.trace.mounts, p)).is_some_and(|m| m.is_remote_or_fuse()))
+        .collect()
+}
+
+/// The critical path's time in metadata calls on a slow filesystem under `dir`, when there is a path.
+fn path_time_in_calls_under(f: &Facts, dir: &str) -> Option<Nanos> {
+    f.path.map(|cp| {
+        cp.segments
+            .iter()
+            .filter(|s| !matches!(s.kind, SegmentKind::Cpu | SegmentKind::CpuWait))
+            .filter(|s| {
+                s.waited_in.as_ref().is_some_and(|w| {
+                    METADATA_CALLS.contains(&w.syscall.as_str())
+                        && w.on_slow_filesystem()
+                        && w.dir.as_deref().is_some_and(|d| under(d, dir))
+                })
+            })
+            .map(|s| s.end_ns - s.start_ns)
+            .sum()
+    })
+}
+
+/// The calls' names, sorted, each once.
+fn call_names(calls: &[&SyscallLine<'_>]) -> String {
+    let mut names: Vec<&str> = calls.iter().map(|l| l.call.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(", ")
 }
 
 /// Waits on one FUSE or network mount, named from the off-CPU stacks.
