@@ -17,8 +17,9 @@ use coldstart_trace::{BootPhase, Trace};
 
 use crate::cmd::values;
 
-/// The unit, as shipped in contrib/systemd and installed by `enable`.
-pub const UNIT_TEXT: &str = include_str!("../../../../contrib/systemd/coldstart-boot.service");
+/// The unit, as shipped in contrib/systemd and installed by `enable` (through a link in
+/// `assets/`, so that the packaged crate carries the file).
+pub const UNIT_TEXT: &str = include_str!("../../assets/coldstart-boot.service");
 pub const UNIT_NAME: &str = "coldstart-boot.service";
 const UNIT_DIR: &str = "etc/systemd/system";
 const WANTS_DIR: &str = "etc/systemd/system/sysinit.target.wants";

@@ -19,31 +19,32 @@ pub struct Query {
     pub sql: &'static str,
 }
 
+/// The shipped questions, read through links in `assets/` so that the packaged crate carries them.
 pub const QUERIES: &[Query] = &[
     Query {
         name: "ready",
         about: "time to ready per build and machine class: p50, p90, p99, max",
-        sql: include_str!("../../../../fleet/queries/ready.sql"),
+        sql: include_str!("../../assets/fleet/queries/ready.sql"),
     },
     Query {
         name: "common-files",
         about: "files read by at least --min-share of the traces",
-        sql: include_str!("../../../../fleet/queries/common_files.sql"),
+        sql: include_str!("../../assets/fleet/queries/common_files.sql"),
     },
     Query {
         name: "common-pages",
         about: "runs of pages read by at least --min-share of the traces",
-        sql: include_str!("../../../../fleet/queries/common_pages.sql"),
+        sql: include_str!("../../assets/fleet/queries/common_pages.sql"),
     },
     Query {
         name: "regression",
         about: "what --build-b added to the critical path against --build-a (processes, files)",
-        sql: include_str!("../../../../fleet/queries/regression.sql"),
+        sql: include_str!("../../assets/fleet/queries/regression.sql"),
     },
     Query {
         name: "findings",
         about: "the doctor's finding kinds per build: traces, share, gains",
-        sql: include_str!("../../../../fleet/queries/findings.sql"),
+        sql: include_str!("../../assets/fleet/queries/findings.sql"),
     },
 ];
 
@@ -51,7 +52,7 @@ pub const QUERIES: &[Query] = &[
 const MAX_PROBLEMS_SHOWN: usize = 20;
 
 /// The runner both engines share (fleet/run_query.py).
-pub const RUNNER: &str = include_str!("../../../../fleet/run_query.py");
+pub const RUNNER: &str = include_str!("../../assets/fleet/run_query.py");
 
 /// Run a fleet question over a Parquet dataset of many traces (DuckDB, through Python), or
 /// compact the dataset.

@@ -1,0 +1,1 @@
+../../../../../fleet/queries/common_pages.sql

@@ -1,0 +1,1 @@
+../../../../../fleet/queries/ready.sql

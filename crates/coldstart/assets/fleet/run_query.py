@@ -1,0 +1,1 @@
+../../../../fleet/run_query.py
