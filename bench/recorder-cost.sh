@@ -6,7 +6,12 @@
 #
 #   untraced  the start alone (under the same bash and perf stat)
 #   floor     record --no-cpu-samples --slow-syscalls off: the paused launch, the tracefs
-#             events, fanotify, the proc connector and samplers (no switch splits these)
+#             events, fanotify, the proc connector and samplers
+#   bare      the floor without the parts `record --without` leaves out (fanotify,
+#             page-access, scheduler, sampler): page fills, process events, block requests
+#   floor-fanotify, floor-access, floor-sched, floor-sampler
+#             the floor without that one part (the floor's figure minus this one's is the
+#             part's cost)
 #   cpu       floor + CPU stack samples (--no-offcpu-stacks --slow-syscalls off)
 #   offcpu    floor + CPU samples + off-CPU kernel stacks (--slow-syscalls off)
 #   slow      floor + the slow file-system calls filtered in the kernel (--no-cpu-samples)
@@ -17,7 +22,8 @@
 # exclusive benchmark lock (/var/lock/coldstart-bench.lock) and lets builds run between
 # chunks; the configurations rotate from round to round, so chunks pool. Results append to
 # RESULTS (default /var/tmp/recorder-cost.tsv: config, round, wall ms, task-clock ms), so a
-# run can be continued; SUMMARY_ONLY=1 only prints the table of RESULTS.
+# run can be continued; SUMMARY_ONLY=1 only prints the table of RESULTS. CONFIGS (a
+# space-separated list) runs some of the configurations only (untraced is the reference).
 # CMD_KIND=python (default): /usr/bin/python3 -c 'import scipy.stats, matplotlib.pyplot, pandas';
 # CMD_KIND=soffice: soffice --headless --convert-to pdf of a small text file.
 # Run as root from the repository root.
@@ -28,9 +34,15 @@ ROUNDS=${ROUNDS:-5}
 CHUNKS=${CHUNKS:-6}
 RESULTS=${RESULTS:-/var/tmp/recorder-cost.tsv}
 LOCK=/var/lock/coldstart-bench.lock
-CONFIGS=(untraced floor cpu offcpu slow every defaults)
+read -r -a CONFIGS <<< "${CONFIGS:-untraced bare floor-fanotify floor-access floor-sched floor-sampler floor cpu offcpu slow every defaults}"
+FLOOR="--no-cpu-samples --slow-syscalls off"
 declare -A ARGS=(
-    [floor]="--no-cpu-samples --slow-syscalls off"
+    [bare]="$FLOOR --without fanotify,page-access,scheduler,sampler"
+    [floor-fanotify]="$FLOOR --without fanotify"
+    [floor-access]="$FLOOR --without page-access"
+    [floor-sched]="$FLOOR --without scheduler"
+    [floor-sampler]="$FLOOR --without sampler"
+    [floor]="$FLOOR"
     [cpu]="--no-offcpu-stacks --slow-syscalls off"
     [offcpu]="--slow-syscalls off"
     [slow]="--no-cpu-samples"
@@ -61,7 +73,25 @@ summary() {
         fi
         printf '| %s | %s | %.1f | %s | %.1f | %s |\n' "$c" "$n" "$w" "$rw" "$t" "$rt"
     done
+    parts_of_floor
     rm -f "$snapshot"
+}
+# The floor's parts: the floor against the floor without each part, same rounds.
+parts_of_floor() {
+    [[ " ${CONFIGS[*]} " == *" floor "* ]] || return 0
+    local c rw rt printed=
+    for c in "${CONFIGS[@]}"; do
+        [[ $c == floor-* ]] || continue
+        if [ -z "$printed" ]; then
+            echo
+            echo "| part of the floor | wall: floor / floor without it [95% CI] | task-clock: floor / floor without it [95% CI] |"
+            echo "|---|---|---|"
+            printed=1
+        fi
+        rw=$("$BENCH_STATS" paired-ratio "$(paired floor 3)" "$(paired "$c" 3)" | awk '{printf "%.3f [%.3f, %.3f]", $1, $2, $3}')
+        rt=$("$BENCH_STATS" paired-ratio "$(paired floor 4)" "$(paired "$c" 4)" | awk '{printf "%.3f [%.3f, %.3f]", $1, $2, $3}')
+        printf '| %s | %s | %s |\n' "${c#floor-}" "$rw" "$rt"
+    done
 }
 if [ -n "${SUMMARY_ONLY:-}" ]; then summary; exit 0; fi
 

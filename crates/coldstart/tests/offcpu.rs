@@ -157,3 +157,30 @@ fn stats_on_a_slow_filesystem_are_named_by_a_fuse_function_without_syscalls() {
     assert_eq!(top.waited_in.dir.as_deref(), Some(mnt.to_str().unwrap()), "{:?}", top.waited_in);
     assert!(top.waited_in.on_slow_filesystem(), "{:?}", top.waited_in);
 }
+
+/// The slow-call capture's program on `sched:sched_switch` shares the tracepoint with the
+/// off-CPU stacks' perf event: with both on (the defaults), the stacks are still taken.
+#[test]
+fn off_cpu_stacks_are_taken_with_the_slow_calls_on() {
+    let test = "offcpu-with-slow-calls";
+    if !can_record(test) {
+        return;
+    }
+    let dir = private_dir();
+    let trace = record(dir.path(), test, SLEEP_THEN_PIPE, &[]);
+    if !has_off_cpu_stacks(test, &trace) {
+        return;
+    }
+    let root = trace.meta.root_pid.expect("the command's pid");
+    let index = StackIndex::new(&trace);
+    let in_nanosleep = trace
+        .off_cpu_samples
+        .iter()
+        .filter(|s| s.tid == root)
+        .any(|s| index.frames(s.stack_id).iter().any(|f| f.symbol.as_deref() == Some("do_nanosleep")));
+    assert!(
+        in_nanosleep,
+        "{} off-CPU stacks, none of the program in do_nanosleep",
+        trace.off_cpu_samples.len()
+    );
+}

@@ -29,6 +29,7 @@ pub mod capture;
 pub mod error;
 pub mod ftrace;
 pub mod guardian;
+pub mod parts;
 mod session;
 pub mod spool;
 pub mod sys;

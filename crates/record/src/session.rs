@@ -23,6 +23,7 @@ use crate::ftrace::events::{
     ACCESS_EVENTS, BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS, PRINT_EVENT, SCOPE_EVENTS, SYSCALL_EVENTS,
 };
 use crate::guardian::Guardian;
+use crate::parts::{Part, Without};
 use crate::spool::{LineWriter, Spool, SpoolEnd, SpoolMilestone, SpoolRoot, SpoolStart, SpoolUnit};
 use crate::tracefs::{Instance, InstanceConfig, InstanceOwner, Tracefs};
 
@@ -64,6 +65,8 @@ pub struct RecordConfig {
     /// PID 1 is an init= wrapper (`coldstart boot init`) that execs systemd once tracing is
     /// on: `unit:` conditions wait for the system manager to appear.
     pub system_manager_later: bool,
+    /// Parts left out (`--without`), to measure what each costs.
+    pub without: crate::parts::Without,
 }
 
 impl Default for RecordConfig {
@@ -86,6 +89,7 @@ impl Default for RecordConfig {
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
             boot: false,
             system_manager_later: false,
+            without: crate::parts::Without::default(),
         }
     }
 }
@@ -215,9 +219,9 @@ type Handle<T> = JoinHandle<(Result<T>, i64)>;
 
 struct Threads {
     pages: Handle<u64>,
-    opens: Handle<crate::capture::fanotify::OpenStats>,
+    opens: Option<Handle<crate::capture::fanotify::OpenStats>>,
     procs: Handle<u64>,
-    samples: Handle<u64>,
+    samples: Option<Handle<u64>>,
     paths: Option<Handle<(u64, PathLosses)>>,
 }
 
@@ -255,8 +259,14 @@ struct EnabledEvents {
 }
 
 /// Saves the format of every event the recorder enables and returns the events of
-/// each instance.
-fn save_formats(tracefs: &Tracefs, spool: &Spool, syscalls: bool) -> Result<EnabledEvents> {
+/// each instance. Parts left out keep their formats (the assembly reads them) but are
+/// not enabled.
+fn save_formats(
+    tracefs: &Tracefs,
+    spool: &Spool,
+    syscalls: bool,
+    without: &Without,
+) -> Result<EnabledEvents> {
     let header = tracefs.root.join("events/header_page");
     spool.save_format("header_page", &crate::tracefs::read_text(&header).at(&header)?)?;
     let format_path =
@@ -282,6 +292,7 @@ fn save_formats(tracefs: &Tracefs, spool: &Spool, syscalls: bool) -> Result<Enab
             Ok((enabled, missing))
         };
     let (mut scope, missing_access) = optional(SCOPE_EVENTS, ACCESS_EVENTS)?;
+    scope.retain(|event| !left_out(event, without));
     let (block, missing_block) = optional(BLOCK_EVENTS, BLOCK_OPTIONAL_EVENTS)?;
     let syscalls = syscalls && crate::syscall_table::tracefs_filter().is_some() && {
         let (with, missing) = optional(&[], SYSCALL_EVENTS)?;
@@ -291,6 +302,13 @@ fn save_formats(tracefs: &Tracefs, spool: &Spool, syscalls: bool) -> Result<Enab
         }
     };
     Ok(EnabledEvents { scope, block, missing_access, missing_block, syscalls })
+}
+
+/// Whether `--without` leaves this event out.
+fn left_out(event: &EventName, without: &Without) -> bool {
+    let scheduler = matches!(event.1, "sched_switch" | "sched_wakeup" | "sched_wakeup_new" | "sched_waking");
+    (without.has(Part::PageAccess) && ACCESS_EVENTS.contains(event))
+        || (without.has(Part::Scheduler) && scheduler)
 }
 
 /// Records `config.command` and writes the trace.
@@ -311,14 +329,18 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
         Guardian::spawn(&names.iter().map(|n| tracefs.instances_dir().join(n)).collect::<Vec<_>>())?;
     let spool = spool_root.new_spool(&owner)?;
     let mut unfinished_spool = RemoveOnDrop(Some(spool.dir.clone()));
-    let enabled = save_formats(&tracefs, &spool, config.syscalls)?;
+    let enabled = save_formats(&tracefs, &spool, config.syscalls, &config.without)?;
     let instances =
         create_instances(&tracefs, &names, config, enabled.scope, enabled.block, enabled.syscalls)?;
     let page_size = ring_buffer_page_size(&instances.list[0]);
     let cpus = tracefs.cpus();
     let sources = open_page_sources(&instances, &spool, &cpus)?;
-    let open_watch = OpenWatch::new(&crate::system::mounts())?;
-    let mut notes = unrecorded_notes(&open_watch, &enabled.missing_access, &enabled.missing_block);
+    let open_watch = match config.without.has(Part::Fanotify) {
+        true => None,
+        false => Some(OpenWatch::new(&crate::system::mounts())?),
+    };
+    let mut notes = unrecorded_notes(open_watch.as_ref(), &enabled.missing_access, &enabled.missing_block);
+    notes.extend(config.without.notes());
     if config.syscalls && !enabled.syscalls {
         notes.push("this kernel (or architecture) lacks the raw_syscalls events coldstart uses: system calls are not recorded".into());
     }
@@ -328,8 +350,8 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let proc_watch = ProcWatch::new()?;
     let stop = Stop::new()?;
     let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
-    let captures =
-        Captures { sources, page_size, open_watch, proc_watch, paths, sample_hz: config.sample_hz };
+    let sample_hz = (!config.without.has(Part::Sampler)).then_some(config.sample_hz);
+    let captures = Captures { sources, page_size, open_watch, proc_watch, paths, sample_hz };
     let threads = spawn_threads(captures, &spool, &scope, &stop)?;
     let mut perf_thread = None;
     let result = run_command(
@@ -476,14 +498,13 @@ fn open_page_sources(instances: &Instances, spool: &Spool, cpus: &[u16]) -> Resu
 
 /// Notes on what will not be recorded: mounts fanotify cannot watch, events this kernel lacks.
 fn unrecorded_notes(
-    open_watch: &OpenWatch,
+    open_watch: Option<&OpenWatch>,
     missing_access: &[String],
     missing_block: &[String],
 ) -> Vec<String> {
     let mut notes: Vec<String> = open_watch
-        .stats
-        .unmarked
         .iter()
+        .flat_map(|w| &w.stats.unmarked)
         .map(|(m, e)| format!("fanotify could not watch {}: {e}", m.display()))
         .collect();
     if !missing_access.is_empty() {
@@ -550,10 +571,11 @@ fn start_path_capture(
 struct Captures {
     sources: Vec<PageSource>,
     page_size: usize,
-    open_watch: OpenWatch,
+    open_watch: Option<OpenWatch>,
     proc_watch: ProcWatch,
     paths: Option<PathCapture>,
-    sample_hz: f64,
+    /// `None`: no sampler (`--without sampler`).
+    sample_hz: Option<f64>,
 }
 
 fn spawn_threads(
@@ -575,9 +597,9 @@ fn spawn_threads(
     let s5 = stop.clone();
     Ok(Threads {
         pages: spawn(move || pages::run(sources, page_size, s1)),
-        opens: spawn(move || open_watch.run(opens_out, s2)),
+        opens: open_watch.map(|watch| spawn(move || watch.run(opens_out, s2))),
         procs: spawn(move || proc_watch.run(procs_out, sc1, s3)),
-        samples: spawn(move || sampler::run(hz, samples_out, sc2, s4)),
+        samples: hz.map(|hz| spawn(move || sampler::run(hz, samples_out, sc2, s4))),
         paths: paths.zip(paths_out).map(|(capture, out)| spawn(move || capture.run(out, s5))),
     })
 }
@@ -585,9 +607,9 @@ fn spawn_threads(
 /// What the capture threads returned, and the CPU time each used.
 struct Joined {
     pages: Result<u64>,
-    opens: Result<crate::capture::fanotify::OpenStats>,
+    opens: Option<Result<crate::capture::fanotify::OpenStats>>,
     procs_lost: Result<u64>,
-    samples: Result<u64>,
+    samples: Option<Result<u64>>,
     perf: Option<Result<crate::capture::perf::PerfCopied>>,
     paths: Option<Result<(u64, PathLosses)>>,
     cpu: Vec<(String, i64)>,
@@ -596,9 +618,9 @@ struct Joined {
 fn join_threads(threads: Threads, perf_thread: Option<Handle<crate::capture::perf::PerfCopied>>) -> Joined {
     let mut cpu = Vec::new();
     let pages = join(threads.pages, "page reader", &mut cpu);
-    let opens = join(threads.opens, "fanotify", &mut cpu);
+    let opens = threads.opens.map(|h| join(h, "fanotify", &mut cpu));
     let procs_lost = join(threads.procs, "proc connector", &mut cpu);
-    let samples = join(threads.samples, "sampler", &mut cpu);
+    let samples = threads.samples.map(|h| join(h, "sampler", &mut cpu));
     let perf = perf_thread.map(|h| join(h, "perf sampler", &mut cpu));
     let paths = threads.paths.map(|h| join(h, "eBPF paths", &mut cpu));
     Joined { pages, opens, procs_lost, samples, perf, paths, cpu }
@@ -613,8 +635,9 @@ fn complete_end(
     cpus: &[u16],
     page_size: usize,
 ) -> Result<SpoolEnd> {
-    let (pages, opens, procs_lost, _samples) =
-        (joined.pages?, joined.opens?, joined.procs_lost?, joined.samples?);
+    let (pages, procs_lost) = (joined.pages?, joined.procs_lost?);
+    let opens = joined.opens.transpose()?.unwrap_or_default();
+    joined.samples.transpose()?;
     let mut perf_loss = None;
     if let Some(copied) = joined.perf {
         let copied = copied?;

@@ -100,6 +100,11 @@ pub struct Args {
     /// /var/lib/coldstart/spool; /run/coldstart/spool with --boot].
     #[arg(long, value_name = "DIR")]
     pub spool_dir: Option<PathBuf>,
+    /// Leave parts of the recorder out, to measure what each costs (bench/recorder-cost.sh):
+    /// a comma-separated list of fanotify, page-access, scheduler, sampler. The trace lacks
+    /// their data and says so.
+    #[arg(long, hide = true, value_name = "PART,…", default_value = "")]
+    pub without: coldstart_record::parts::Without,
     /// The command and its arguments.
     #[arg(last = true, required_unless_present = "boot", value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -157,6 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         slow_syscalls: args.slow_syscalls.0,
         buffer_kb: args.buffer_kb,
         spool_root,
+        without: args.without,
         ..RecordConfig::default()
     };
     let recorded = coldstart_record::record(&config)?;

@@ -213,6 +213,12 @@ impl Asm {
         self.mov_imm(R0, 0);
         self.exit();
     }
+    /// `r0 = 1; exit`: on a tracepoint that perf events sample too, a program that returns
+    /// 0 drops the sample of every perf event on it (`perf_trace_run_bpf_submit`).
+    pub(super) fn ret1(&mut self) {
+        self.mov_imm(R0, 1);
+        self.exit();
+    }
     /// `counters[slot] += 1` (clobbers r0–r2).
     pub(super) fn count(&mut self, counters: &OwnedFd, slot: u32, stack_off: i16) {
         let done = self.label();

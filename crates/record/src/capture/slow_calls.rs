@@ -117,7 +117,8 @@ pub fn enter_program(scope: Option<&OwnedFd>, pending: &OwnedFd) -> Result<Vec<u
 }
 
 /// `sched:sched_switch`: a thread that leaves the CPU to sleep (not preempted: the
-/// state's low byte is zero then) inside a pending metadata call marks it.
+/// state's low byte is zero then) inside a pending metadata call marks it. Returns 1,
+/// so that the off-CPU stacks' perf event on the same tracepoint keeps its samples.
 pub fn switch_program(pending: &OwnedFd, prev_state: (i16, usize)) -> Result<Vec<u64>> {
     let mut a = Asm::default();
     let out = a.label();
@@ -140,7 +141,8 @@ pub fn switch_program(pending: &OwnedFd, prev_state: (i16, usize)) -> Result<Vec
     a.jne_imm(R1, AWAKE, out);
     a.store32_imm(R0, 12, SLEPT);
     a.bind(out);
-    a.ret0();
+    // The off-CPU stacks are perf samples of this tracepoint: returning 0 would drop them.
+    a.ret1();
     a.finish()
 }
 
