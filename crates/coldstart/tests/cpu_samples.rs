@@ -11,7 +11,7 @@ use support::{can_record, coldstart, private_dir, unavailable};
 
 use std::path::Path;
 
-use coldstart_trace::{StackIndex, Trace};
+use coldstart_trace::{LossSource, StackIndex, Trace};
 
 const PROGRAM: &str = r#"
 #include <time.h>
@@ -177,6 +177,32 @@ fn no_cpu_samples_records_none() {
     assert!(!trace.processes.is_empty());
 }
 
+/// A tmpfs of `size` at `dir`/small-run, unmounted when dropped.
+struct SmallTmpfs(std::path::PathBuf);
+
+impl SmallTmpfs {
+    fn mount(dir: &Path, size: &str) -> SmallTmpfs {
+        let path = dir.join("small-run");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "a tmpfs for the spool");
+        SmallTmpfs(path)
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Four seconds of its own CPU (not of the clock), so that a loaded machine samples it as often.
+const BUSY: &str = "import time\nt = time.process_time()\nwhile time.process_time() - t < 4:\n    pass\n";
+
 /// The spool is bounded: with it on a small tmpfs (as a boot's is, in /run), CPU samples stop
 /// once they took half the free space, the recording still ends with a trace, and the trace
 /// says the samples stopped.
@@ -186,31 +212,16 @@ fn samples_stop_at_half_the_spools_free_space() {
         return;
     }
     let dir = private_dir();
-    let spool = dir.path().join("small-run");
-    std::fs::create_dir(&spool).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs"])
-        .arg(&spool)
-        .status()
-        .unwrap();
-    assert!(mounted.success(), "a tmpfs for the spool");
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&spool);
+    let tmpfs = SmallTmpfs::mount(dir.path(), "48m");
+    let spool = tmpfs.0.clone();
     let out = dir.path().join("busy.coldstart");
-    // Four seconds of its own CPU (not of the clock), so that a loaded machine samples it as often.
-    let busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 4:\n    pass\n";
     coldstart()
         .arg("record")
         .arg("-o")
         .arg(&out)
         .arg("--spool-dir")
         .arg(spool.join("spool"))
-        .args(["--", "python3", "-c", busy])
+        .args(["--", "python3", "-c", BUSY])
         .assert()
         .success();
     let trace = Trace::read(&out).unwrap();
@@ -221,6 +232,36 @@ fn samples_stop_at_half_the_spools_free_space() {
     let samples = trace.stack_samples.len();
     assert!(samples > 100, "samples were taken until the budget was spent: {samples}");
     assert!(samples < 3000, "4 s of CPU at 1 kHz were not all kept: {samples}");
+}
+
+/// A recording of the whole system (as a boot's is) samples every CPU at 100 Hz by default, about
+/// 3 MiB a second on a busy 2-CPU machine: on a small tmpfs (whose half takes some 20 s of
+/// that), no sample, event or record is lost and every sample of the busy program is kept.
+#[test]
+fn a_system_recording_fits_a_small_spool_without_loss() {
+    if !can_record("samples-system-spool") {
+        return;
+    }
+    let dir = private_dir();
+    let tmpfs = SmallTmpfs::mount(dir.path(), "128m");
+    let out = dir.path().join("busy-system.coldstart");
+    coldstart()
+        .arg("record")
+        .arg("--system")
+        .arg("-o")
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(tmpfs.0.join("spool"))
+        .args(["--", "python3", "-c", BUSY])
+        .assert()
+        .success();
+    let trace = Trace::read(&out).unwrap();
+    let recorded = [LossSource::Perf, LossSource::Tracefs, LossSource::Spool];
+    let lost: Vec<_> = trace.losses.iter().filter(|l| l.count > 0 && recorded.contains(&l.source)).collect();
+    assert!(lost.is_empty(), "no sample, event or record lost: {lost:?}");
+    let root = trace.meta.root_pid.expect("the command's pid");
+    let samples = trace.stack_samples.iter().filter(|s| s.pid == root).count();
+    assert!((200..=600).contains(&samples), "4 s of the program's CPU at 100 Hz: {samples} samples");
 }
 
 #[test]

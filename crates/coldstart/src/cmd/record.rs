@@ -78,9 +78,11 @@ pub struct Args {
     /// its waits: "pipe_read in read", "fuse_simple_request in newfstatat"); CPU samples stay.
     #[arg(long, conflicts_with = "no_cpu_samples")]
     pub no_offcpu_stacks: bool,
-    /// Rate of the CPU stack samples, per second and CPU (1 to 10000).
-    #[arg(long, value_name = "HZ", default_value_t = coldstart_record::capture::perf::DEFAULT_HZ, value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
-    pub cpu_sample_hz: u32,
+    /// Rate of the CPU stack samples, per second and CPU (1 to 10000) [default: 1000; 100 with
+    /// --system or --boot, where every task of every CPU is sampled and each sample copies
+    /// 16 KiB of user stack into the spool].
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=10000), conflicts_with = "no_cpu_samples")]
+    pub cpu_sample_hz: Option<u32>,
     /// Also record every system call that matters (opens, stats, reads, long waits; see
     /// `coldstart syscalls`), not only the slow ones of --slow-syscalls. Off by default: it slows
     /// a syscall-heavy start by some 7-11 % (BENCHMARKS.md).
@@ -154,7 +156,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         as_root: args.launch.as_root || args.boot,
         sample_hz: args.sample_hz,
         cpu_samples: (!args.no_cpu_samples).then(|| coldstart_record::capture::perf::PerfOptions {
-            hz: args.cpu_sample_hz,
+            hz: args.cpu_sample_hz.unwrap_or(match args.system || args.boot {
+                true => coldstart_record::capture::perf::SYSTEM_DEFAULT_HZ,
+                false => coldstart_record::capture::perf::DEFAULT_HZ,
+            }),
             off_cpu: !args.no_offcpu_stacks,
             ..Default::default()
         }),
