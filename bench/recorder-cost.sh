@@ -17,6 +17,8 @@
 #   slow      floor + the slow file-system calls filtered in the kernel (--no-cpu-samples)
 #   every     floor + every system call that matters (--no-cpu-samples --syscalls)
 #   defaults  record's defaults: CPU samples, off-CPU stacks, slow calls
+#   baseline  record's defaults with the coldstart binary BASELINE (another build), to
+#             measure a change (add it to CONFIGS)
 #
 # ROUNDS rounds (default 5) per chunk, CHUNKS chunks (default 6): each chunk holds the
 # exclusive benchmark lock (/var/lock/coldstart-bench.lock) and lets builds run between
@@ -34,6 +36,9 @@ ROUNDS=${ROUNDS:-5}
 CHUNKS=${CHUNKS:-6}
 RESULTS=${RESULTS:-/var/tmp/recorder-cost.tsv}
 LOCK=/var/lock/coldstart-bench.lock
+BASELINE=${BASELINE:-}
+# The command prefix each chunk runs under (a wrapper of its own may replace the lock).
+LOCK_CMD=${LOCK_CMD:-flock -x $LOCK}
 read -r -a CONFIGS <<< "${CONFIGS:-untraced bare floor-fanotify floor-access floor-sched floor-sampler floor cpu offcpu slow every defaults}"
 FLOOR="--no-cpu-samples --slow-syscalls off"
 declare -A ARGS=(
@@ -121,7 +126,9 @@ run_one() {
         OUT=$out bash -c "$TIMED" timed "${CMD[@]}"
     else
         # shellcheck disable=SC2086 # ARGS holds lists of options
-        OUT=$out "$COLDSTART" record ${ARGS[$config]} -o "$work/$config.coldstart" --spool-dir "$work/spool" -- \
+        local binary=$COLDSTART
+        if [ "$config" = baseline ]; then binary=$BASELINE; fi
+        OUT=$out "$binary" record ${ARGS[$config]:-} -o "$work/$config.coldstart" --spool-dir "$work/spool" -- \
             bash -c "$TIMED" timed "${CMD[@]}" > /dev/null 2> "$work/record.log"
         rm -f "$work/$config.coldstart"
     fi
@@ -132,7 +139,7 @@ if [ -s "$RESULTS" ]; then last=$(awk 'BEGIN {m = 0} $2 > m {m = $2} END {print 
 first=$((last + 1))
 for chunk in $(seq 1 "$CHUNKS"); do
     start=$((first + (chunk - 1) * ROUNDS))
-    flock -x "$LOCK" bash -c "$(declare -f run_one drop); $(declare -p ARGS CMD CONFIGS TIMED work COLDSTART RESULTS);
+    $LOCK_CMD bash -c "$(declare -f run_one drop); $(declare -p ARGS CMD CONFIGS TIMED work COLDSTART RESULTS BASELINE);
         export MPLBACKEND=Agg HOME=\"$HOME\"
         for round in \$(seq $start $((start + ROUNDS - 1))); do
             n=\${#CONFIGS[@]}

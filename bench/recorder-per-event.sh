@@ -55,7 +55,7 @@ declare -A ARGS=(
     [defaults]=""
 )
 CONFIGS=(untraced bare floor no-fanotify no-access no-sched stacks defaults)
-results=$work/results.tsv
+results=${RESULTS:-/var/tmp/recorder-per-event.tsv}   # appended as each run ends: a stopped run keeps its rows
 run_one() {
     local prog=$1 config=$2 round=$3
     local cmd=(perf stat -e task-clock -x, -o "$work/task" -- /usr/bin/python3 -c "${PROGRAMS[$prog]}")
@@ -72,12 +72,11 @@ for round in $(seq "$ROUNDS"); do
         n=${#CONFIGS[@]}
         for k in $(seq 0 $((n - 1))); do
             if [ $((round % 2)) -eq 0 ]; then i=$(((round + k) % n)); else i=$(((round + n - k) % n)); fi
-            flock -x /var/lock/coldstart-bench.lock bash -c "$(declare -f run_one); $(declare -p PROGRAMS ARGS work results COLDSTART); run_one $prog ${CONFIGS[$i]} $round"
+            ${LOCK_CMD:-flock -x /var/lock/coldstart-bench.lock} bash -c "$(declare -f run_one); $(declare -p PROGRAMS ARGS work results COLDSTART); run_one $prog ${CONFIGS[$i]} $round"
         done
     done
     echo "round $round of $ROUNDS done" >&2
 done
-cp "$results" "${RESULTS:-/var/tmp/recorder-per-event.tsv}"
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 col() { awk -v p="$1" -v c="$2" '$1 == p && $2 == c {print $4}' "$results" | paste -sd, -; }
 echo "| program ($N operations) | config | task-clock median (ms) | µs per operation over untraced | ratio to untraced [95% CI] |"

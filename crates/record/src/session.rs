@@ -773,7 +773,7 @@ fn run_command(
     if let Some(options) = config.cpu_samples {
         // The tree alone is followed from its root; tasks that exist already need whole CPUs.
         let pid = (!config.system && also_pids.is_empty()).then_some(root_pid);
-        *perf_thread = start_perf(options, spool, pid, cpus, tracefs, stop, notes);
+        *perf_thread = start_perf(options, spool, pid, scope_map, cpus, tracefs, stop, notes);
     }
     for inst in &instances.list {
         inst.set_tracing(true)?;
@@ -881,16 +881,32 @@ fn follow_in_scope(
 
 /// Starts the perf capture of CPU samples with stacks (of `pid`'s tree, or of whole
 /// CPUs), or notes why it could not start.
+#[allow(clippy::too_many_arguments)]
 fn start_perf(
     options: crate::capture::perf::PerfOptions,
     spool: &Spool,
     pid: Option<i32>,
+    scope_map: Option<&ScopeMap>,
     cpus: &[u16],
     tracefs: &Path,
     stop: &Arc<Stop>,
     notes: &mut Vec<String>,
 ) -> Option<Handle<crate::capture::perf::PerfCopied>> {
-    match PerfCapture::open(spool, pid, cpus, options, tracefs) {
+    let filter = match (pid, scope_map) {
+        (Some(_), Some(map)) => match map.sample_filter() {
+            Ok(prog) => Some(prog),
+            Err(e) => {
+                notes.push(format!(
+                    "CPU samples follow the command's threads (their context switches cost more): \
+                     the scope filter could not be loaded: {}",
+                    coldstart_trace::error_chain(&e)
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
+    match PerfCapture::open(spool, pid, cpus, options, tracefs, filter.as_ref()) {
         Ok(capture) => {
             if let Some(why) = &capture.off_cpu_refused {
                 notes.push(format!(

@@ -247,6 +247,13 @@ pub(crate) fn perf_event_set_filter(fd: &OwnedFd, filter: &str) -> io::Result<()
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// Attaches an eBPF program to a perf event (`PERF_EVENT_IOC_SET_BPF`).
+pub(crate) fn perf_event_set_bpf(fd: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
+    // SAFETY: a perf ioctl on an fd we own; the argument is an int fd, passed by value.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
 /// A perf event's mmapped ring buffer: one metadata page, then `data_size` bytes of records.
 pub(crate) struct PerfRing {
     base: std::ptr::NonNull<libc::c_void>,

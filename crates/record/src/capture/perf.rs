@@ -30,7 +30,9 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Stop;
 use crate::error::{IoContext, Result};
 use crate::spool::Spool;
-use crate::sys::{PerfEventAttr, PerfRing, perf_event_enable, perf_event_open, perf_event_set_filter};
+use crate::sys::{
+    PerfEventAttr, PerfRing, perf_event_enable, perf_event_open, perf_event_set_bpf, perf_event_set_filter,
+};
 
 pub const SAMPLE_IP: u64 = 1 << 0;
 pub const SAMPLE_TID: u64 = 1 << 1;
@@ -291,28 +293,37 @@ impl PerfCapture {
     /// creates their spool files; an error says why sampling is unavailable. The off-CPU
     /// events (`options.off_cpu`) are looked up in the tracefs at `tracefs`; when they
     /// cannot be opened the CPU samples are taken all the same, and `off_cpu_refused` says why.
+    /// With a `filter` (a perf-event program that keeps the samples of `pid`'s tree, see
+    /// `ScopeMap::sample_filter`), the sampling events watch whole CPUs instead of following
+    /// the tree, so that its context switches do not stop and restart them.
     pub fn open(
         spool: &Spool,
         pid: Option<i32>,
         cpus: &[u16],
         options: PerfOptions,
         tracefs: &Path,
+        filter: Option<&OwnedFd>,
     ) -> Result<PerfCapture> {
         let page_size = page_size();
-        let per_task = pid.is_some();
+        let filter = filter.filter(|_| pid.is_some());
+        let sampled = if filter.is_some() { None } else { pid };
+        let per_task = sampled.is_some();
         let mut attr = attr(options, per_task, DATA_PAGES * page_size);
         let mut sources = Vec::new();
         for &cpu in cpus {
-            let opened = perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu)).or_else(|e| {
+            let opened = perf_event_open(&attr, sampled.unwrap_or(-1), i32::from(cpu)).or_else(|e| {
                 // Kernels before 5.12 refuse build ids in mmap records; the files give them.
                 if e.raw_os_error() == Some(nix::libc::EINVAL) && attr.flags & flag::BUILD_ID != 0 {
                     attr.flags &= !flag::BUILD_ID;
-                    perf_event_open(&attr, pid.unwrap_or(-1), i32::from(cpu))
+                    perf_event_open(&attr, sampled.unwrap_or(-1), i32::from(cpu))
                 } else {
                     Err(e)
                 }
             });
             let fd = opened.at("perf_event_open")?;
+            if let Some(prog) = filter {
+                perf_event_set_bpf(&fd, prog).at("attaching the scope filter to the perf event")?;
+            }
             let ring = PerfRing::map(&fd, DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
             let name = format!("perf-cpu{cpu}.raw");
             let out = spool.create_file(&name)?;
