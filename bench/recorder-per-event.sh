@@ -9,7 +9,10 @@
 # the cold start itself.
 #
 #   bash bench/recorder-per-event.sh [ROUNDS]      # default 7
-# Each round holds the exclusive benchmark lock (/var/lock/coldstart-bench.lock).
+#   ONLY=switch CONFIGS="untraced defaults baseline" BASELINE=/path/to/other/coldstart \
+#       bash bench/recorder-per-event.sh 8         # one program; a change against another build
+# Each run holds the exclusive benchmark lock (/var/lock/coldstart-bench.lock; LOCK_CMD
+# replaces the command prefix that takes it). Rows append to RESULTS as they are measured.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -54,25 +57,29 @@ declare -A ARGS=(
     [stacks]="--slow-syscalls off"
     [defaults]=""
 )
-CONFIGS=(untraced bare floor no-fanotify no-access no-sched stacks defaults)
+read -r -a CONFIGS <<< "${CONFIGS:-untraced bare floor no-fanotify no-access no-sched stacks defaults}"
+read -r -a RUN_PROGRAMS <<< "${ONLY:-open stat read fault switch}"
+BASELINE=${BASELINE:-}
 results=${RESULTS:-/var/tmp/recorder-per-event.tsv}   # appended as each run ends: a stopped run keeps its rows
 run_one() {
     local prog=$1 config=$2 round=$3
     local cmd=(perf stat -e task-clock -x, -o "$work/task" -- /usr/bin/python3 -c "${PROGRAMS[$prog]}")
     if [ "$config" = untraced ]; then "${cmd[@]}" > /dev/null 2>&1; else
         # shellcheck disable=SC2086 # ARGS holds lists of options
-        "$COLDSTART" record ${ARGS[$config]} -o "$work/t.coldstart" --spool-dir "$work/spool" -- "${cmd[@]}" \
+        local binary=$COLDSTART
+        if [ "$config" = baseline ]; then binary=$BASELINE; fi
+        "$binary" record ${ARGS[$config]:-} -o "$work/t.coldstart" --spool-dir "$work/spool" -- "${cmd[@]}" \
             > /dev/null 2> "$work/record.log" || { cat "$work/record.log" >&2; exit 1; }
         rm -f "$work/t.coldstart"
     fi
     printf '%s\t%s\t%s\t%s\n' "$prog" "$config" "$round" "$(awk -F, '/task-clock/ {print $1}' "$work/task")" >> "$results"
 }
 for round in $(seq "$ROUNDS"); do
-    for prog in "${!PROGRAMS[@]}"; do
+    for prog in "${RUN_PROGRAMS[@]}"; do
         n=${#CONFIGS[@]}
         for k in $(seq 0 $((n - 1))); do
             if [ $((round % 2)) -eq 0 ]; then i=$(((round + k) % n)); else i=$(((round + n - k) % n)); fi
-            ${LOCK_CMD:-flock -x /var/lock/coldstart-bench.lock} bash -c "$(declare -f run_one); $(declare -p PROGRAMS ARGS work results COLDSTART); run_one $prog ${CONFIGS[$i]} $round"
+            ${LOCK_CMD:-flock -x /var/lock/coldstart-bench.lock} bash -c "$(declare -f run_one); $(declare -p PROGRAMS ARGS work results COLDSTART BASELINE); run_one $prog ${CONFIGS[$i]} $round"
         done
     done
     echo "round $round of $ROUNDS done" >&2
@@ -81,7 +88,7 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v
 col() { awk -v p="$1" -v c="$2" '$1 == p && $2 == c {print $4}' "$results" | paste -sd, -; }
 echo "| program ($N operations) | config | task-clock median (ms) | µs per operation over untraced | ratio to untraced [95% CI] |"
 echo "|---|---|---:|---:|---|"
-for prog in open stat read fault switch; do
+for prog in "${RUN_PROGRAMS[@]}"; do
     base=$(awk -v p="$prog" '$1 == p && $2 == "untraced" {print $4}' "$results" | median)
     for c in "${CONFIGS[@]}"; do
         m=$(awk -v p="$prog" -v c="$c" '$1 == p && $2 == c {print $4}' "$results" | median)

@@ -100,3 +100,23 @@ fn the_check_catches_an_include_from_outside_the_crate_and_accepts_a_link_inside
     assert_eq!(bad.len(), 2, "{bad:?}");
     assert!(bad[0].ends_with("../../../shared/query.sql") && bad[1].ends_with("gone.bin"), "{bad:?}");
 }
+
+/// Every crate that is published says where its documentation is (crates.io warns, and its
+/// page links nothing, without one); the dev-only ones (`publish = false`) need none.
+#[test]
+fn every_published_crate_names_its_documentation() {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join("crates")).unwrap().flatten() {
+        let manifest = entry.path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
+        let package = text.split("\n[").next().unwrap_or_default();
+        let published = !package.lines().any(|l| l.replace(' ', "") == "publish=false");
+        let documented = package
+            .lines()
+            .any(|l| ["documentation", "homepage", "repository"].iter().any(|key| l.starts_with(key)));
+        if published && !documented {
+            missing.push(manifest.display().to_string());
+        }
+    }
+    assert!(missing.is_empty(), "no documentation, homepage or repository in {missing:?}");
+}

@@ -67,9 +67,11 @@ pub struct Args {
     /// Evict the page cache before the start (sync; drop_caches).
     #[arg(long)]
     pub cold: bool,
-    /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000).
-    #[arg(long, value_name = "HZ", default_value_t = 50.0, value_parser = sample_rate)]
-    pub sample_hz: f64,
+    /// Rate of the CPU, disk and process samples, per second (above 0, at most 1000) [default:
+    /// 50; 25 with --system or --boot, where each sample reads /proc of every process: a 2-CPU
+    /// boot's 240 processes at 50 Hz took half a CPU].
+    #[arg(long, value_name = "HZ", value_parser = sample_rate)]
+    pub sample_hz: Option<f64>,
     /// Do not sample the recorded threads' CPU stacks (perf, 1 kHz per CPU by default), nor
     /// take their kernel stacks when they go to sleep.
     #[arg(long)]
@@ -154,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout,
         cold: args.cold,
         as_root: args.launch.as_root || args.boot,
-        sample_hz: args.sample_hz,
+        sample_hz: args.sample_hz.unwrap_or(if args.system || args.boot { 25.0 } else { 50.0 }),
         cpu_samples: (!args.no_cpu_samples).then(|| coldstart_record::capture::perf::PerfOptions {
             hz: args.cpu_sample_hz.unwrap_or(match args.system || args.boot {
                 true => coldstart_record::capture::perf::SYSTEM_DEFAULT_HZ,
