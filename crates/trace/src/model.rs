@@ -757,6 +757,27 @@ impl Mount {
     }
 }
 
+/// The calls that ask a filesystem about names or attributes rather than move data: what
+/// the recorder keeps by default when one sleeps (a request to a FUSE daemon or a server),
+/// and what the doctor counts as a slow filesystem's name lookups.
+pub const METADATA_CALLS: &[&str] = &[
+    "open",
+    "creat",
+    "openat",
+    "openat2",
+    "stat",
+    "lstat",
+    "fstat",
+    "newfstatat",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "getdents64",
+];
+
 /// One system call of a recorded thread (`raw_syscalls:sys_enter`/`sys_exit`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Syscall {

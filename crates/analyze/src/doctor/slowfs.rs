@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use coldstart_trace::{Mount, Nanos};
+use coldstart_trace::{METADATA_CALLS, Mount, Nanos};
 
 use crate::analysis::{PathSegment, SegmentKind, WaitedIn};
 use crate::doctor::facts::Facts;
@@ -22,26 +22,15 @@ use crate::doctor::finding::{
 use crate::syscalls::{SyscallFilter, SyscallLine, lines, mount_of, summary, under};
 use crate::units::{count, duration, plural};
 
-/// The calls that ask a filesystem about names rather than move data.
-const METADATA_CALLS: &[&str] = &[
-    "stat",
-    "lstat",
-    "newfstatat",
-    "statx",
-    "access",
-    "faccessat",
-    "faccessat2",
-    "readlink",
-    "readlinkat",
-    "open",
-    "openat",
-    "openat2",
-    "creat",
-    "getdents64",
-    "execve",
-    "execveat",
-    "chdir",
-];
+/// Calls that look a name up too but that the recorder's default filter leaves out (it
+/// reads a call's path after the call, and a successful exec has replaced that memory);
+/// `record --syscalls` records them.
+const NAME_CALLS_RECORDED_WITH_SYSCALLS: &[&str] = &["execve", "execveat", "chdir"];
+
+/// Whether `call` asks a filesystem about names rather than moving data.
+fn is_metadata_call(call: &str) -> bool {
+    METADATA_CALLS.contains(&call) || NAME_CALLS_RECORDED_WITH_SYSCALLS.contains(&call)
+}
 
 /// Wall-clock time covered by some of the intervals (parallel calls count once).
 fn covered(mut intervals: Vec<(Nanos, Nanos)>) -> Nanos {
@@ -177,7 +166,7 @@ fn metadata_calls_on_slow_mounts<'t>(f: &Facts<'t>) -> Vec<SyscallLine<'t>> {
     let (from, to) = (f.origin, f.ready);
     lines(f.trace, &SyscallFilter::default())
         .into_iter()
-        .filter(|l| METADATA_CALLS.contains(&l.call.name.as_str()))
+        .filter(|l| is_metadata_call(&l.call.name))
         .filter(|l| l.call.enter_ns < to && l.call.exit_ns.unwrap_or(to) > from)
         .filter(|l| f.a.processes.iter().any(|p| p.pid == l.call.pid && p.in_scope))
         .filter(|l| l.path.and_then(|p| mount_of(&f.trace.mounts, p)).is_some_and(|m| m.is_remote_or_fuse()))
@@ -192,7 +181,7 @@ fn path_time_in_calls_under(f: &Facts, dir: &str) -> Option<Nanos> {
             .filter(|s| !matches!(s.kind, SegmentKind::Cpu | SegmentKind::CpuWait))
             .filter(|s| {
                 s.waited_in.as_ref().is_some_and(|w| {
-                    METADATA_CALLS.contains(&w.syscall.as_str())
+                    is_metadata_call(&w.syscall)
                         && w.on_slow_filesystem()
                         && w.dir.as_deref().is_some_and(|d| under(d, dir))
                 })

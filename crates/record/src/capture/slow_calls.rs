@@ -20,6 +20,8 @@
 
 use std::os::fd::OwnedFd;
 
+use coldstart_trace::METADATA_CALLS;
+
 use crate::capture::bpf::{
     Asm, BPF_RB_NO_WAKEUP, HELPER_GET_CURRENT_PID_TGID, HELPER_KTIME_GET_BOOT_NS, HELPER_MAP_DELETE,
     HELPER_MAP_LOOKUP, HELPER_MAP_UPDATE, HELPER_PROBE_READ_USER_STR, HELPER_RINGBUF_RESERVE,
@@ -39,24 +41,6 @@ pub const RECORD_SIZE: usize = 88 + PATH_BYTES;
 /// The per-thread map value: enter ns u64, nr u32, sleep state u32, the six arguments.
 pub const PENDING_SIZE: u32 = 64;
 
-/// Calls that ask a filesystem about names: recorded when slow or when they slept.
-const METADATA_CALLS: &[&str] = &[
-    "open",
-    "creat",
-    "openat",
-    "openat2",
-    "stat",
-    "lstat",
-    "fstat",
-    "newfstatat",
-    "statx",
-    "access",
-    "faccessat",
-    "faccessat2",
-    "readlink",
-    "readlinkat",
-    "getdents64",
-];
 /// Reads: recorded only when slow (a read that sleeps on a cold disk or a pipe is common
 /// and, when short, says nothing a page fill does not).
 const TIMED_CALLS: &[&str] = &["read", "pread64"];
