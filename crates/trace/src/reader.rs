@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use rusqlite::types::FromSql;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, Row};
 
@@ -72,20 +73,20 @@ fn checked_span(table: &'static str, column: &'static str, ns: i64) -> Result<Na
 }
 
 /// A time relative to the trace's start.
-fn time(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
+fn time(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
     checked_time(table, column, row.get(column)?)
 }
 
-fn time_or_null(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Option<Nanos>> {
-    row.get::<_, Option<i64>>(column)?.map(|t| checked_time(table, column, t)).transpose()
+fn time_or_null(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<Option<Nanos>> {
+    row.get::<Option<i64>>(column)?.map(|t| checked_time(table, column, t)).transpose()
 }
 
 /// The length of a sample's interval.
-fn span(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
+fn span(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<Nanos> {
     checked_span(table, column, row.get(column)?)
 }
 
-fn fraction(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<f64> {
+fn fraction(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<f64> {
     let value: f64 = row.get(column)?;
     if value.is_finite() && value >= 0.0 {
         Ok(value)
@@ -95,7 +96,7 @@ fn fraction(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<
 }
 
 /// A start sector, whose byte offset must fit in 63 bits.
-fn sector(row: &Row<'_>) -> Result<Option<u64>> {
+fn sector(row: &Cells<'_>) -> Result<Option<u64>> {
     match unsigned_or_null(row, "block_io", "sector")? {
         Some(sector) if sector > i64::MAX.unsigned_abs() / 512 => {
             Err(out_of_range("block_io", "sector", sector, BYTE_OFFSET_RANGE))
@@ -105,7 +106,7 @@ fn sector(row: &Row<'_>) -> Result<Option<u64>> {
 }
 
 /// The first of `page_size`-byte pages, whose byte offset must fit in 63 bits.
-fn page_index(row: &Row<'_>, table: &'static str, page_size: u64) -> Result<u64> {
+fn page_index(row: &Cells<'_>, table: &'static str, page_size: u64) -> Result<u64> {
     let index = unsigned(row, table, "page_index")?;
     if index <= i64::MAX.unsigned_abs() / page_size {
         Ok(index)
@@ -116,31 +117,57 @@ fn page_index(row: &Row<'_>, table: &'static str, page_size: u64) -> Result<u64>
 
 /// A column of counts, sizes or positions: SQLite stores them signed, no real one
 /// reaches 2^63, and a negative one would become a huge number.
-fn unsigned(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<u64> {
+fn unsigned(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<u64> {
     let value: i64 = row.get(column)?;
     u64::try_from(value).map_err(|_| TraceError::BadValue { table, column, value: value.to_string() })
 }
 
-fn unsigned_or_null(row: &Row<'_>, table: &'static str, column: &'static str) -> Result<Option<u64>> {
-    match row.get::<_, Option<i64>>(column)? {
+fn unsigned_or_null(row: &Cells<'_>, table: &'static str, column: &'static str) -> Result<Option<u64>> {
+    match row.get::<Option<i64>>(column)? {
         None => Ok(None),
         Some(_) => unsigned(row, table, column).map(Some),
     }
 }
 
 /// A column that files of an older format lack.
-fn optional_column<T: rusqlite::types::FromSql>(row: &Row<'_>, column: &str) -> Result<Option<T>> {
-    if row.as_ref().column_index(column).is_ok() { Ok(row.get(column)?) } else { Ok(None) }
+fn optional_column<T: FromSql>(row: &Cells<'_>, column: &str) -> Result<Option<T>> {
+    if row.has(column) { Ok(row.get(column)?) } else { Ok(None) }
+}
+
+/// A row with its statement's column names resolved once: rusqlite finds a column by name
+/// by asking SQLite for every column's name on every access, which was half the time of
+/// reading a trace.
+struct Cells<'a> {
+    row: &'a Row<'a>,
+    columns: &'a [String],
+}
+
+impl Cells<'_> {
+    fn index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.index(name).is_some()
+    }
+
+    fn get<T: FromSql>(&self, name: &str) -> rusqlite::Result<T> {
+        match self.index(name) {
+            Some(i) => self.row.get(i),
+            None => self.row.get(name),
+        }
+    }
 }
 
 impl Reader<'_> {
-    fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
+    fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Cells<'_>) -> Result<T>) -> Result<Vec<T>> {
         let sqlite = |e| TraceError::sqlite(self.path, e);
         let mut stmt = self.conn.prepare(sql).map_err(sqlite)?;
+        let columns: Vec<String> = stmt.column_names().map(str::to_ascii_lowercase).collect();
         let mut rows = stmt.query([]).map_err(sqlite)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(sqlite)? {
-            out.push(convert(row).map_err(|e| e.in_file(self.path))?);
+            out.push(convert(&Cells { row, columns: &columns }).map_err(|e| e.in_file(self.path))?);
         }
         Ok(out)
     }
@@ -150,7 +177,7 @@ impl Reader<'_> {
         &self,
         table: &str,
         sql: &str,
-        convert: impl FnMut(&Row<'_>) -> Result<T>,
+        convert: impl FnMut(&Cells<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let exists: bool = self
             .conn
@@ -165,7 +192,7 @@ impl Reader<'_> {
 
     fn meta(&self) -> Result<Meta> {
         let pairs = self.rows("SELECT key, value FROM meta", |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, Value>(1)?))
+            Ok((row.get::<String>("key")?, row.get::<Value>("value")?))
         })?;
         let map: HashMap<String, Value> = pairs.into_iter().collect();
         let text = |key: &str| match map.get(key) {
@@ -316,8 +343,9 @@ impl Trace {
             Ok(m) if m.is_dir() => return Err(TraceError::NotATrace(path.to_owned())),
             Ok(_) => {}
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| TraceError::sqlite(path, e))?;
+        // One thread reads the connection: without SQLite's mutexes around every call.
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| TraceError::sqlite(path, e))?;
         let pragma = |name: &str| -> Result<i32> {
             conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)).map_err(|e| match e {
                 rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
@@ -341,9 +369,9 @@ impl Trace {
     }
 }
 
-fn read_disk(r: &Row<'_>) -> Result<Disk> {
+fn read_disk(r: &Cells<'_>) -> Result<Disk> {
     Ok(Disk {
-        dev: dev("disk", "dev", &r.get::<_, String>("dev")?)?,
+        dev: dev("disk", "dev", &r.get::<String>("dev")?)?,
         name: r.get("name")?,
         model: r.get("model")?,
         rotational: r.get("rotational")?,
@@ -356,22 +384,22 @@ fn read_disk(r: &Row<'_>) -> Result<Disk> {
     })
 }
 
-fn read_loss(r: &Row<'_>) -> Result<Loss> {
-    let source = LossSource::from_any_word(&r.get::<_, String>("source")?);
+fn read_loss(r: &Cells<'_>) -> Result<Loss> {
+    let source = LossSource::from_any_word(&r.get::<String>("source")?);
     Ok(Loss { source, what: r.get("what")?, count: unsigned(r, "loss", "count")? })
 }
 
-fn read_note(r: &Row<'_>) -> Result<Note> {
-    Ok(Note { source: NoteSource::from_any_word(&r.get::<_, String>("source")?), text: r.get("text")? })
+fn read_note(r: &Cells<'_>) -> Result<Note> {
+    Ok(Note { source: NoteSource::from_any_word(&r.get::<String>("source")?), text: r.get("text")? })
 }
 
-fn read_process(r: &Row<'_>) -> Result<Process> {
+fn read_process(r: &Cells<'_>) -> Result<Process> {
     Ok(Process {
         pid: r.get("pid")?,
         ppid: r.get("ppid")?,
         comm: r.get("comm")?,
         exe: r.get("exe")?,
-        argv: list("process", "argv", &r.get::<_, String>("argv")?)?,
+        argv: list("process", "argv", &r.get::<String>("argv")?)?,
         start_ns: time_or_null(r, "process", "start_ns")?,
         end_ns: time_or_null(r, "process", "end_ns")?,
         exit_code: r.get("exit_code")?,
@@ -379,16 +407,16 @@ fn read_process(r: &Row<'_>) -> Result<Process> {
     })
 }
 
-fn read_exec(r: &Row<'_>) -> Result<Exec> {
+fn read_exec(r: &Cells<'_>) -> Result<Exec> {
     Ok(Exec {
         pid: r.get("pid")?,
         t_ns: time(r, "exec", "t_ns")?,
         path: r.get("path")?,
-        argv: list("exec", "argv", &r.get::<_, String>("argv")?)?,
+        argv: list("exec", "argv", &r.get::<String>("argv")?)?,
     })
 }
 
-fn read_thread(r: &Row<'_>) -> Result<Thread> {
+fn read_thread(r: &Cells<'_>) -> Result<Thread> {
     Ok(Thread {
         tid: r.get("tid")?,
         pid: r.get("pid")?,
@@ -398,23 +426,23 @@ fn read_thread(r: &Row<'_>) -> Result<Thread> {
     })
 }
 
-fn read_file(r: &Row<'_>) -> Result<File> {
+fn read_file(r: &Cells<'_>) -> Result<File> {
     Ok(File {
         id: r.get("id")?,
-        dev: dev("file", "dev", &r.get::<_, String>("dev")?)?,
+        dev: dev("file", "dev", &r.get::<String>("dev")?)?,
         // Inode numbers use all 64 bits on some filesystems; the writer stores them cast.
-        ino: r.get::<_, i64>("ino")? as u64,
+        ino: r.get::<i64>("ino")? as u64,
         path: r.get("path")?,
-        kind: word("file", "kind", &r.get::<_, String>("kind")?)?,
+        kind: word("file", "kind", &r.get::<String>("kind")?)?,
         size: unsigned_or_null(r, "file", "size")?,
         mtime_ns: r.get("mtime_ns")?,
     })
 }
 
-fn read_extent(r: &Row<'_>) -> Result<Extent> {
+fn read_extent(r: &Cells<'_>) -> Result<Extent> {
     Ok(Extent {
         file_id: r.get("file_id")?,
-        disk: dev("extent", "disk", &r.get::<_, String>("disk")?)?,
+        disk: dev("extent", "disk", &r.get::<String>("disk")?)?,
         logical: unsigned(r, "extent", "logical")?,
         physical: unsigned(r, "extent", "physical")?,
         length: unsigned(r, "extent", "length")?,
@@ -422,7 +450,7 @@ fn read_extent(r: &Row<'_>) -> Result<Extent> {
     })
 }
 
-fn read_file_open(r: &Row<'_>) -> Result<FileOpen> {
+fn read_file_open(r: &Cells<'_>) -> Result<FileOpen> {
     Ok(FileOpen {
         t_ns: time(r, "file_open", "t_ns")?,
         pid: r.get("pid")?,
@@ -431,7 +459,7 @@ fn read_file_open(r: &Row<'_>) -> Result<FileOpen> {
     })
 }
 
-fn read_page_fill(r: &Row<'_>, page_size: u64) -> Result<PageFill> {
+fn read_page_fill(r: &Cells<'_>, page_size: u64) -> Result<PageFill> {
     Ok(PageFill {
         t_ns: time(r, "page_fill", "t_ns")?,
         pid: r.get("pid")?,
@@ -439,11 +467,11 @@ fn read_page_fill(r: &Row<'_>, page_size: u64) -> Result<PageFill> {
         file_id: r.get("file_id")?,
         index: page_index(r, "page_fill", page_size)?,
         pages: r.get("pages")?,
-        origin: r.get::<_, Option<String>>("origin")?.map(|t| word("page_fill", "origin", &t)).transpose()?,
+        origin: r.get::<Option<String>>("origin")?.map(|t| word("page_fill", "origin", &t)).transpose()?,
     })
 }
 
-fn read_page_access(r: &Row<'_>, page_size: u64) -> Result<PageAccess> {
+fn read_page_access(r: &Cells<'_>, page_size: u64) -> Result<PageAccess> {
     Ok(PageAccess {
         t_ns: time(r, "page_access", "t_ns")?,
         pid: r.get("pid")?,
@@ -451,11 +479,11 @@ fn read_page_access(r: &Row<'_>, page_size: u64) -> Result<PageAccess> {
         file_id: r.get("file_id")?,
         index: page_index(r, "page_access", page_size)?,
         pages: r.get("pages")?,
-        kind: word("page_access", "kind", &r.get::<_, String>("kind")?)?,
+        kind: word("page_access", "kind", &r.get::<String>("kind")?)?,
     })
 }
 
-fn read_page_resident(r: &Row<'_>, page_size: u64) -> Result<PageResident> {
+fn read_page_resident(r: &Cells<'_>, page_size: u64) -> Result<PageResident> {
     Ok(PageResident {
         file_id: r.get("file_id")?,
         index: page_index(r, "page_resident", page_size)?,
@@ -463,14 +491,14 @@ fn read_page_resident(r: &Row<'_>, page_size: u64) -> Result<PageResident> {
     })
 }
 
-fn read_block_io(r: &Row<'_>) -> Result<BlockIo> {
+fn read_block_io(r: &Cells<'_>) -> Result<BlockIo> {
     Ok(BlockIo {
         issue_ns: time_or_null(r, "block_io", "issue_ns")?,
         complete_ns: time_or_null(r, "block_io", "complete_ns")?,
-        dev: dev("block_io", "dev", &r.get::<_, String>("dev")?)?,
+        dev: dev("block_io", "dev", &r.get::<String>("dev")?)?,
         sector: sector(r)?,
         bytes: r.get("bytes")?,
-        op: word("block_io", "op", &r.get::<_, String>("op")?)?,
+        op: word("block_io", "op", &r.get::<String>("op")?)?,
         rwbs: r.get("rwbs")?,
         pid: r.get("pid")?,
         comm: r.get("comm")?,
@@ -479,30 +507,30 @@ fn read_block_io(r: &Row<'_>) -> Result<BlockIo> {
     })
 }
 
-fn read_sched_interval(r: &Row<'_>) -> Result<SchedInterval> {
+fn read_sched_interval(r: &Cells<'_>) -> Result<SchedInterval> {
     Ok(SchedInterval {
         tid: r.get("tid")?,
         start_ns: time(r, "sched", "start_ns")?,
         end_ns: time(r, "sched", "end_ns")?,
-        state: word("sched", "state", &r.get::<_, String>("state")?)?,
+        state: word("sched", "state", &r.get::<String>("state")?)?,
     })
 }
 
-fn read_wakeup(r: &Row<'_>) -> Result<Wakeup> {
+fn read_wakeup(r: &Cells<'_>) -> Result<Wakeup> {
     Ok(Wakeup { t_ns: time(r, "wakeup", "t_ns")?, tid: r.get("tid")?, waker_tid: r.get("waker_tid")? })
 }
 
-fn read_mark(r: &Row<'_>) -> Result<Mark> {
+fn read_mark(r: &Cells<'_>) -> Result<Mark> {
     Ok(Mark {
         t_ns: time(r, "mark", "t_ns")?,
         pid: r.get("pid")?,
         name: r.get("name")?,
-        source: word("mark", "source", &r.get::<_, String>("source")?)?,
+        source: word("mark", "source", &r.get::<String>("source")?)?,
         tid: optional_column(r, "tid")?,
     })
 }
 
-fn read_cpu_sample(r: &Row<'_>) -> Result<CpuSample> {
+fn read_cpu_sample(r: &Cells<'_>) -> Result<CpuSample> {
     Ok(CpuSample {
         t_ns: time(r, "cpu_sample", "t_ns")?,
         dt_ns: span(r, "cpu_sample", "dt_ns")?,
@@ -515,11 +543,11 @@ fn read_cpu_sample(r: &Row<'_>) -> Result<CpuSample> {
     })
 }
 
-fn read_disk_sample(r: &Row<'_>) -> Result<DiskSample> {
+fn read_disk_sample(r: &Cells<'_>) -> Result<DiskSample> {
     Ok(DiskSample {
         t_ns: time(r, "disk_sample", "t_ns")?,
         dt_ns: span(r, "disk_sample", "dt_ns")?,
-        dev: dev("disk_sample", "dev", &r.get::<_, String>("dev")?)?,
+        dev: dev("disk_sample", "dev", &r.get::<String>("dev")?)?,
         read_bytes: unsigned(r, "disk_sample", "read_bytes")?,
         read_ios: unsigned(r, "disk_sample", "read_ios")?,
         write_bytes: unsigned(r, "disk_sample", "write_bytes")?,
@@ -528,7 +556,7 @@ fn read_disk_sample(r: &Row<'_>) -> Result<DiskSample> {
     })
 }
 
-fn read_unit(r: &Row<'_>) -> Result<Unit> {
+fn read_unit(r: &Cells<'_>) -> Result<Unit> {
     Ok(Unit {
         name: r.get("name")?,
         manager: r.get("manager")?,
@@ -536,16 +564,16 @@ fn read_unit(r: &Row<'_>) -> Result<Unit> {
         active_ns: time_or_null(r, "unit", "active_ns")?,
         deactivating_ns: time_or_null(r, "unit", "deactivating_ns")?,
         pid: r.get("pid")?,
-        after: list("unit", "after", &r.get::<_, String>("after")?)?,
+        after: list("unit", "after", &r.get::<String>("after")?)?,
     })
 }
 
-fn read_process_sample(r: &Row<'_>) -> Result<ProcessSample> {
+fn read_process_sample(r: &Cells<'_>) -> Result<ProcessSample> {
     Ok(ProcessSample {
         t_ns: time(r, "process_sample", "t_ns")?,
         dt_ns: span(r, "process_sample", "dt_ns")?,
         pid: r.get("pid")?,
-        state: r.get::<_, String>("state")?.chars().next().unwrap_or('?'),
+        state: r.get::<String>("state")?.chars().next().unwrap_or('?'),
         cpu_user: fraction(r, "process_sample", "cpu_user")?,
         cpu_system: fraction(r, "process_sample", "cpu_system")?,
         major_faults: unsigned(r, "process_sample", "major_faults")?,
@@ -553,7 +581,7 @@ fn read_process_sample(r: &Row<'_>) -> Result<ProcessSample> {
     })
 }
 
-fn read_mapping(r: &Row<'_>) -> Result<Mapping> {
+fn read_mapping(r: &Cells<'_>) -> Result<Mapping> {
     Ok(Mapping {
         id: r.get("id")?,
         pid: r.get("pid")?,
@@ -566,17 +594,17 @@ fn read_mapping(r: &Row<'_>) -> Result<Mapping> {
     })
 }
 
-fn read_frame(r: &Row<'_>) -> Result<Frame> {
+fn read_frame(r: &Cells<'_>) -> Result<Frame> {
     Ok(Frame {
         id: r.get("id")?,
         mapping_id: r.get("mapping_id")?,
         kernel: r.get("kernel")?,
-        address: r.get::<_, i64>("address")? as u64,
+        address: r.get::<i64>("address")? as u64,
         symbol: r.get("symbol")?,
     })
 }
 
-fn read_stack(r: &Row<'_>) -> Result<Stack> {
+fn read_stack(r: &Cells<'_>) -> Result<Stack> {
     let id: u32 = r.get("id")?;
     let parent_id: Option<u32> = r.get("parent_id")?;
     if parent_id.is_some_and(|p| p >= id) {
@@ -590,7 +618,7 @@ fn read_stack(r: &Row<'_>) -> Result<Stack> {
     Ok(Stack { id, parent_id, frame_id: r.get("frame_id")? })
 }
 
-fn read_stack_sample(r: &Row<'_>) -> Result<StackSample> {
+fn read_stack_sample(r: &Cells<'_>) -> Result<StackSample> {
     Ok(StackSample {
         t_ns: time(r, "stack_sample", "t_ns")?,
         pid: r.get("pid")?,
@@ -600,7 +628,7 @@ fn read_stack_sample(r: &Row<'_>) -> Result<StackSample> {
     })
 }
 
-fn read_off_cpu_sample(r: &Row<'_>) -> Result<OffCpuSample> {
+fn read_off_cpu_sample(r: &Cells<'_>) -> Result<OffCpuSample> {
     Ok(OffCpuSample {
         t_ns: time(r, "off_cpu_sample", "t_ns")?,
         pid: r.get("pid")?,
@@ -609,15 +637,15 @@ fn read_off_cpu_sample(r: &Row<'_>) -> Result<OffCpuSample> {
     })
 }
 
-fn read_mount(r: &Row<'_>) -> Result<Mount> {
+fn read_mount(r: &Cells<'_>) -> Result<Mount> {
     Ok(Mount {
-        dev: dev("mount", "dev", &r.get::<_, String>("dev")?)?,
+        dev: dev("mount", "dev", &r.get::<String>("dev")?)?,
         point: r.get("point")?,
         fstype: r.get("fstype")?,
     })
 }
 
-fn read_syscall(r: &Row<'_>) -> Result<Syscall> {
+fn read_syscall(r: &Cells<'_>) -> Result<Syscall> {
     let enter_ns = time(r, "syscall", "enter_ns")?;
     let exit_ns = time_or_null(r, "syscall", "exit_ns")?;
     if let Some(exit) = exit_ns.filter(|&e| e < enter_ns) {
