@@ -19,6 +19,20 @@ struct Reader<'a> {
     path: &'a Path,
 }
 
+/// The tables a second connection reads (`Reader::scheduler_tables`).
+struct SchedulerTables {
+    block_ios: Vec<BlockIo>,
+    sched: Vec<SchedInterval>,
+    wakeups: Vec<Wakeup>,
+}
+
+/// A read-only connection to a trace file, without SQLite's mutexes: each connection is
+/// read by one thread.
+fn open(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(path, flags).map_err(|e| TraceError::sqlite(path, e))
+}
+
 fn word<T: TextEnum>(table: &'static str, column: &'static str, text: &str) -> Result<T> {
     T::from_word(text).ok_or_else(|| TraceError::BadValue { table, column, value: text.to_owned() })
 }
@@ -282,7 +296,30 @@ impl Reader<'_> {
         })
     }
 
+    /// The scheduler's and the block layer's tables, the largest after the page fills: read
+    /// by a second connection on another thread while this one reads the rest.
+    fn scheduler_tables(&self) -> Result<SchedulerTables> {
+        Ok(SchedulerTables {
+            block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", read_block_io)?,
+            sched: self.rows("SELECT * FROM sched ORDER BY rowid", read_sched_interval)?,
+            wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", read_wakeup)?,
+        })
+    }
+
     fn read(&self) -> Result<Trace> {
+        let second = Reader { conn: open(self.path)?, path: self.path };
+        std::thread::scope(|scope| {
+            let other = scope.spawn(move || second.scheduler_tables());
+            let rest = self.read_rest();
+            let tables = other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            let mut trace = rest?;
+            (trace.block_ios, trace.sched, trace.wakeups) = (tables.block_ios, tables.sched, tables.wakeups);
+            Ok(trace)
+        })
+    }
+
+    /// Every table but [`Reader::scheduler_tables`]'.
+    fn read_rest(&self) -> Result<Trace> {
         let meta = self.meta()?;
         let page_size = if meta.page_size == 0 { 4096 } else { u64::from(meta.page_size) };
         Ok(Trace {
@@ -308,9 +345,9 @@ impl Reader<'_> {
                 "SELECT * FROM page_resident ORDER BY rowid",
                 |r| read_page_resident(r, page_size),
             )?,
-            block_ios: self.rows("SELECT * FROM block_io ORDER BY rowid", read_block_io)?,
-            sched: self.rows("SELECT * FROM sched ORDER BY rowid", read_sched_interval)?,
-            wakeups: self.rows("SELECT * FROM wakeup ORDER BY rowid", read_wakeup)?,
+            block_ios: Vec::new(),
+            sched: Vec::new(),
+            wakeups: Vec::new(),
             marks: self.rows("SELECT * FROM mark ORDER BY rowid", read_mark)?,
             cpu_samples: self.rows("SELECT * FROM cpu_sample ORDER BY rowid", read_cpu_sample)?,
             disk_samples: self.rows("SELECT * FROM disk_sample ORDER BY rowid", read_disk_sample)?,
@@ -343,9 +380,7 @@ impl Trace {
             Ok(m) if m.is_dir() => return Err(TraceError::NotATrace(path.to_owned())),
             Ok(_) => {}
         }
-        // One thread reads the connection: without SQLite's mutexes around every call.
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| TraceError::sqlite(path, e))?;
+        let conn = open(path)?;
         let pragma = |name: &str| -> Result<i32> {
             conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)).map_err(|e| match e {
                 rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
