@@ -28,6 +28,9 @@ pub fn render(r: &ReplayReport) -> String {
         r.elapsed_s,
         if r.cancelled { ", stopped early" } else { "" }
     );
+    if let Some(choice) = &r.alongside {
+        let _ = writeln!(out, "  {}", choice.describe());
+    }
     line(&mut out, "planned", r.planned, &format!(" of {} files", r.planned_files));
     line(&mut out, "already resident", r.resident, "");
     line(&mut out, "fetched", r.fetched, "");
