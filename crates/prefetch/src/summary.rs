@@ -120,4 +120,33 @@ mod tests {
         assert!(said.contains("--stat-entries"), "{said}");
         assert!(!render(&report(Tally::default())).contains("not replayed"));
     }
+
+    #[test]
+    fn a_paced_replay_says_what_it_found_and_how_often_it_gave_way() {
+        use crate::replay::{AlongsideChoice, AlongsideMode, DeviceFacts, Priority};
+        let loop0 = DeviceFacts {
+            dev: coldstart_trace::Dev::new(7, 0),
+            name: Some("loop0".into()),
+            decided_by: Some("loop0".into()),
+            scheduler: Some("none".into()),
+            throttle: None,
+            priority: Priority::Ignored,
+        };
+        let mut r = report(Tally::default());
+        r.alongside = Some(AlongsideChoice {
+            asked: AlongsideMode::Auto,
+            mode: AlongsideMode::Paced,
+            devices: vec![loop0],
+            gave_way: 12,
+            gave_way_s: 0.25,
+        });
+        let text = render(&r);
+        let said = text.lines().find(|l| l.contains("alongside")).expect(&text);
+        assert_eq!(
+            said.trim(),
+            "alongside paced (detected): first-need order, 1 read of at most 256 KiB in flight, gave way 12 \
+             times (0.25 s); devices: loop0: scheduler none: ignores I/O priority (first in, first out)"
+        );
+        assert!(!render(&report(Tally::default())).contains("alongside"));
+    }
 }
