@@ -144,7 +144,7 @@ mod tests {
         let said = text.lines().find(|l| l.contains("alongside")).expect(&text);
         assert_eq!(
             said.trim(),
-            "alongside paced (detected): first-need order, 1 read of at most 256 KiB in flight, gave way 12 \
+            "alongside paced (detected): first-need order, 2 reads of at most 1024 KiB in flight, gave way 12 \
              times (0.25 s); devices: loop0: scheduler none: ignores I/O priority (first in, first out)"
         );
         assert!(!render(&report(Tally::default())).contains("alongside"));

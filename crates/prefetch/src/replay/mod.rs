@@ -17,8 +17,8 @@
 //! Where the plan's device serves requests first in, first out (`device.rs`: the elevator
 //! `none` or kyber, a blk-throttle or io.max read limit), a real-time priority does not put
 //! the replay ahead of the start, so the replay alongside is paced instead
-//! ([`AlongsideMode`], `pacing.rs`): first-need order, one read in flight, giving way to
-//! the start's requests.
+//! ([`AlongsideMode`], `pacing.rs`): first-need order, two reads in flight, giving way
+//! while the device is queued deeper.
 //!
 //! Every file is opened by path and checked against the identity in the plan
 //! (device, inode, size, mtime; a block device by its device number) before any
@@ -42,7 +42,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use device::{DeviceFacts, Priority};
-pub use pacing::{LONGEST_WAIT, PACED_CHUNK_BYTES, PACED_DEPTH};
+pub use pacing::{GIVE_WAY_AT, LONGEST_WAIT, PACED_CHUNK_BYTES, PACED_DEPTH};
 pub use priority::{CpuClass, IoPriority};
 pub use sys::{cached_pages, mem_available};
 
@@ -106,8 +106,8 @@ pub enum AlongsideMode {
     /// The options as given (the plan's order, `alongside_depth` threads, the I/O
     /// priority): the device's elevator serves the start's requests or the replay's first.
     Priority,
-    /// First-need order, one read of at most [`PACED_CHUNK_BYTES`] in flight, each
-    /// waiting (at most [`LONGEST_WAIT`]) until the device has nothing else in flight.
+    /// First-need order, [`PACED_DEPTH`] reads of at most [`PACED_CHUNK_BYTES`] in flight,
+    /// each waiting (at most [`LONGEST_WAIT`]) while the device is queued [`GIVE_WAY_AT`] deep.
     Paced,
 }
 
@@ -141,7 +141,8 @@ impl AlongsideChoice {
         let why = if self.asked == AlongsideMode::Auto { "detected" } else { "asked" };
         let mode = match self.mode {
             AlongsideMode::Paced => format!(
-                "paced ({why}): first-need order, 1 read of at most {} KiB in flight, gave way {} times ({:.2} s)",
+                "paced ({why}): first-need order, {PACED_DEPTH} reads of at most {} KiB in flight, gave way {} times \
+                 ({:.2} s)",
                 PACED_CHUNK_BYTES >> 10,
                 self.gave_way,
                 self.gave_way_s
