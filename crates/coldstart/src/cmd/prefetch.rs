@@ -236,8 +236,8 @@ pub struct ReplayArgs {
     /// real-time I/O priority) and counts on the disk's elevator (mq-deadline, bfq) to serve
     /// the replay first. `paced` is for a disk that serves requests first in, first out (the
     /// elevator none or kyber: NVMe, cloud volumes; a blk-throttle or io.max read limit), where
-    /// the start would queue behind the whole replay: first-need order, one read of at most
-    /// 256 KiB in flight, each waiting up to 50 ms for the disk to have nothing else in flight.
+    /// the start would queue behind the whole replay: first-need order, two reads of at most
+    /// 1 MiB in flight, giving way (up to 20 ms) while the disk is queued three deep.
     /// `auto` looks at the plan's disks and this process's cgroup before the replay and picks
     /// `paced` where one ignores priority. The replay's summary says what it found.
     /// Example: `coldstart run --prefetch boot.plan --alongside-mode paced -- ./start`.

@@ -29,8 +29,8 @@ order (by first need by default), so what the program needs first arrives first,
 threads unless --depth says otherwise (few requests in flight, so the program's own reads
 do not wait behind a deep replay), and it stops when the command is ready. On a disk that
 serves requests first in, first out (elevator none or kyber, a blk-throttle or io.max read
-limit) the replay is paced instead (--alongside-mode auto): first-need order, one read in
-flight, giving way to the command's reads; the summary says what was detected. The replay runs in this process, so it shares the
+limit) the replay is paced instead (--alongside-mode auto): first-need order, two reads in
+flight, giving way while the disk is queued deeper; the summary says what was detected. The replay runs in this process, so it shares the
 command's cgroup (and any I/O limit on it). The command's output is its own; the report
 goes to stderr. Exit status: the command's (128 + signal if killed), 2 on an error of
 coldstart.")]

@@ -138,24 +138,28 @@ pub struct AlongsideChoice {
 impl AlongsideChoice {
     /// One line for the replay's summary.
     pub fn describe(&self) -> String {
+        let gave_way = match self.mode {
+            AlongsideMode::Paced => format!(", gave way {} times ({:.2} s)", self.gave_way, self.gave_way_s),
+            _ => String::new(),
+        };
+        let (mode, devices) = self.how();
+        format!("alongside {mode}{gave_way}; devices: {devices}")
+    }
+
+    /// The mode and why, and the devices found, without this replay's counts.
+    pub fn how(&self) -> (String, String) {
         let why = if self.asked == AlongsideMode::Auto { "detected" } else { "asked" };
         let mode = match self.mode {
             AlongsideMode::Paced => format!(
-                "paced ({why}): first-need order, {PACED_DEPTH} reads of at most {} KiB in flight, gave way {} times \
-                 ({:.2} s)",
-                PACED_CHUNK_BYTES >> 10,
-                self.gave_way,
-                self.gave_way_s
+                "paced ({why}): first-need order, {PACED_DEPTH} reads of at most {} KiB in flight",
+                PACED_CHUNK_BYTES >> 10
             ),
             _ => format!(
                 "priority ({why}): the device's elevator orders the replay's requests and the start's"
             ),
         };
         let devices: Vec<String> = self.devices.iter().map(DeviceFacts::describe).collect();
-        format!(
-            "alongside {mode}; devices: {}",
-            if devices.is_empty() { "none".into() } else { devices.join("; ") }
-        )
+        (mode, if devices.is_empty() { "none".into() } else { devices.join("; ") })
     }
 }
 

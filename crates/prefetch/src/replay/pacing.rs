@@ -9,10 +9,10 @@
 //! already queue on the device the replay does not lengthen that queue.
 //!
 //! Measured on the MATE login on the emulated throttle rig (FIFO, 100 requests/s), two
-//! rounds each (docs/benchmarks-journal.md, "Alongside on a FIFO device"): this pacing
-//! 0.41× of cold; one read of 256 KiB waiting up to 50 ms for an empty queue 1.06×
-//! (the replay fetched 32 of 150 MiB: the start keeps the device busy); the deep
-//! disk-ordered replay at real-time priority 0.67×.
+//! rounds each (BENCHMARKS.md): two reads of 1 MiB in flight, no waiting, 0.41× of cold;
+//! one read of 256 KiB waiting up to 50 ms for an empty queue 1.06× (the replay fetched
+//! 32 of 150 MiB: the start keeps the device busy); the deep disk-ordered replay at
+//! real-time priority 0.67×.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
