@@ -230,7 +230,7 @@ pub struct ReplayArgs {
     /// memory budget (measured no faster for python3, see BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "exact", hide_possible_values = true)]
     pub fill: FillArg,
-    /// How a replay alongside a start shares the disk: auto, priority or paced.
+    /// Replay alongside by priority or paced, or auto.
     ///
     /// `priority` replays as the other options say (a disk-ordered plan: 16 threads at
     /// real-time I/O priority) and counts on the disk's elevator (mq-deadline, bfq) to serve
@@ -241,7 +241,7 @@ pub struct ReplayArgs {
     /// `auto` looks at the plan's disks and this process's cgroup before the replay and picks
     /// `paced` where one ignores priority. The replay's summary says what it found.
     /// Example: `coldstart run --prefetch boot.plan --alongside-mode paced -- ./start`.
-    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE", hide_possible_values = true)]
     pub alongside_mode: AlongsideArg,
     /// Do not replay filesystem metadata (block-device ranges).
     #[arg(long)]
