@@ -26,6 +26,8 @@ pub struct RealExecutor {
     interrupts: Interrupts,
     /// The `--prefetch` plans, in the order of `config.prefetch`.
     plans: Vec<Arc<Plan>>,
+    /// Per plan: how its last replay alongside shared the disk (paced or by priority) and why.
+    alongside_how: Vec<Option<(String, String)>>,
 }
 
 impl RealExecutor {
@@ -44,6 +46,7 @@ impl RealExecutor {
                 .iter()
                 .map(|p| Plan::load(&p.plan).map(Arc::new))
                 .collect::<Result<_, _>>()?,
+            alongside_how: vec![None; config.prefetch.len()],
         })
     }
 
@@ -156,6 +159,12 @@ impl Executor for RealExecutor {
         }
         let finished = running.finish(&self.config.ending);
         let replayed = ahead.or_else(|| alongside.map(Replay::join));
+        if let (Cache::Alongside(_, plan), Some(choice)) =
+            (cache, replayed.as_ref().and_then(|r| r.alongside.as_ref()))
+            && let Some(slot) = self.alongside_how.get_mut(plan)
+        {
+            *slot = Some(choice.how());
+        }
         let finished = finished?;
         let outcome = outcome?;
 
@@ -225,6 +234,12 @@ impl Executor for RealExecutor {
         notes.extend(prefetch_note(&self.config.prefetch));
         let names = self.config.prefetch.iter().map(|setup| setup.name.as_str());
         notes.extend(names.zip(&self.plans).filter_map(|(name, plan)| unreadable_metadata_note(name, plan)));
+        let names = self.config.prefetch.iter().map(|setup| setup.name.as_str());
+        notes.extend(names.zip(&self.alongside_how).filter_map(|(name, how)| {
+            how.as_ref().map(|(mode, devices)| {
+                format!("prefetch: plan `{name}` alongside: {mode}; its disks: {devices}")
+            })
+        }));
         Sources { read_bytes: read_bytes.into(), io_wait: io_wait.into(), notes }
     }
 }

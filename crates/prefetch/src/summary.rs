@@ -28,6 +28,9 @@ pub fn render(r: &ReplayReport) -> String {
         r.elapsed_s,
         if r.cancelled { ", stopped early" } else { "" }
     );
+    if let Some(choice) = &r.alongside {
+        let _ = writeln!(out, "  {}", choice.describe());
+    }
     line(&mut out, "planned", r.planned, &format!(" of {} files", r.planned_files));
     line(&mut out, "already resident", r.resident, "");
     line(&mut out, "fetched", r.fetched, "");
@@ -116,5 +119,34 @@ mod tests {
         assert!(said.contains("10 % of the plan's bytes"), "{said}");
         assert!(said.contains("--stat-entries"), "{said}");
         assert!(!render(&report(Tally::default())).contains("not replayed"));
+    }
+
+    #[test]
+    fn a_paced_replay_says_what_it_found_and_how_often_it_gave_way() {
+        use crate::replay::{AlongsideChoice, AlongsideMode, DeviceFacts, Priority};
+        let loop0 = DeviceFacts {
+            dev: coldstart_trace::Dev::new(7, 0),
+            name: Some("loop0".into()),
+            decided_by: Some("loop0".into()),
+            scheduler: Some("none".into()),
+            throttle: None,
+            priority: Priority::Ignored,
+        };
+        let mut r = report(Tally::default());
+        r.alongside = Some(AlongsideChoice {
+            asked: AlongsideMode::Auto,
+            mode: AlongsideMode::Paced,
+            devices: vec![loop0],
+            gave_way: 12,
+            gave_way_s: 0.25,
+        });
+        let text = render(&r);
+        let said = text.lines().find(|l| l.contains("alongside")).expect(&text);
+        assert_eq!(
+            said.trim(),
+            "alongside paced (detected): first-need order, 2 reads of at most 1024 KiB in flight, gave way 12 \
+             times (0.25 s); devices: loop0: scheduler none: ignores I/O priority (first in, first out)"
+        );
+        assert!(!render(&report(Tally::default())).contains("alongside"));
     }
 }

@@ -77,7 +77,9 @@ runs are compared with the cold runs without prefetch, with the warm runs (--bot
 other plans' runs of the same mode: ratios of means and of medians, and the ratio paired by round,
 with 95% confidence intervals. The JSON export has one result per configuration, its `command`
 naming it (`app (cold, plan a alongside)`; a lone plan without NAME= keeps `prefetch alongside`).
---depth, --method, --max-memory and --ioprio set the replays as for `coldstart prefetch run`.
+--depth, --method, --max-memory and --ioprio set the replays as for `coldstart prefetch run`;
+--alongside-mode (auto: paced where the disk ignores I/O priority) sets the alongside runs', and a
+note says what each plan's replay found and did.
 
 A fresh state for every run (--prepare CMD, --conclude CMD, as hyperfine's): a program that makes
 its profile on its first start is cold and fresh only once; copy a seed before each run instead:

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use coldstart_analyze::units::{ByteSize, SIZE_SYNTAX};
+use coldstart_prefetch::replay::AlongsideMode;
 use coldstart_prefetch::show::ShowOptions;
 use coldstart_prefetch::{IoPriority, Method, Order, Plan, PlanSettings, ReplayOptions};
 use coldstart_trace::Trace;
@@ -163,6 +164,23 @@ impl From<CpuArg> for coldstart_prefetch::replay::CpuClass {
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum AlongsideArg {
+    Auto,
+    Priority,
+    Paced,
+}
+
+impl From<AlongsideArg> for AlongsideMode {
+    fn from(mode: AlongsideArg) -> Self {
+        match mode {
+            AlongsideArg::Auto => AlongsideMode::Auto,
+            AlongsideArg::Priority => AlongsideMode::Priority,
+            AlongsideArg::Paced => AlongsideMode::Paced,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum FillArg {
     Exact,
     Sequential,
@@ -212,6 +230,19 @@ pub struct ReplayArgs {
     /// memory budget (measured no faster for python3, see BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "exact", hide_possible_values = true)]
     pub fill: FillArg,
+    /// Replay alongside by priority or paced, or auto.
+    ///
+    /// `priority` replays as the other options say (a disk-ordered plan: 16 threads at
+    /// real-time I/O priority) and counts on the disk's elevator (mq-deadline, bfq) to serve
+    /// the replay first. `paced` is for a disk that serves requests first in, first out (the
+    /// elevator none or kyber: NVMe, cloud volumes; a blk-throttle or io.max read limit), where
+    /// the start would queue behind the whole replay: first-need order, two reads of at most
+    /// 1 MiB in flight, giving way (up to 20 ms) while the disk is queued three deep.
+    /// `auto` looks at the plan's disks and this process's cgroup before the replay and picks
+    /// `paced` where one ignores priority. The replay's summary says what it found.
+    /// Example: `coldstart run --prefetch boot.plan --alongside-mode paced -- ./start`.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE", hide_possible_values = true)]
+    pub alongside_mode: AlongsideArg,
     /// Do not replay filesystem metadata (block-device ranges).
     #[arg(long)]
     pub skip_metadata: bool,
@@ -250,6 +281,7 @@ impl ReplayArgs {
         ReplayOptions {
             depth: self.depth.map_or(defaults.depth, |d| d as usize),
             alongside_depth: self.depth.map_or(defaults.alongside_depth, |d| d as usize),
+            alongside_mode: self.alongside_mode.into(),
             method: match self.method {
                 MethodArg::Read => Method::Read,
                 MethodArg::Willneed => Method::Willneed,
@@ -535,6 +567,13 @@ mod tests {
         assert_eq!((o.depth, o.alongside_depth), (16, 4));
         let o = options(&["--depth", "2"]);
         assert_eq!((o.depth, o.alongside_depth), (2, 2));
+    }
+
+    #[test]
+    fn the_alongside_mode_is_auto_unless_forced() {
+        assert_eq!(options(&[]).alongside_mode, AlongsideMode::Auto);
+        assert_eq!(options(&["--alongside-mode", "paced"]).alongside_mode, AlongsideMode::Paced);
+        assert_eq!(options(&["--alongside-mode", "priority"]).alongside_mode, AlongsideMode::Priority);
     }
 
     #[test]

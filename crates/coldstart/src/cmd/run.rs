@@ -22,11 +22,15 @@ Examples:
   coldstart run --prefetch app.plan --ahead -- python3 -c 'import pandas'   # replay first, then start
   coldstart run --prefetch app.plan --depth 4 --report-json r.json -- soffice --headless --convert-to pdf a.txt
   coldstart run -- ./app          # no plan: only the time to ready
+  coldstart run --prefetch boot.plan --alongside-mode paced -- ./start   # never queue the start behind the replay
 
 Alongside, the replay and the command start together; the replay goes in the plan's
 order (by first need by default), so what the program needs first arrives first, on 4
 threads unless --depth says otherwise (few requests in flight, so the program's own reads
-do not wait behind a deep replay), and it stops when the command is ready. The replay runs in this process, so it shares the
+do not wait behind a deep replay), and it stops when the command is ready. On a disk that
+serves requests first in, first out (elevator none or kyber, a blk-throttle or io.max read
+limit) the replay is paced instead (--alongside-mode auto): first-need order, two reads in
+flight, giving way while the disk is queued deeper; the summary says what was detected. The replay runs in this process, so it shares the
 command's cgroup (and any I/O limit on it). The command's output is its own; the report
 goes to stderr. Exit status: the command's (128 + signal if killed), 2 on an error of
 coldstart.")]

@@ -14,6 +14,11 @@
 //! (`alongside_depth`): the program's own reads queue behind the replay's requests
 //! in flight, and on a slow disk a deep replay delays every page the program
 //! misses (docs/benchmarks-journal.md, "Orders and depth": 16 threads against 2 and 4).
+//! Where the plan's device serves requests first in, first out (`device.rs`: the elevator
+//! `none` or kyber, a blk-throttle or io.max read limit), a real-time priority does not put
+//! the replay ahead of the start, so the replay alongside is paced instead
+//! ([`AlongsideMode`], `pacing.rs`): first-need order, two reads in flight, giving way
+//! while the device is queued deeper.
 //!
 //! Every file is opened by path and checked against the identity in the plan
 //! (device, inode, size, mtime; a block device by its device number) before any
@@ -23,6 +28,8 @@
 //! MemAvailable at the start. Threads get the I/O priority asked for. The report
 //! accounts for every planned range exactly once.
 
+pub mod device;
+mod pacing;
 mod priority;
 mod sys;
 mod worker;
@@ -34,6 +41,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use device::{DeviceFacts, Priority};
+pub use pacing::{GIVE_WAY_AT, LONGEST_WAIT, PACED_CHUNK_BYTES, PACED_DEPTH};
 pub use priority::{CpuClass, IoPriority};
 pub use sys::{cached_pages, mem_available};
 
@@ -87,6 +96,73 @@ impl Fill {
     }
 }
 
+/// How a replay alongside a start shares the device with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlongsideMode {
+    /// `paced` where a device of the plan ignores I/O priority, `priority` elsewhere.
+    #[default]
+    Auto,
+    /// The options as given (the plan's order, `alongside_depth` threads, the I/O
+    /// priority): the device's elevator serves the start's requests or the replay's first.
+    Priority,
+    /// First-need order, [`PACED_DEPTH`] reads of at most [`PACED_CHUNK_BYTES`] in flight,
+    /// each waiting (at most [`LONGEST_WAIT`]) while the device is queued [`GIVE_WAY_AT`] deep.
+    Paced,
+}
+
+impl AlongsideMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            AlongsideMode::Auto => "auto",
+            AlongsideMode::Priority => "priority",
+            AlongsideMode::Paced => "paced",
+        }
+    }
+}
+
+/// How a replay alongside a start was made, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AlongsideChoice {
+    /// What was asked (`auto` by default).
+    pub asked: AlongsideMode,
+    /// What ran: `priority` or `paced`.
+    pub mode: AlongsideMode,
+    /// The plan's devices and what each does with I/O priority.
+    pub devices: Vec<DeviceFacts>,
+    /// Paced: reads that found a device busy and waited, and the seconds they waited.
+    pub gave_way: u64,
+    pub gave_way_s: f64,
+}
+
+impl AlongsideChoice {
+    /// One line for the replay's summary.
+    pub fn describe(&self) -> String {
+        let gave_way = match self.mode {
+            AlongsideMode::Paced => format!(", gave way {} times ({:.2} s)", self.gave_way, self.gave_way_s),
+            _ => String::new(),
+        };
+        let (mode, devices) = self.how();
+        format!("alongside {mode}{gave_way}; devices: {devices}")
+    }
+
+    /// The mode and why, and the devices found, without this replay's counts.
+    pub fn how(&self) -> (String, String) {
+        let why = if self.asked == AlongsideMode::Auto { "detected" } else { "asked" };
+        let mode = match self.mode {
+            AlongsideMode::Paced => format!(
+                "paced ({why}): first-need order, {PACED_DEPTH} reads of at most {} KiB in flight",
+                PACED_CHUNK_BYTES >> 10
+            ),
+            _ => format!(
+                "priority ({why}): the device's elevator orders the replay's requests and the start's"
+            ),
+        };
+        let devices: Vec<String> = self.devices.iter().map(DeviceFacts::describe).collect();
+        (mode, if devices.is_empty() { "none".into() } else { devices.join("; ") })
+    }
+}
+
 /// Default threads of a replay that is waited for.
 pub const DEPTH: usize = 16;
 /// Default threads of a replay alongside a start.
@@ -105,6 +181,9 @@ pub struct ReplayOptions {
     /// Threads of a replay alongside a start ([`Replay::start`]).
     #[serde(default = "default_alongside_depth")]
     pub alongside_depth: usize,
+    /// How a replay alongside a start shares the device with it.
+    #[serde(default)]
+    pub alongside_mode: AlongsideMode,
     pub method: Method,
     /// How `Method::Read` fills the cache in a replay that is waited for.
     #[serde(default)]
@@ -142,6 +221,7 @@ impl Default for ReplayOptions {
         ReplayOptions {
             depth: DEPTH,
             alongside_depth: ALONGSIDE_DEPTH,
+            alongside_mode: AlongsideMode::Auto,
             method: Method::Read,
             fill: Fill::Exact,
             alongside_fill: Fill::Exact,
@@ -235,6 +315,9 @@ pub struct ReplayReport {
     pub options: Option<ReplayOptions>,
     /// Seconds from the start of the replay to its end.
     pub elapsed_s: f64,
+    /// Alongside a start: how the replay shared the device, and why.
+    #[serde(default)]
+    pub alongside: Option<AlongsideChoice>,
     pub cancelled: bool,
     /// The first problems met (which file was stale and why, which read failed).
     pub problems: Vec<String>,
@@ -280,17 +363,43 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Starts replaying `plan` alongside a start, on `options.alongside_depth`
-    /// threads of its own, and returns at once.
+    /// Starts replaying `plan` alongside a start and returns at once: on
+    /// `options.alongside_depth` threads of its own, or paced where `alongside_mode` says
+    /// so (`auto`: where a device of the plan ignores I/O priority).
     pub fn start(plan: Arc<Plan>, options: &ReplayOptions) -> Result<Replay> {
+        let probe = device::Probe::live();
+        let devices = probe.plan_devices(&plan);
+        let paced = match options.alongside_mode {
+            AlongsideMode::Paced => true,
+            AlongsideMode::Priority => false,
+            AlongsideMode::Auto => devices.iter().any(|d| d.priority == Priority::Ignored),
+        };
         let options =
             ReplayOptions { fill: options.alongside_fill, cpu: options.alongside_cpu, ..options.clone() };
-        Replay::spawn(plan, &options, options.alongside_depth)
+        let choice = AlongsideChoice {
+            asked: options.alongside_mode,
+            mode: if paced { AlongsideMode::Paced } else { AlongsideMode::Priority },
+            devices,
+            gave_way: 0,
+            gave_way_s: 0.0,
+        };
+        if !paced {
+            return Replay::spawn(plan, &options, options.alongside_depth, Some((choice, None)));
+        }
+        let pacing = pacing::Pacing::new(&probe.sys, &choice.devices);
+        let options = ReplayOptions { fill: Fill::Exact, chunk_bytes: PACED_CHUNK_BYTES, ..options };
+        Replay::spawn(plan, &options, PACED_DEPTH, Some((choice, Some(pacing))))
     }
 
     /// Starts a replay on `depth` threads filling the cache the `options.fill` way
-    /// (the report's options say which were used).
-    fn spawn(plan: Arc<Plan>, options: &ReplayOptions, depth: usize) -> Result<Replay> {
+    /// (the report's options say which were used); alongside a start, with how it was
+    /// chosen and the pacing of a paced replay.
+    fn spawn(
+        plan: Arc<Plan>,
+        options: &ReplayOptions,
+        depth: usize,
+        alongside: Option<(AlongsideChoice, Option<pacing::Pacing>)>,
+    ) -> Result<Replay> {
         if let Some(p) = options.io_priority {
             check_priority(p)?;
         }
@@ -299,7 +408,15 @@ impl Replay {
         let options = ReplayOptions { depth, ..options.clone() };
         let handle = std::thread::Builder::new()
             .name("prefetch".into())
-            .spawn(move || worker::run(&plan, &options, &flag))
+            .spawn(move || {
+                let (choice, pacing) = alongside.map_or((None, None), |(c, p)| (Some(c), p));
+                let mut report = worker::run(&plan, &options, &flag, pacing.as_ref());
+                report.alongside = choice.map(|mut c| {
+                    (c.gave_way, c.gave_way_s) = pacing.as_ref().map_or((0, 0.0), pacing::Pacing::waited);
+                    c
+                });
+                report
+            })
             .map_err(PrefetchError::Threads)?;
         Ok(Replay { cancel, handle })
     }
@@ -349,5 +466,5 @@ fn check_priority(priority: IoPriority) -> Result<()> {
 
 /// Replays `plan` on `options.depth` threads and waits for the end.
 pub fn replay(plan: Arc<Plan>, options: &ReplayOptions) -> Result<ReplayReport> {
-    Ok(Replay::spawn(plan, options, options.depth)?.join())
+    Ok(Replay::spawn(plan, options, options.depth, None)?.join())
 }

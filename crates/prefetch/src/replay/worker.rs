@@ -4,6 +4,9 @@
 //! go first, by disk offset, and the other steps wait until they are in: otherwise the
 //! directory steps and opens read the same inode-table and directory blocks themselves,
 //! one 4 KiB bio per block (ext4's inode-table readahead submits each block alone).
+//! A paced replay (`pacing.rs`) goes in first-need order instead, metadata included
+//! where it was first needed, and gives way to the device's other requests before
+//! each read.
 
 use std::fs::{File, Metadata};
 use std::io::ErrorKind;
@@ -13,9 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use super::pacing::Pacing;
 use super::sys::{self, cached_pages};
 use super::{Fill, Method, ReplayOptions, ReplayReport, Tally};
-use crate::plan::{Plan, PlanFile, PlanFileKind, Step};
+use crate::plan::{Order, Plan, PlanFile, PlanFileKind, Step};
 use coldstart_trace::Dev;
 
 const BUFFER_BYTES: usize = 256 * 1024;
@@ -54,6 +58,8 @@ struct Shared<'a> {
     metadata_done: Mutex<usize>,
     metadata_in: Condvar,
     options: &'a ReplayOptions,
+    /// Set for a paced replay alongside a start.
+    pacing: Option<&'a Pacing>,
     cancel: &'a AtomicBool,
     next: AtomicUsize,
     committed: AtomicU64,
@@ -95,6 +101,14 @@ impl Shared<'_> {
 
 fn is_metadata_range(plan: &Plan, step: Step) -> bool {
     matches!(step, Step::Range { file, .. } if plan.files[file].kind == PlanFileKind::BlockDevice)
+}
+
+/// The steps of a paced replay: the ones the options let run, by first need.
+fn paced_order(plan: &Plan, options: &ReplayOptions) -> Vec<Step> {
+    crate::order::steps(&plan.files, &plan.directories, Order::FirstNeed, 1)
+        .into_iter()
+        .filter(|&s| enabled(plan, options, s))
+        .collect()
 }
 
 /// The steps the options let run, the metadata ranges first (by device and offset, as
@@ -246,16 +260,14 @@ fn read_through(file: &File, offset: u64, length: u64, buffer: &mut [u8]) -> std
     Ok(())
 }
 
-fn fetch(
-    fd: &File,
-    offset: u64,
-    length: u64,
-    options: &ReplayOptions,
-    buffer: &mut [u8],
-) -> std::io::Result<()> {
+fn fetch(shared: &Shared<'_>, fd: &File, offset: u64, length: u64, buffer: &mut [u8]) -> std::io::Result<()> {
+    let options = shared.options;
     let chunk = options.chunk_bytes.max(4096);
     let mut at = offset;
     while at < offset + length {
+        if let Some(pacing) = shared.pacing {
+            pacing.give_way(shared.cancel);
+        }
         let len = chunk.min(offset + length - at);
         sys::advise_will_need(fd, at, len)?;
         if options.method == Method::Read {
@@ -316,7 +328,7 @@ fn range_step(shared: &Shared<'_>, f: usize, r: usize, local: &mut Local, buffer
         }
         read
     } else {
-        fetch(&fd, range.offset, range.length, shared.options, buffer)
+        fetch(shared, &fd, range.offset, range.length, buffer)
     };
     match outcome {
         Ok(()) if resident.is_none() => local.unknown_residency.add(1, needed),
@@ -398,6 +410,9 @@ fn work(shared: &Shared<'_>) -> Local {
             wait_for_metadata(shared);
             None
         };
+        if let (Some(pacing), Step::Directory(_) | Step::Open(_)) = (shared.pacing, step) {
+            pacing.give_way(shared.cancel);
+        }
         match step {
             Step::Directory(d) => directory_step(shared, d, &mut local),
             Step::Open(f) => {
@@ -466,7 +481,12 @@ fn range_of(plan: &Plan, step: Step) -> Option<(&PlanFile, u64)> {
     }
 }
 
-pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> ReplayReport {
+pub(super) fn run(
+    plan: &Plan,
+    options: &ReplayOptions,
+    cancel: &AtomicBool,
+    pacing: Option<&Pacing>,
+) -> ReplayReport {
     let started = Instant::now();
     let (budget, budget_text) = budget(options);
     let slots = plan
@@ -474,7 +494,10 @@ pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> 
         .iter()
         .map(|_| Slot { state: Mutex::new(FileState::Unopened), remaining: AtomicUsize::new(0) })
         .collect();
-    let (steps, metadata_steps) = replay_order(plan, options);
+    let (steps, metadata_steps) = match pacing {
+        Some(_) => (paced_order(plan, options), 0),
+        None => replay_order(plan, options),
+    };
     let shared = Shared {
         plan,
         steps,
@@ -482,6 +505,7 @@ pub(super) fn run(plan: &Plan, options: &ReplayOptions, cancel: &AtomicBool) -> 
         metadata_done: Mutex::new(0),
         metadata_in: Condvar::new(),
         options,
+        pacing,
         cancel,
         next: AtomicUsize::new(0),
         committed: AtomicU64::new(0),
@@ -564,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn metadata_ranges_come_first_by_offset_and_only_when_enabled() {
+    fn metadata_ranges_come_first_by_offset_and_only_when_enabled_unless_paced() {
         let files = vec![
             file(PlanFileKind::Regular, &[8192]),
             file(PlanFileKind::BlockDevice, &[1 << 20, 4096]),
@@ -595,5 +619,10 @@ mod tests {
 
         let without = ReplayOptions { metadata: false, directories: false, ..ReplayOptions::default() };
         assert_eq!(replay_order(&plan, &without), (vec![Step::Open(2), regular], 0));
+
+        // Paced, every step goes by first need (here its offset), metadata among the rest.
+        let paced = paced_order(&plan, &ReplayOptions::default());
+        assert_eq!(paced, [Step::Directory(0), Step::Open(2), metadata(1), regular, metadata(0)]);
+        assert_eq!(paced_order(&plan, &without), [Step::Open(2), regular]);
     }
 }
