@@ -227,7 +227,11 @@ impl Drop for EmulatedDisk {
 pub fn elevator_for(class: DiskClass) -> &'static str {
     match class {
         DiskClass::Hdd | DiskClass::Hdd7200 | DiskClass::Ssd | DiskClass::Sd => "mq-deadline",
-        DiskClass::Nvme | DiskClass::Cloud | DiskClass::Custom | DiskClass::Measured => "none",
+        DiskClass::Nvme
+        | DiskClass::Cloud
+        | DiskClass::Snapshot
+        | DiskClass::Custom
+        | DiskClass::Measured => "none",
     }
 }
 
