@@ -110,8 +110,20 @@ impl DeviceClock {
     /// costs the fixed cost once per `max_request_bytes` it starts, where a piece that
     /// continues the previous one, arriving before it completed or within `PIECE_GAP_NS`
     /// after, continues its run.
+    /// On a lazily fetched volume the read waits first for its chunks (`fetched`).
     pub fn serve(&mut self, arrived: Nanos, offset: u64, bytes: u64) -> Nanos {
         let now = self.fetched(arrived, offset, bytes);
+        self.serve_now(now, offset, bytes)
+    }
+
+    /// Books a write: as a read, but it fetches nothing. What is written to a lazily fetched
+    /// volume is taken as the snapshot's (copying a program's files onto it is making the
+    /// image), still to be fetched on its first read.
+    pub fn serve_write(&mut self, now: Nanos, offset: u64, bytes: u64) -> Nanos {
+        self.serve_now(now, offset, bytes)
+    }
+
+    fn serve_now(&mut self, now: Nanos, offset: u64, bytes: u64) -> Nanos {
         let merged = self.head == Some(offset) && now <= self.busy_until + PIECE_GAP_NS;
         let run_before = if merged { self.run_bytes } else { 0 };
         self.run_bytes = run_before + bytes;

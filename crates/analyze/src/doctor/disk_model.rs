@@ -204,7 +204,10 @@ impl DiskParams {
             DiskClass::Ssd | DiskClass::Measured | DiskClass::Custom => "SATA solid-state disk",
         };
         p.description = description.to_owned();
-        let source = format!("default of the {} class", class_name(class));
+        let source = match class {
+            DiskClass::Snapshot => "default of the snapshot class (the cloud class's)".to_owned(),
+            _ => format!("default of the {} class", class_name(class)),
+        };
         for param in PARAMS {
             if p.source_of(param).is_empty() {
                 p.set_source(param, &source);
@@ -821,7 +824,7 @@ mod tests {
             (512 * 1024, 100_000_000, 20)
         );
         assert!(snapshot.source_of("fetch_chunk_bytes").contains("EBS direct APIs"));
-        assert_eq!(snapshot.source_of("request_ns"), "default of the snapshot class");
+        assert_eq!(snapshot.source_of("request_ns"), "default of the snapshot class (the cloud class's)");
         assert_eq!(snapshot.chunks_of(512 * 1024 - 1, 2), 0..2);
         assert_eq!(cloud.chunks_of(0, 1 << 20), 0..0);
         // 41 fetches 20 at a time: three rounds.

@@ -362,6 +362,7 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
         prefetch,
+        after_eviction: None,
     })
 }
 
