@@ -184,8 +184,9 @@ pub fn served(stats: &coldstart_storage::Stats, params: &DiskParams) -> String {
     );
     if params.is_lazy() {
         line.push_str(&format!(
-            "; {} chunks of {} KiB fetched ({:.1} MiB), at most {} of {} fetches in flight at once",
+            "; {} chunk{} of {} KiB fetched ({:.1} MiB), at most {} of {} fetches in flight at once",
             stats.fetches,
+            if stats.fetches == 1 { "" } else { "s" },
             params.fetch_chunk_bytes / 1024,
             (stats.fetches * params.fetch_chunk_bytes) as f64 / 1048576.0,
             stats.most_fetches_in_flight,
