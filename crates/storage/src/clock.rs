@@ -12,7 +12,7 @@
 //! bandwidth; a request reaches the device model above when its chunks are in. A chunk
 //! being fetched is waited for, never fetched twice.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use coldstart_analyze::doctor::DiskParams;
 use coldstart_trace::Nanos;
@@ -45,8 +45,9 @@ struct Fetches {
     /// Each chunk fetched or being fetched, with when its fetch ends.
     done_at: HashMap<u64, Nanos>,
     slot_free_at: Vec<Nanos>,
-    /// Ends of the fetches that may still be in flight, in order (fetches start in order).
-    ends: VecDeque<Nanos>,
+    /// Ends of the fetches still in flight when the last one started (requests from two
+    /// FUSE threads may book their arrivals a little out of order).
+    ends: Vec<Nanos>,
     count: u64,
     most_in_flight: u32,
 }
@@ -69,10 +70,8 @@ impl Fetches {
         if let Some(slot_free_at) = self.slot_free_at.get_mut(slot) {
             *slot_free_at = done;
         }
-        while self.ends.front().is_some_and(|&end| end <= start) {
-            self.ends.pop_front();
-        }
-        self.ends.push_back(done);
+        self.ends.retain(|&end| end > start);
+        self.ends.push(done);
         self.most_in_flight = self.most_in_flight.max(self.ends.len() as u32);
         self.count += 1;
         self.done_at.insert(chunk, done);

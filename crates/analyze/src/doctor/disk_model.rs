@@ -4,7 +4,7 @@
 //! device that serves `queue_depth` requests at once overlaps their fixed and
 //! positioning costs; an IOPS-limited volume also counts each request in units of at most
 //! `iops_unit_bytes`. The recorded disk's parameters are measured from the trace's block
-//! requests where there are enough of them; the classes (hdd, hdd7200, ssd, nvme, sd, cloud)
+//! requests where there are enough of them; the classes (hdd, hdd7200, ssd, nvme, sd, cloud, snapshot)
 //! have documented defaults (docs/doctor.md), and `custom` takes any of them. The emulated
 //! devices of `coldstart storage` (crates/storage) serve their requests by this same model.
 
