@@ -339,3 +339,41 @@ fn a_wait_is_shared_among_files_by_the_cost_of_their_requests_not_by_pages() {
     assert_eq!(lang.gain.ns, expected);
     assert!((9_500_000..10 * MS).contains(&expected), "{expected}: about half of 20 ms");
 }
+
+/// On a volume restored from a snapshot, the first read of each chunk waits for its fetch;
+/// a later read of the same chunk costs the cloud volume alone.
+#[test]
+fn a_snapshot_volume_adds_a_fetch_to_the_first_read_of_each_chunk() {
+    // Three waits of 10 ms: page 0 of a file, page 1 of it (the same 512 KiB chunk), then a
+    // second file 64 MiB further (another chunk).
+    let trace = Builder::start()
+        .placed_file(1, "/usr/lib/app/a", 8192)
+        .placed_file(2, "/usr/lib/app/b", 4096)
+        .run(100, 0, 10 * MS)
+        .fill(10 * MS, 100, 100, 1, 0, 1)
+        .request(10 * MS, 20 * MS, 1, 0, 4096, 100, "app")
+        .sched(100, 10 * MS, 20 * MS, IoWait)
+        .run(100, 20 * MS, 30 * MS)
+        .fill(30 * MS, 100, 100, 1, 1, 1)
+        .request(30 * MS, 40 * MS, 1, 1, 4096, 100, "app")
+        .sched(100, 30 * MS, 40 * MS, IoWait)
+        .run(100, 40 * MS, 50 * MS)
+        .fill(50 * MS, 100, 100, 2, 0, 1)
+        .request(50 * MS, 60 * MS, 2, 0, 4096, 100, "app")
+        .sched(100, 50 * MS, 60 * MS, IoWait)
+        .ready_at_exit(60 * MS)
+        .build();
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Cloud), class(DiskClass::Snapshot)]);
+    let (cloud, snapshot) = (&d.what_if[0], &d.what_if[1]);
+    let snapshot_disk = DiskParams::class_defaults(DiskClass::Snapshot);
+    // 100 ms, then 512 KiB at 300 MiB/s.
+    let fetch = snapshot_disk.fetch_ns();
+    assert_eq!(fetch, 101_666_666);
+    assert_eq!((cloud.chunk_fetches, snapshot.chunk_fetches), (0, 2));
+    assert_eq!(snapshot.predicted_path_io_wait_ns, cloud.predicted_path_io_wait_ns + 2 * fetch);
+    assert_eq!(snapshot.predicted_ns, cloud.predicted_ns + 2 * fetch);
+    assert_eq!(snapshot.with_prefetch_ahead_ns, cloud.with_prefetch_ahead_ns, "the plan fetched them ahead");
+    assert_eq!(snapshot.prefetch_replay_ns, cloud.prefetch_replay_ns + fetch, "two fetches side by side");
+    assert!(snapshot.text.contains("reads 2 chunks of 512.0 KiB first"), "{}", snapshot.text);
+    assert!(!cloud.text.contains("snapshot"), "{}", cloud.text);
+}

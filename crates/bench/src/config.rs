@@ -214,6 +214,19 @@ pub struct BenchConfig {
     pub ignore_failure: bool,
     /// Measure cold starts with each of these prefetch plans too.
     pub prefetch: Vec<PrefetchSetup>,
+    /// Called after each cold run's eviction: `--storage` on a lazily fetched volume restores
+    /// it from its snapshot again, so that every cold run reads each chunk for the first time.
+    pub after_eviction: Option<AfterEviction>,
+}
+
+/// A step run after each cold run's eviction (see [`BenchConfig::after_eviction`]).
+#[derive(Clone)]
+pub struct AfterEviction(pub std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for AfterEviction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterEviction")
+    }
 }
 
 impl BenchConfig {
@@ -321,6 +334,7 @@ impl Default for BenchConfig {
             show_output: false,
             ignore_failure: false,
             prefetch: Vec::new(),
+            after_eviction: None,
         }
     }
 }

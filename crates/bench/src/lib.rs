@@ -36,7 +36,8 @@ pub mod summary;
 mod sys;
 
 pub use config::{
-    BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Hook, Modes, PrefetchSetup,
+    AfterEviction, BenchCommand, BenchConfig, Cache, Evict, EvictChoice, FileSource, Hook, Modes,
+    PrefetchSetup,
 };
 pub use error::{BenchError, Result};
 pub use executor::{Executor, HookOutcome, Preparation, Run, Sources};

@@ -86,6 +86,9 @@ impl RealExecutor {
                 }
             }
         }
+        if let Some(after) = &self.config.after_eviction {
+            (after.0)();
+        }
         Ok(set.and_then(FileSet::residual_bytes))
     }
 

@@ -158,7 +158,7 @@ fn a_bad_disk_class_is_a_clear_error_with_status_2() {
     let trace = write_trace(dir.path());
     coldstart().args(["doctor", "--disk", "floppy"]).arg(&trace).assert().code(2).stderr(
         predicate::str::contains(
-            "unknown disk class \"floppy\": expected hdd, hdd7200, ssd, nvme, sd, cloud or custom",
+            "unknown disk class \"floppy\": expected hdd, hdd7200, ssd, nvme, sd, cloud, snapshot or custom",
         ),
     );
     coldstart()

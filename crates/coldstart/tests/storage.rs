@@ -106,6 +106,61 @@ fn the_device_takes_the_time_its_model_says() {
     check("4096 random 4 KiB", wall, before, 4096, 4096 * (sd.request_ns + sd.transfer_ns(4096)));
 }
 
+/// A volume restored from a snapshot: the first read of a chunk costs its fetch and then the
+/// base volume's request, a second read of that chunk the base volume's request alone; fetches
+/// asked for at once never pass the profile's limit.
+#[test]
+fn a_snapshot_volume_fetches_each_chunk_on_its_first_read() {
+    if !can_make_devices("a_snapshot_volume_fetches_each_chunk_on_its_first_read") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    // 4 ms requests on the base volume, so the loop device's and FUSE's own cost per request
+    // (tens of µs) stays small next to what is measured; 20 ms fetches.
+    let spec = "custom:base=snapshot,request=4ms,fetch_latency=20ms,fetch_depth=4";
+    let params: DiskParams = spec.parse().unwrap();
+    let disk = EmulatedDisk::create(params.clone(), 64 << 20).unwrap();
+    let chunk = params.fetch_chunk_bytes;
+    let base = params.request_ns + params.transfer_ns(4096);
+    let ratio_of = |what: &str, wall: Duration, modelled: i64| {
+        let ratio = wall.as_nanos() as f64 / modelled as f64;
+        eprintln!("{what}: {wall:?} measured, {modelled} ns modelled, ratio {ratio:.3}");
+        assert!(
+            (0.85..=1.15).contains(&ratio),
+            "{what}: took {wall:?}, the model says {modelled} ns ({ratio:.3})"
+        );
+    };
+    let chunks = 24u64;
+    let first = direct_reads(disk.device(), 4096, (0..chunks).map(|i| i * chunk + 8192));
+    ratio_of("first reads", first, chunks as i64 * (params.fetch_ns() + base));
+    assert_eq!(disk.stats().fetches, chunks);
+    let second = direct_reads(disk.device(), 4096, (0..chunks).map(|i| i * chunk + 65536));
+    ratio_of("second reads", second, chunks as i64 * base);
+    assert_eq!(disk.stats().fetches, chunks, "no chunk fetched twice");
+    // 12 readers at once, each on chunks of its own: never more than 4 fetches in flight.
+    let device = disk.device().to_owned();
+    let began = Instant::now();
+    std::thread::scope(|scope| {
+        for reader in 0..12u64 {
+            let device = &device;
+            scope.spawn(move || direct_reads(device, 4096, (0..3).map(|i| (32 + reader * 3 + i) * chunk)));
+        }
+    });
+    let wall = began.elapsed();
+    let stats = disk.stats();
+    eprintln!("36 fetches by 12 readers: {wall:?}, {stats:?}");
+    // 36 fetches 4 at a time: at least 9 fetches one after the other.
+    assert!(wall.as_nanos() as f64 >= 0.85 * 9.0 * params.fetch_ns() as f64, "{wall:?}");
+    assert_eq!(stats.fetches, chunks + 36);
+    assert!(stats.most_fetches_in_flight <= 4, "{stats:?}");
+    assert!(stats.most_fetches_in_flight >= 2, "the readers asked for fetches at once: {stats:?}");
+    // Restored again: the first chunk is fetched again.
+    disk.restorer()();
+    let again = direct_reads(disk.device(), 4096, std::iter::once(8192));
+    assert!(again.as_nanos() as i64 >= params.fetch_latency_ns, "{again:?}");
+    assert_eq!(disk.stats().fetches, chunks + 37);
+}
+
 /// What on the system still points into `run_dirs` or is mounted at `mount_point`, and the dirs themselves.
 fn leftovers_of(run_dirs: &[PathBuf], mount_point: &Path) -> Vec<String> {
     let mut found = Vec::new();
@@ -279,8 +334,13 @@ fn bad_profiles_are_one_line_errors_with_exit_2() {
     std::fs::write(&negative, "base = \"hdd\"\nseek = \"-5ms\"\n").unwrap();
     let missing = dir.path().join("missing.toml");
     std::fs::write(&missing, "request = \"1ms\"\nbandwidth = \"25MB/s\"\n").unwrap();
-    let cases: [(&str, &str); 4] = [
+    let no_depth = dir.path().join("no-depth.toml");
+    std::fs::write(&no_depth, "base = \"snapshot\"\nfetch_depth = 0\n").unwrap();
+    let cases: [(&str, &str); 7] = [
         ("floppy", "unknown disk class \"floppy\""),
+        ("custom:base=cloud,fetch_latency=5ms", "fetch_latency needs fetch_chunk"),
+        ("custom:base=snapshot,fetch_chunk=3000", "fetch_chunk=3000: expected a multiple of 4 KiB"),
+        (no_depth.to_str().unwrap(), "fetch_depth=0: expected a count"),
         (negative.to_str().unwrap(), "seek=-5ms: expected a time"),
         (missing.to_str().unwrap(), "missing \"seek\""),
         ("custom:spin=fast", "unknown key \"spin\""),
@@ -344,6 +404,15 @@ fn show_prints_every_parameter_with_its_unit_and_source() {
     assert!(text.contains("elevator               none "), "{text}");
     let hdd = coldstart().args(["storage", "show", "hdd"]).output().unwrap();
     assert!(String::from_utf8_lossy(&hdd.stdout).contains("elevator               mq-deadline "));
+    assert!(text.contains("fetch_chunk_bytes      0 (not fetched)"), "{text}");
+    let out =
+        coldstart().args(["storage", "show", "custom:base=snapshot,fetch_latency=20ms"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("fetch_chunk_bytes      524288 bytes (512 KiB)"), "{text}");
+    assert!(text.contains("EBS direct APIs"), "{text}");
+    assert!(text.contains("fetch_latency_ns       20.000 ms                        given"), "{text}");
+    assert!(text.contains("fetch_depth            20 fetches in flight"), "{text}");
+    assert!(text.contains("lowest EBS provisioned rate"), "where the depth came from: {text}");
 }
 
 /// An emulated hard disk is scheduled as the kernel schedules a real one (mq-deadline, which

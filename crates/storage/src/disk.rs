@@ -177,6 +177,13 @@ impl EmulatedDisk {
         self.shared.stats()
     }
 
+    /// A handle that restores a lazily fetched volume from its snapshot again (its data
+    /// stays; every chunk is fetched again on its first read), for a benchmark's cold runs.
+    pub fn restorer(&self) -> impl Fn() + Send + Sync + 'static {
+        let shared = Arc::clone(&self.shared);
+        move || shared.restore()
+    }
+
     /// Memory the image holds (what was written to it, in 64 KiB chunks).
     pub fn stored_bytes(&self) -> u64 {
         self.shared.stored_bytes()
@@ -227,7 +234,11 @@ impl Drop for EmulatedDisk {
 pub fn elevator_for(class: DiskClass) -> &'static str {
     match class {
         DiskClass::Hdd | DiskClass::Hdd7200 | DiskClass::Ssd | DiskClass::Sd => "mq-deadline",
-        DiskClass::Nvme | DiskClass::Cloud | DiskClass::Custom | DiskClass::Measured => "none",
+        DiskClass::Nvme
+        | DiskClass::Cloud
+        | DiskClass::Snapshot
+        | DiskClass::Custom
+        | DiskClass::Measured => "none",
     }
 }
 

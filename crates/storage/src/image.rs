@@ -153,13 +153,21 @@ impl Shared {
         lock(&self.image).stored_bytes()
     }
 
+    /// A lazily fetched volume restored from its snapshot again: no chunk fetched.
+    pub fn restore(&self) {
+        lock(&self.clock).restore();
+    }
+
     /// Answers at once, or books the request on the clock and queues its reply.
     fn complete(&self, offset: u64, bytes: u64, completion: Completion) {
         if !self.modelled.load(Ordering::SeqCst) {
             return answer(completion);
         }
         let now = self.epoch.elapsed().as_nanos() as i64;
-        let done = lock(&self.clock).serve(now, offset, bytes);
+        let done = match completion {
+            Completion::Read(..) => lock(&self.clock).serve(now, offset, bytes),
+            Completion::Write(..) => lock(&self.clock).serve_write(now, offset, bytes),
+        };
         let due = self.epoch + Duration::from_nanos(done.max(0) as u64);
         let mut queue = lock(&self.queue);
         queue.sequence += 1;
@@ -275,6 +283,12 @@ impl Filesystem for ImageFs {
         // model sees the disk's requests rather than FUSE's pieces of them.
         let _ = config.set_max_write(MAX_FUSE_REQUEST);
         let _ = config.set_max_readahead(MAX_FUSE_REQUEST);
+        // Without asynchronous direct I/O the kernel waits for each read of the loop device
+        // before it sends the next, so the device sees one request at a time. A lazily fetched
+        // volume must see the requests in flight at once, or no two fetches ever overlap.
+        if self.shared.params().is_lazy() {
+            let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
+        }
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use coldstart_analyze::doctor::{CUSTOM_KEYS, DiskClass, DiskParams};
+use coldstart_analyze::doctor::{CUSTOM_KEYS, DiskClass, DiskParams, FETCH_KEYS};
 
 use crate::{Result, StorageError};
 
@@ -29,7 +29,8 @@ pub fn resolve(spec: &str) -> Result<DiskParams> {
         .map_err(|e| StorageError::Profile(format!("profile {}: {e}", path.display())))
 }
 
-/// A profile file: the keys of a `custom:` disk, as TOML. Without `base`, every key is needed.
+/// A profile file: the keys of a `custom:` disk, as TOML. Without `base`, every key is needed
+/// but `read_ahead` and the fetches of a lazily fetched volume.
 fn from_toml(text: &str) -> std::result::Result<DiskParams, String> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.message().to_owned())?;
     let mut pairs = Vec::new();
@@ -50,8 +51,10 @@ fn from_toml(text: &str) -> std::result::Result<DiskParams, String> {
         pairs.push(format!("{key}={value}"));
     }
     if !table.contains_key("base")
-        && let Some((missing, _)) =
-            CUSTOM_KEYS.iter().skip(1).find(|k| !table.contains_key(k.0) && k.0 != "read_ahead")
+        && let Some((missing, _)) = CUSTOM_KEYS
+            .iter()
+            .skip(1)
+            .find(|k| !table.contains_key(k.0) && k.0 != "read_ahead" && !FETCH_KEYS.contains(&k.0))
     {
         return Err(format!("missing {missing:?} (give every key, or base = \"hdd\" for the rest)"));
     }

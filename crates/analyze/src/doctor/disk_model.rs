@@ -4,7 +4,7 @@
 //! device that serves `queue_depth` requests at once overlaps their fixed and
 //! positioning costs; an IOPS-limited volume also counts each request in units of at most
 //! `iops_unit_bytes`. The recorded disk's parameters are measured from the trace's block
-//! requests where there are enough of them; the classes (hdd, hdd7200, ssd, nvme, sd, cloud)
+//! requests where there are enough of them; the classes (hdd, hdd7200, ssd, nvme, sd, cloud, snapshot)
 //! have documented defaults (docs/doctor.md), and `custom` takes any of them. The emulated
 //! devices of `coldstart storage` (crates/storage) serve their requests by this same model.
 
@@ -54,6 +54,8 @@ pub enum DiskClass {
     Sd,
     /// An IOPS-limited cloud volume.
     Cloud,
+    /// A cloud volume restored from a snapshot: each chunk's first read fetches it from object storage.
+    Snapshot,
     /// Parameters given by the user.
     Custom,
 }
@@ -68,6 +70,7 @@ impl DiskClass {
             DiskClass::Nvme => "nvme",
             DiskClass::Sd => "sd",
             DiskClass::Cloud => "cloud",
+            DiskClass::Snapshot => "snapshot",
             DiskClass::Custom => "custom",
         }
     }
@@ -117,6 +120,20 @@ pub struct DiskParams {
     /// order (and around a fault), in bytes; `None` when unknown (a trace before format 4).
     #[serde(default)]
     pub read_ahead_bytes: Option<u64>,
+    /// A lazily fetched volume (restored from a snapshot): the first read of each chunk of
+    /// this many bytes (aligned on the volume) waits for the chunk's fetch from object
+    /// storage; later reads cost the rest of the model. 0 for a volume that holds its data.
+    #[serde(default)]
+    pub fetch_chunk_bytes: u64,
+    /// Time of one fetch before its first byte arrives.
+    #[serde(default)]
+    pub fetch_latency_ns: Nanos,
+    /// Transfer rate of one fetch.
+    #[serde(default)]
+    pub fetch_bandwidth_bytes_per_s: f64,
+    /// Fetches in flight at once; more wait for one to end.
+    #[serde(default)]
+    pub fetch_depth: u32,
     /// Where each value came from (measured, default of the class, given).
     pub sources: Vec<ParamSource>,
 }
@@ -147,6 +164,10 @@ impl DiskParams {
             iops_limit: 0.0,
             iops_unit_bytes: 0,
             read_ahead_bytes: Some(DEFAULT_READ_AHEAD_BYTES),
+            fetch_chunk_bytes: 0,
+            fetch_latency_ns: 0,
+            fetch_bandwidth_bytes_per_s: 0.0,
+            fetch_depth: 0,
             sources: Vec::new(),
         };
         let description = match class {
@@ -170,19 +191,67 @@ impl DiskParams {
                 (p.request_ns, p.bandwidth_bytes_per_s, p.queue_depth) = (1_000_000, 25e6, 1);
                 "SD card or eMMC"
             }
-            DiskClass::Cloud => {
+            DiskClass::Cloud | DiskClass::Snapshot => {
                 (p.request_ns, p.bandwidth_bytes_per_s, p.queue_depth) = (500_000, 125e6, 32);
                 (p.iops_limit, p.iops_unit_bytes, p.max_request_bytes) = (3000.0, 256 * 1024, 256 * 1024);
-                "IOPS-limited cloud volume"
+                if class == DiskClass::Snapshot {
+                    p.set_snapshot_fetches();
+                    "cloud volume restored from a snapshot, fetched lazily"
+                } else {
+                    "IOPS-limited cloud volume"
+                }
             }
             DiskClass::Ssd | DiskClass::Measured | DiskClass::Custom => "SATA solid-state disk",
         };
         p.description = description.to_owned();
-        let source = format!("default of the {} class", class_name(class));
+        let source = match class {
+            DiskClass::Snapshot => "default of the snapshot class (the cloud class's)".to_owned(),
+            _ => format!("default of the {} class", class_name(class)),
+        };
         for param in PARAMS {
-            p.set_source(param, &source);
+            if p.source_of(param).is_empty() {
+                p.set_source(param, &source);
+            }
         }
         p
+    }
+
+    /// The `snapshot` class's fetches, each with where its figure came from (docs/storage.md).
+    fn set_snapshot_fetches(&mut self) {
+        self.fetch_chunk_bytes = 512 * 1024;
+        self.fetch_latency_ns = 100_000_000;
+        self.fetch_bandwidth_bytes_per_s = 300.0 * 1024.0 * 1024.0;
+        self.fetch_depth = 20;
+        for (param, source) in SNAPSHOT_SOURCES {
+            self.set_source(param, source);
+        }
+    }
+
+    /// Whether the first read of each chunk costs a fetch (a volume restored from a snapshot).
+    pub fn is_lazy(&self) -> bool {
+        self.fetch_chunk_bytes > 0
+    }
+
+    /// The time of one fetch: its latency, then a chunk at the fetch's bandwidth.
+    pub fn fetch_ns(&self) -> Nanos {
+        let transfer = self.fetch_chunk_bytes as f64 / self.fetch_bandwidth_bytes_per_s.max(1.0) * 1e9;
+        self.fetch_latency_ns.saturating_add(transfer as Nanos)
+    }
+
+    /// The time `fetches` fetches asked for at once take, `fetch_depth` of them in flight.
+    pub fn fetches_ns(&self, fetches: u64) -> Nanos {
+        let rounds = fetches.div_ceil(u64::from(self.fetch_depth.max(1)));
+        Nanos::try_from(rounds).unwrap_or(Nanos::MAX).saturating_mul(self.fetch_ns())
+    }
+
+    /// The chunks (their indexes on the volume) that `bytes` at byte `offset` touch; empty
+    /// for a volume that is not fetched lazily, or no bytes.
+    pub fn chunks_of(&self, offset: u64, bytes: u64) -> std::ops::Range<u64> {
+        if !self.is_lazy() || bytes == 0 {
+            return 0..0;
+        }
+        let chunk = self.fetch_chunk_bytes;
+        offset / chunk..offset.saturating_add(bytes).div_ceil(chunk)
     }
 
     fn set_source(&mut self, param: &str, source: &str) {
@@ -411,7 +480,32 @@ impl DiskParams {
 /// class keeps: SATA and NVMe disks, SD cards and cloud volumes alike report none as a rule.
 pub const DEFAULT_READ_AHEAD_BYTES: u64 = 128 * 1024;
 
-const PARAMS: [&str; 13] = [
+/// Where the `snapshot` class's fetch figures come from. No provider publishes the first-read
+/// latency of a restored volume (AWS: "increased I/O latency"), nor a limit on its fetches.
+const SNAPSHOT_SOURCES: [(&str, &str); 4] = [
+    (
+        "fetch_chunk_bytes",
+        "default of the snapshot class: an EBS snapshot's block size, 512 KiB (EBS direct APIs, \"Concepts\")",
+    ),
+    (
+        "fetch_latency_ns",
+        "default of the snapshot class: the 100 ms per 512 KiB snapshot block request that AWS's \"Optimize performance \
+         for EBS direct APIs\" assumes, the low end of S3's published 100-200 ms first-byte latency; no provider \
+         publishes a restored volume's first-read latency",
+    ),
+    (
+        "fetch_bandwidth_bytes_per_s",
+        "default of the snapshot class: 300 MiB/s, the highest EBS provisioned rate for volume initialization \
+         (100-300 MiB/s): one fetch is no faster than a whole volume's",
+    ),
+    (
+        "fetch_depth",
+        "default of the snapshot class, chosen (no published figure): 20 fetches of 512 KiB in flight give about \
+         100 MiB/s, the lowest EBS provisioned rate for volume initialization",
+    ),
+];
+
+const PARAMS: [&str; 17] = [
     "request_ns",
     "seek_ns",
     "near_seek_ns",
@@ -424,15 +518,26 @@ const PARAMS: [&str; 13] = [
     "iops_limit",
     "iops_unit_bytes",
     "read_ahead_bytes",
+    "fetch_chunk_bytes",
+    "fetch_latency_ns",
+    "fetch_bandwidth_bytes_per_s",
+    "fetch_depth",
     "class",
 ];
 
 /// The classes by the names `--disk` and profiles take.
-pub const CLASSES: [DiskClass; 6] =
-    [DiskClass::Hdd, DiskClass::Hdd7200, DiskClass::Ssd, DiskClass::Nvme, DiskClass::Sd, DiskClass::Cloud];
+pub const CLASSES: [DiskClass; 7] = [
+    DiskClass::Hdd,
+    DiskClass::Hdd7200,
+    DiskClass::Ssd,
+    DiskClass::Nvme,
+    DiskClass::Sd,
+    DiskClass::Cloud,
+    DiskClass::Snapshot,
+];
 
 /// The keys of a `custom:` disk and of a profile file, with the parameter each sets.
-pub const CUSTOM_KEYS: [(&str, &str); 13] = [
+pub const CUSTOM_KEYS: [(&str, &str); 17] = [
     ("base", "class"),
     ("request", "request_ns"),
     ("seek", "seek_ns"),
@@ -446,7 +551,14 @@ pub const CUSTOM_KEYS: [(&str, &str); 13] = [
     ("iops", "iops_limit"),
     ("iops_unit", "iops_unit_bytes"),
     ("read_ahead", "read_ahead_bytes"),
+    ("fetch_chunk", "fetch_chunk_bytes"),
+    ("fetch_latency", "fetch_latency_ns"),
+    ("fetch_bandwidth", "fetch_bandwidth_bytes_per_s"),
+    ("fetch_depth", "fetch_depth"),
 ];
+
+/// The keys of a lazily fetched volume, optional in a profile file without `base`.
+pub const FETCH_KEYS: [&str; 4] = ["fetch_chunk", "fetch_latency", "fetch_bandwidth", "fetch_depth"];
 
 fn class_name(class: DiskClass) -> &'static str {
     class.as_str()
@@ -491,7 +603,7 @@ impl fmt::Display for DiskSpecError {
 impl std::error::Error for DiskSpecError {}
 
 impl DiskClass {
-    /// The class named `name` (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`).
+    /// The class named `name` (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`, `snapshot`).
     pub fn by_name(name: &str) -> Option<DiskClass> {
         CLASSES.into_iter().find(|c| c.as_str() == name)
     }
@@ -504,7 +616,7 @@ fn class_names() -> String {
 impl FromStr for DiskParams {
     type Err = DiskSpecError;
 
-    /// A class name (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`), or `custom:KEY=VALUE,…`
+    /// A class name (`hdd`, `hdd7200`, `ssd`, `nvme`, `sd`, `cloud`, `snapshot`), or `custom:KEY=VALUE,…`
     /// where keys are the parameters without their unit (see `CUSTOM_KEYS`) and
     /// `base=CLASS` (default hdd) gives the rest.
     fn from_str(spec: &str) -> Result<DiskParams, DiskSpecError> {
@@ -536,61 +648,115 @@ impl FromStr for DiskParams {
         let mut p = DiskParams::class_defaults(base);
         p.class = DiskClass::Custom;
         p.description = format!("custom ({spec})");
-        for (key, value) in pairs {
-            let bad = |what: &str| DiskSpecError(format!("{key}={value}: {what}"));
-            let time = |example: &str| {
-                parse_duration(value).ok_or_else(|| bad(&format!("expected a time like {example}")))
-            };
-            let size = |example: &str| {
-                parse_size(value).ok_or_else(|| bad(&format!("expected a size like {example}")))
-            };
-            match key {
-                "base" => continue,
-                "request" => p.request_ns = time("0.1ms")?,
-                "seek" => p.seek_ns = time("8ms")?,
-                "near_seek" => p.near_seek_ns = time("1ms")?,
-                "rotation" => p.rotation_ns = time("4.17ms")?,
-                "far" => p.far_bytes = size("1MiB")?,
-                "seek_span" => p.seek_span_bytes = size("500GB")?,
-                "iops_unit" => p.iops_unit_bytes = size("256KiB")?,
-                "read_ahead" => p.read_ahead_bytes = Some(size("128KiB")?),
-                "max_request" => {
-                    p.max_request_bytes = Some(size("512KiB")?)
-                        .filter(|&b| b > 0)
-                        .ok_or_else(|| bad("expected a size like 512KiB"))?
-                }
-                "bandwidth" => {
-                    p.bandwidth_bytes_per_s = value
-                        .strip_suffix("/s")
-                        .and_then(parse_size)
-                        .filter(|&b| b > 0)
-                        .ok_or_else(|| bad("expected a rate like 150MB/s"))?
-                        as f64
-                }
-                "queue_depth" => {
-                    p.queue_depth =
-                        value.parse().ok().filter(|&q| q > 0).ok_or_else(|| bad("expected a count like 1"))?
-                }
-                "iops" => {
-                    p.iops_limit = value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|&q| q >= 0.0 && q.is_finite())
-                        .ok_or_else(|| bad("expected a count per second like 3000, or 0 for no limit"))?
-                }
-                _ => {
-                    let keys: Vec<&str> = CUSTOM_KEYS.iter().map(|k| k.0).collect();
-                    return Err(DiskSpecError(format!(
-                        "unknown key {key:?} in the custom disk: expected one of {}",
-                        keys.join(", ")
-                    )));
-                }
+        for (key, value) in &pairs {
+            if *key == "base" {
+                continue;
             }
-            if let Some((_, param)) = CUSTOM_KEYS.iter().find(|k| k.0 == key) {
+            p.set_key(key, value)?;
+            if let Some((_, param)) = CUSTOM_KEYS.iter().find(|k| k.0 == *key) {
                 p.set_source(param, "given");
             }
         }
+        let given = |k: &str| pairs.iter().any(|p| p.0 == k);
+        p.complete_fetches(base, given)?;
         Ok(p)
+    }
+}
+
+impl DiskParams {
+    /// Sets the parameter of one `custom:` key from its text.
+    fn set_key(&mut self, key: &str, value: &str) -> Result<(), DiskSpecError> {
+        let bad = |what: &str| DiskSpecError(format!("{key}={value}: {what}"));
+        let time = |example: &str| {
+            parse_duration(value).ok_or_else(|| bad(&format!("expected a time like {example}")))
+        };
+        let size =
+            |example: &str| parse_size(value).ok_or_else(|| bad(&format!("expected a size like {example}")));
+        let rate = |example: &str| {
+            value
+                .strip_suffix("/s")
+                .and_then(parse_size)
+                .filter(|&b| b > 0)
+                .ok_or_else(|| bad(&format!("expected a rate like {example}")))
+        };
+        let positive_count =
+            || value.parse().ok().filter(|&q| q > 0).ok_or_else(|| bad("expected a count like 1"));
+        match key {
+            "request" => self.request_ns = time("0.1ms")?,
+            "seek" => self.seek_ns = time("8ms")?,
+            "near_seek" => self.near_seek_ns = time("1ms")?,
+            "rotation" => self.rotation_ns = time("4.17ms")?,
+            "far" => self.far_bytes = size("1MiB")?,
+            "seek_span" => self.seek_span_bytes = size("500GB")?,
+            "iops_unit" => self.iops_unit_bytes = size("256KiB")?,
+            "read_ahead" => self.read_ahead_bytes = Some(size("128KiB")?),
+            "max_request" => {
+                self.max_request_bytes = Some(size("512KiB")?)
+                    .filter(|&b| b > 0)
+                    .ok_or_else(|| bad("expected a size like 512KiB"))?
+            }
+            "bandwidth" => self.bandwidth_bytes_per_s = rate("150MB/s")? as f64,
+            "queue_depth" => self.queue_depth = positive_count()?,
+            "iops" => {
+                self.iops_limit = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|&q| q >= 0.0 && q.is_finite())
+                    .ok_or_else(|| bad("expected a count per second like 3000, or 0 for no limit"))?
+            }
+            "fetch_chunk" => {
+                self.fetch_chunk_bytes =
+                    Some(size("512KiB")?).filter(|&b| b == 0 || (b >= 4096 && b % 4096 == 0)).ok_or_else(
+                        || bad("expected a multiple of 4 KiB like 512KiB, or 0 for a volume not fetched"),
+                    )?
+            }
+            "fetch_latency" => self.fetch_latency_ns = time("100ms")?,
+            "fetch_bandwidth" => self.fetch_bandwidth_bytes_per_s = rate("300MiB/s")? as f64,
+            "fetch_depth" => self.fetch_depth = positive_count()?,
+            _ => {
+                let keys: Vec<&str> = CUSTOM_KEYS.iter().map(|k| k.0).collect();
+                return Err(DiskSpecError(format!(
+                    "unknown key {key:?} in the custom disk: expected one of {}",
+                    keys.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A lazily fetched volume on a base that is not one takes the fetches it was not given
+    /// from the `snapshot` class; fetch keys without a chunk size are refused, as they would
+    /// change nothing.
+    fn complete_fetches(
+        &mut self,
+        base: DiskClass,
+        given: impl Fn(&str) -> bool,
+    ) -> Result<(), DiskSpecError> {
+        if !self.is_lazy() {
+            return match FETCH_KEYS.iter().find(|k| given(k)) {
+                Some(key) if *key != "fetch_chunk" => Err(DiskSpecError(format!(
+                    "{key} needs fetch_chunk (e.g. fetch_chunk=512KiB), or base=snapshot"
+                ))),
+                _ => {
+                    (self.fetch_latency_ns, self.fetch_bandwidth_bytes_per_s, self.fetch_depth) = (0, 0.0, 0);
+                    Ok(())
+                }
+            };
+        }
+        if base == DiskClass::Snapshot {
+            return Ok(());
+        }
+        let snapshot = DiskParams::class_defaults(DiskClass::Snapshot);
+        for (key, param) in CUSTOM_KEYS.iter().filter(|k| FETCH_KEYS.contains(&k.0) && !given(k.0)) {
+            match *key {
+                "fetch_latency" => self.fetch_latency_ns = snapshot.fetch_latency_ns,
+                "fetch_bandwidth" => self.fetch_bandwidth_bytes_per_s = snapshot.fetch_bandwidth_bytes_per_s,
+                "fetch_depth" => self.fetch_depth = snapshot.fetch_depth,
+                _ => continue,
+            }
+            self.set_source(param, snapshot.source_of(param));
+        }
+        Ok(())
     }
 }
 
@@ -645,6 +811,42 @@ mod tests {
         for class in CLASSES {
             assert_eq!(class.as_str().parse::<DiskParams>().unwrap().class, class);
         }
+    }
+
+    #[test]
+    fn the_snapshot_volume_is_the_cloud_volume_with_fetches_that_custom_specs_change() {
+        let snapshot: DiskParams = "snapshot".parse().unwrap();
+        let cloud = DiskParams::class_defaults(DiskClass::Cloud);
+        assert_eq!((snapshot.request_ns, snapshot.iops_limit), (cloud.request_ns, cloud.iops_limit));
+        assert!(!cloud.is_lazy() && snapshot.is_lazy());
+        assert_eq!(
+            (snapshot.fetch_chunk_bytes, snapshot.fetch_latency_ns, snapshot.fetch_depth),
+            (512 * 1024, 100_000_000, 20)
+        );
+        assert!(snapshot.source_of("fetch_chunk_bytes").contains("EBS direct APIs"));
+        assert_eq!(snapshot.source_of("request_ns"), "default of the snapshot class (the cloud class's)");
+        assert_eq!(snapshot.chunks_of(512 * 1024 - 1, 2), 0..2);
+        assert_eq!(cloud.chunks_of(0, 1 << 20), 0..0);
+        // 41 fetches 20 at a time: three rounds.
+        assert_eq!(snapshot.fetches_ns(41), 3 * snapshot.fetch_ns());
+        let fast: DiskParams = "custom:base=snapshot,fetch_latency=20ms,fetch_depth=4".parse().unwrap();
+        assert_eq!(
+            (fast.fetch_latency_ns, fast.fetch_depth, fast.fetch_chunk_bytes),
+            (20_000_000, 4, 512 * 1024)
+        );
+        assert_eq!(fast.source_of("fetch_latency_ns"), "given");
+        // A lazily fetched NVMe drive: the fetches not given come from the snapshot class.
+        let nvme: DiskParams = "custom:base=nvme,fetch_chunk=1MiB".parse().unwrap();
+        assert_eq!((nvme.request_ns, nvme.fetch_chunk_bytes, nvme.fetch_depth), (70_000, 1 << 20, 20));
+        assert!(nvme.source_of("fetch_latency_ns").contains("snapshot class"));
+        let hydrated: DiskParams = "custom:base=snapshot,fetch_chunk=0".parse().unwrap();
+        assert!(!hydrated.is_lazy());
+        let refused = |spec: &str| spec.parse::<DiskParams>().unwrap_err().to_string();
+        assert!(refused("custom:base=cloud,fetch_latency=5ms").contains("fetch_latency needs fetch_chunk"));
+        assert!(refused("custom:base=snapshot,fetch_chunk=1000").contains("multiple of 4 KiB"));
+        assert!(refused("custom:base=snapshot,fetch_depth=0").contains("expected a count"));
+        assert!(refused("custom:base=snapshot,fetch_bandwidth=0MB/s").contains("expected a rate"));
+        assert!(refused("custom:base=snapshot,fetch_latency=-1ms").contains("expected a time"));
     }
 
     #[test]

@@ -40,7 +40,8 @@ use crate::analysis::Analysis;
 
 pub use config::{DoctorConfig, Languages};
 pub use disk_model::{
-    CLASSES, CUSTOM_KEYS, DiskClass, DiskParams, DiskSpecError, ParamSource, RequestShape, parse_disk_size,
+    CLASSES, CUSTOM_KEYS, DiskClass, DiskParams, DiskSpecError, FETCH_KEYS, ParamSource, RequestShape,
+    parse_disk_size,
 };
 pub use facts::{shell_join, shell_quote};
 pub use finding::*;

@@ -8,6 +8,10 @@
 //! A disk whose read-ahead is smaller than the recorded device's would not have read the
 //! recorded requests whole: each request longer than the other disk's read-ahead is cut into
 //! pieces of that size covering the share of its file the start used (`with_read_ahead`).
+//!
+//! On a lazily fetched volume (the `snapshot` class, a volume restored from a snapshot) the
+//! first request to read each chunk of it also waits for the chunk's fetch: the fetches of a
+//! wait's first reads are added to it, `fetch_depth` at a time (`mark_first_reads`).
 
 use coldstart_trace::{BlockOp, Nanos};
 use serde::{Deserialize, Serialize};
@@ -142,6 +146,10 @@ pub struct WhatIf {
     pub read_ahead_cut: u64,
     #[serde(default)]
     pub read_ahead_pieces: u64,
+    /// On a lazily fetched volume: the chunks the start's requests read first, each costed a
+    /// fetch (0 on other disks).
+    #[serde(default)]
+    pub chunk_fetches: u64,
     /// The arithmetic, for people.
     pub text: String,
 }
@@ -213,6 +221,27 @@ pub(crate) struct Costed {
     distance: Option<i64>,
     /// The file holding the request's start sector, when known.
     file: Option<u32>,
+    /// On a lazily fetched volume: the chunks this request reads first (set by `mark_first_reads`).
+    first_chunks: u64,
+}
+
+/// Counts for each request (in order of completion) the chunks it reads first, on a lazily
+/// fetched volume: those no earlier request of its device touched. Returns them all.
+fn mark_first_reads(f: &Facts, spec: &WhatIfSpec, requests: &mut [Costed]) -> u64 {
+    let mut seen: std::collections::HashSet<(coldstart_trace::Dev, u64)> = std::collections::HashSet::new();
+    let mut total = 0;
+    for c in requests.iter_mut() {
+        let model = model_for(f, spec, c.dev);
+        let chunks = model.chunks_of(c.sector.saturating_mul(512), c.bytes);
+        c.first_chunks = chunks.filter(|&chunk| seen.insert((c.dev, chunk))).count() as u64;
+        total += c.first_chunks;
+    }
+    total
+}
+
+/// The first reads' fetches per device, from `mark_first_reads`.
+fn first_chunks_of(requests: &[Costed], dev: coldstart_trace::Dev) -> u64 {
+    requests.iter().filter(|c| c.dev == dev).map(|c| c.first_chunks).sum()
 }
 
 /// The start's read requests (of in-scope processes, their files, or filesystem metadata)
@@ -245,6 +274,7 @@ pub(crate) fn start_requests(f: &Facts) -> (Vec<Costed>, u64) {
                 bytes: u64::from(r.bytes),
                 distance: r.distance_sectors.map(|d| d * 512),
                 file: r.file,
+                first_chunks: 0,
             });
         }
     }
@@ -265,19 +295,21 @@ fn model_for<'m>(f: &'m Facts, spec: &'m WhatIfSpec, dev: coldstart_trace::Dev) 
 /// The predicted length of a wait `start..end`, from the requests completing in it;
 /// requests costed with the same model overlap by its queue depth.
 fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end: Nanos) -> Option<Nanos> {
-    // Per model (by address): serial cost, transfer, requests.
-    let mut groups: Vec<(&DiskParams, f64, f64, usize)> = Vec::new();
+    // Per model (by address): serial cost, transfer, requests, first reads of chunks.
+    let mut groups: Vec<(&DiskParams, f64, f64, usize, f64)> = Vec::new();
     for (c, weight) in in_wait(requests, start, end) {
         let disk = model_for(f, spec, c.dev);
         let serial = weight * (disk.request_ns + disk.positioning_ns(c.distance)) as f64;
         let transfer = weight * disk.transfer_ns(c.bytes) as f64;
+        let fetches = weight * c.first_chunks as f64;
         match groups.iter_mut().find(|g| std::ptr::eq(g.0, disk)) {
             Some(g) => {
                 g.1 += serial;
                 g.2 += transfer;
                 g.3 += 1;
+                g.4 += fetches;
             }
-            None => groups.push((disk, serial, transfer, 1)),
+            None => groups.push((disk, serial, transfer, 1, fetches)),
         }
     }
     if groups.is_empty() {
@@ -285,8 +317,10 @@ fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end:
     }
     let total: f64 = groups
         .iter()
-        .map(|(disk, serial, transfer, n)| {
-            serial / (disk.queue_depth.max(1) as usize).min(*n) as f64 + transfer
+        .map(|(disk, serial, transfer, n, fetches)| {
+            serial / (disk.queue_depth.max(1) as usize).min(*n) as f64
+                + transfer
+                + disk.fetches_ns(fetches.ceil() as u64) as f64
         })
         .sum();
     Some(total as Nanos)
@@ -402,7 +436,8 @@ fn disk_floor_ns(f: &Facts, spec: &WhatIfSpec, requests: &[Costed]) -> Nanos {
                 .filter(|c| c.dev == dev)
                 .map(|c| RequestShape { bytes: c.bytes, distance_bytes: c.distance })
                 .collect();
-            model_for(f, spec, dev).cost_ns(&shapes)
+            let model = model_for(f, spec, dev);
+            model.cost_ns(&shapes).saturating_add(model.fetches_ns(first_chunks_of(requests, dev)))
         })
         .max()
         .unwrap_or(0)
@@ -444,14 +479,21 @@ fn plan_shapes(
     shapes
 }
 
-/// The replay's time: each device's requests at its model's cost, the devices in parallel.
-fn replay_ns(f: &Facts, spec: &WhatIfSpec, shapes: &[(coldstart_trace::Dev, RequestShape)]) -> Nanos {
+/// The replay's time: each device's requests at its model's cost, the devices in parallel;
+/// on a lazily fetched volume the replay first fetches the chunks the start read.
+fn replay_ns(
+    f: &Facts,
+    spec: &WhatIfSpec,
+    shapes: &[(coldstart_trace::Dev, RequestShape)],
+    requests: &[Costed],
+) -> Nanos {
     let mut devs: Vec<coldstart_trace::Dev> = shapes.iter().map(|s| s.0).collect();
     devs.dedup();
     devs.iter()
         .map(|&dev| {
             let of_dev: Vec<RequestShape> = shapes.iter().filter(|s| s.0 == dev).map(|s| s.1).collect();
-            model_for(f, spec, dev).cost_ns(&of_dev)
+            let model = model_for(f, spec, dev);
+            model.cost_ns(&of_dev).saturating_add(model.fetches_ns(first_chunks_of(requests, dev)))
         })
         .max()
         .unwrap_or(0)
@@ -463,7 +505,8 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         "each disk as recorded".clone_into(&mut disk.description);
     }
     let (requests, left_out) = start_requests(f);
-    let (requests, cut) = with_read_ahead(f, spec, requests);
+    let (mut requests, cut) = with_read_ahead(f, spec, requests);
+    let chunk_fetches = mark_first_reads(f, spec, &mut requests);
     let mut path_io: Nanos = 0;
     let mut predicted_io: Nanos = 0;
     let mut waits = 0;
@@ -491,7 +534,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
     let predicted = path_based.max(floor);
     let ahead = ttr - path_io - f.path_wake_ns;
     let shapes = plan_shapes(f, spec, &requests);
-    let replay = replay_ns(f, spec, &shapes);
+    let replay = replay_ns(f, spec, &shapes, &requests);
     let plan_bytes = shapes.iter().map(|s| s.1.bytes).fold(0, u64::saturating_add);
     let alongside = ahead.max(replay);
     let text = format!(
@@ -527,7 +570,8 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         duration(f.path_wake_ns),
         duration(replay),
         duration(alongside)
-    ) + &read_ahead_text(spec, &cut);
+    ) + &read_ahead_text(spec, &cut)
+        + &fetch_text(&spec.disk, chunk_fetches);
     WhatIf {
         disk,
         only_dev: spec.only_dev,
@@ -549,8 +593,24 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         recorded_read_ahead_bytes: cut.recorded,
         read_ahead_cut: cut.cut,
         read_ahead_pieces: cut.pieces,
+        chunk_fetches,
         text,
     }
+}
+
+/// What the prediction counted of a lazily fetched volume's fetches, for the what-if's text.
+fn fetch_text(disk: &DiskParams, fetches: u64) -> String {
+    if !disk.is_lazy() {
+        return String::new();
+    }
+    format!(
+        "; restored from a snapshot, the start reads {} of {} first: each waits for its fetch ({} each, {} at a \
+         time), added to the waits of the requests that read them first, to the disk's time and to the replay",
+        plural(fetches, "chunk"),
+        bytes(disk.fetch_chunk_bytes),
+        duration(disk.fetch_ns()),
+        disk.fetch_depth
+    )
 }
 
 /// What the prediction assumed of the read-ahead, for the what-if's text.

@@ -41,6 +41,7 @@ Examples:
   coldstart bench --both --prefetch first=a.plan --prefetch disk=b.plan -- app   # two plans compared
   coldstart bench --prepare 'rm -rf /tmp/profile && cp -a /tmp/profile.seed /tmp/profile' -- app --profile /tmp/profile
   sudo coldstart bench --both --storage hdd --prefetch app.plan -- python3 -c 'import scipy'   # on a laptop disk
+  sudo coldstart bench --cold --storage snapshot --prefetch app.plan -- app   # each cold run on a fresh restore
 
 Eviction (--evict): `system` syncs and writes 3 to /proc/sys/vm/drop_caches before each cold run
 (root), then waits until the disks read under 1 MiB per 200 ms (at most 3 s), so that the other
@@ -201,7 +202,7 @@ pub struct Args {
     pub prefetch: Vec<String>,
     #[command(flatten)]
     pub replay: crate::cmd::prefetch::ReplayArgs,
-    /// Run on an emulated slow disk: hdd, sd, cloud, … (root).
+    /// Run on an emulated slow disk: hdd, sd, cloud, snapshot, … (root).
     ///
     /// PROFILE is one of `coldstart storage`'s profiles or a profile file. The files the
     /// commands read are copied onto the device and seen at their own paths (a private mount
@@ -364,6 +365,7 @@ fn config(args: &Args) -> anyhow::Result<BenchConfig> {
         show_output: args.show_output,
         ignore_failure: args.ignore_failure,
         prefetch,
+        after_eviction: None,
     })
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use coldstart_analyze::doctor::DiskParams;
-use coldstart_bench::{BenchConfig, FileSource, fileset};
+use coldstart_bench::{AfterEviction, BenchConfig, FileSource, fileset};
 use coldstart_prefetch::plan::{Plan, PlanFileKind};
 use coldstart_storage::StagedFiles;
 use coldstart_trace::Dev;
@@ -75,6 +75,9 @@ pub fn stage(profile: &str, params: DiskParams, config: &mut BenchConfig) -> any
     std::fs::write(&list, text).with_context(|| format!("writing {}", list.display()))?;
     let mut written = vec![list.clone()];
     config.files = FileSource::List(list);
+    if params.is_lazy() {
+        config.after_eviction = Some(AfterEviction(std::sync::Arc::new(staged.disk().restorer())));
+    }
     for (i, prefetch) in config.prefetch.iter_mut().enumerate() {
         let moved = staged.disk().run_dir().join(format!("plan-{i}-on-device.json"));
         let (moved_files, total) = point_plan_at_copies(&prefetch.plan, &files, &originals, &staged, &moved)?;
@@ -145,13 +148,11 @@ pub fn point_plan_at_copies(
 impl OnStorage {
     /// One line on what the device served during the benchmark.
     pub fn served(&self) -> String {
-        let stats = self.staged.disk().stats();
+        let disk = self.staged.disk();
         format!(
-            "storage: emulated {} served {} requests ({:.1} MiB); the model kept it busy {:.3} s",
+            "storage: emulated {} {}",
             self.profile,
-            stats.requests,
-            stats.bytes as f64 / 1048576.0,
-            stats.busy_ns as f64 / 1e9
+            crate::cmd::storage::served(&disk.stats(), &disk.params())
         )
     }
 }

@@ -24,19 +24,22 @@ pub enum FormatArg {
   coldstart doctor app.coldstart
   coldstart doctor app.coldstart --disk hdd          # how long on a hard disk, with and without prefetch
   coldstart doctor app.coldstart --disk custom:request=10ms,seek=0,rotation=0,bandwidth=60MB/s
+  coldstart doctor boot.coldstart --disk snapshot    # a first boot from a volume restored from a snapshot
   coldstart doctor app.coldstart --lang de_DE --top 3
   coldstart doctor app.coldstart --format json | jq '.doctor.findings[] | {kind, gain: .gain.ns}'
 
 Findings: many_small_files, file_in_pieces, heavy_helper, work_that_can_wait, read_then_parse,
 other_languages, durable_writes, idle_waits, scattered_layout, not_io_bound. Each shows its
 evidence, the gain with its arithmetic, a suggestion and a command to verify it. Disk classes:
-hdd (7200 rpm), ssd (SATA), nvme, or custom:KEY=VALUE,… with keys request, seek, near_seek,
-rotation, far, bandwidth, queue_depth, max_request and base=hdd|ssd|nvme; without --disk the
-prediction is shown for hdd, ssd and nvme. The model and every threshold: docs/doctor.md.")]
+hdd (5400 rpm), hdd7200, ssd (SATA), nvme, sd, cloud, snapshot (a cloud volume restored from a
+snapshot: each chunk's first read costs a fetch), or custom:KEY=VALUE,… with keys request, seek,
+near_seek, rotation, far, bandwidth, queue_depth, max_request, fetch_latency, … and base=CLASS;
+without --disk the prediction is shown for hdd, ssd and nvme. The model and every threshold:
+docs/doctor.md.")]
 pub struct Args {
     /// The trace file (from `coldstart record`, best with --cold).
     pub trace: PathBuf,
-    /// Predict the time to ready on this disk: hdd, ssd, nvme or custom:KEY=VALUE,… (repeatable).
+    /// Predict the time to ready on this disk: hdd, ssd, nvme, cloud, snapshot, … or custom:KEY=VALUE,… (repeatable).
     #[arg(long, value_name = "CLASS")]
     pub disk: Vec<String>,
     /// Output format.

@@ -17,12 +17,14 @@ use signal_hook::iterator::Signals;
 /// Emulated slow disks: a laptop hard disk, an SD card, a cloud volume, as block devices.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-PROFILE is a class (hdd, hdd7200, ssd, nvme, sd, cloud: the doctor's --disk models), a
-custom:KEY=VALUE,… spec, or a TOML file with the same keys (docs/storage.md).
+PROFILE is a class (hdd, hdd7200, ssd, nvme, sd, cloud, snapshot: the doctor's --disk models),
+a custom:KEY=VALUE,… spec, or a TOML file with the same keys (docs/storage.md). snapshot is a
+cloud volume restored from a snapshot: the first read of each 512 KiB chunk waits for a fetch.
 
 Examples:
   coldstart storage show hdd
   coldstart storage show ./usb-stick.toml
+  coldstart storage show custom:base=snapshot,fetch_latency=20ms,fetch_depth=8
   sudo coldstart storage mount sd --size 2GiB --at /mnt/sd              # until Ctrl-C
   sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
   # record a start with the files it read (app.coldstart) on an emulated laptop disk:
@@ -44,12 +46,12 @@ pub struct Args {
 enum Action {
     /// Print a profile's parameters, with their units and where each came from.
     Show {
-        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, snapshot, custom:KEY=VALUE,… or a profile file.
         profile: String,
     },
     /// Make an emulated device, mount it, run COMMAND (or wait for Ctrl-C), tear it down. Needs root.
     Mount {
-        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, snapshot, custom:KEY=VALUE,… or a profile file.
         profile: String,
         /// The device's size, e.g. 4GiB (memory is spent only on what is written).
         #[arg(long, default_value = "1GiB")]
@@ -69,7 +71,7 @@ enum Action {
     /// on the machine sees it; directories stay on the real disk. Undone when COMMAND ends.
     #[command(group = clap::ArgGroup::new("files_source").required(true).args(["trace", "files"]))]
     Run {
-        /// hdd, hdd7200, ssd, nvme, sd, cloud, custom:KEY=VALUE,… or a profile file.
+        /// hdd, hdd7200, ssd, nvme, sd, cloud, snapshot, custom:KEY=VALUE,… or a profile file.
         profile: String,
         /// Move the regular files this trace names (as `coldstart record` wrote it).
         #[arg(long, value_name = "TRACE")]
@@ -149,13 +151,49 @@ fn describe(p: &DiskParams) -> String {
             },
         ),
     ];
+    let fetch_rows = [
+        ("fetch_chunk_bytes", format!("{} bytes ({} KiB)", p.fetch_chunk_bytes, p.fetch_chunk_bytes / 1024)),
+        ("fetch_latency_ns", ms(p.fetch_latency_ns)),
+        ("fetch_bandwidth_bytes_per_s", format!("{:.1} MB/s", p.fetch_bandwidth_bytes_per_s / 1e6)),
+        ("fetch_depth", format!("{} fetches in flight", p.fetch_depth)),
+    ];
+    let fetch_rows = if p.is_lazy() { &fetch_rows[..] } else { &fetch_rows[..0] };
     let mut out = format!("{} (class {})\n", p.description, p.class.as_str());
-    for (param, value) in rows {
+    for (param, value) in rows.iter().chain(fetch_rows) {
         out.push_str(&format!("  {param:<22} {value:<32} {}\n", p.source_of(param)));
+    }
+    if !p.is_lazy() {
+        out.push_str(&format!(
+            "  {:<22} {:<32} the volume holds its data\n",
+            "fetch_chunk_bytes", "0 (not fetched)"
+        ));
     }
     let elevator = coldstart_storage::disk::elevator_for(p.class);
     out.push_str(&format!("  {:<22} {elevator:<32} the kernel's default for such a disk\n", "elevator"));
     out
+}
+
+/// What an emulated device served: requests, bytes, busy time, and a lazily fetched
+/// volume's fetches.
+pub fn served(stats: &coldstart_storage::Stats, params: &DiskParams) -> String {
+    let mut line = format!(
+        "served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
+        stats.requests,
+        stats.bytes as f64 / 1048576.0,
+        stats.busy_ns as f64 / 1e9
+    );
+    if params.is_lazy() {
+        line.push_str(&format!(
+            "; {} chunk{} of {} KiB fetched ({:.1} MiB), at most {} of {} fetches in flight at once",
+            stats.fetches,
+            if stats.fetches == 1 { "" } else { "s" },
+            params.fetch_chunk_bytes / 1024,
+            (stats.fetches * params.fetch_chunk_bytes) as f64 / 1048576.0,
+            stats.most_fetches_in_flight,
+            params.fetch_depth
+        ));
+    }
+    line
 }
 
 /// Runs `command` (or waits for a signal) while something stays mounted; the status to
@@ -231,13 +269,7 @@ fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow
         at.display()
     );
     let (status, signal) = run_while_mounted(signals, &command, "unmount and remove the device")?;
-    let stats = disk.stats();
-    eprintln!(
-        "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
-        stats.requests,
-        stats.bytes as f64 / 1048576.0,
-        stats.busy_ns as f64 / 1e9
-    );
+    eprintln!("coldstart storage: {}", served(&disk.stats(), &disk.params()));
     drop(disk);
     Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
 }
@@ -305,13 +337,7 @@ fn run_on(
     if let Some(plan) = &moved_plan {
         let _ = std::fs::remove_file(plan);
     }
-    let stats = staged.disk().stats();
-    eprintln!(
-        "coldstart storage: served {} requests ({:.1} MiB), the model kept the device busy {:.3} s",
-        stats.requests,
-        stats.bytes as f64 / 1048576.0,
-        stats.busy_ns as f64 / 1e9
-    );
+    eprintln!("coldstart storage: {}", served(&staged.disk().stats(), &staged.disk().params()));
     drop(staged);
     Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
 }
