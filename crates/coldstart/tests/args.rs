@@ -105,6 +105,7 @@ fn a_window_condition_under_wayland_alone_exits_2_in_one_line() {
 fn numbers_that_mean_nothing_exit_2() {
     refused(&["record", "--sample-hz", "nan", "--", "true"]);
     refused(&["record", "--sample-hz", "5000", "--", "true"]);
+    refused(&["record", "--cpu-sample-hz", "0", "--", "true"]);
     refused(&["bench", "--baseline", "b.json", "--max-regression", "inf", "--", "true"]);
     refused(&["prefetch", "plan", "t.coldstart", "-o", "p.plan", "--max-size", "nan"]);
     refused(&["prefetch", "plan", "t.coldstart", "-o", "p.plan", "--blend-window-ms", "0"]);
@@ -127,4 +128,18 @@ fn good_values_with_units_are_taken() {
         .timeout(std::time::Duration::from_secs(60))
         .assert()
         .code(7);
+}
+
+#[test]
+fn an_unknown_part_to_leave_out_exits_2_and_names_the_parts() {
+    let line = refused(&["record", "--without", "fanotify,disk", "--", "true"]);
+    assert!(line.contains("unknown part `disk`") && line.contains("page-access"), "{line}");
+}
+
+#[test]
+fn an_unknown_alongside_mode_exits_2_with_the_modes() {
+    let output = coldstart().args(["bench", "--alongside-mode", "sometimes", "--", "true"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("invalid value 'sometimes'") && stderr.contains("paced"), "{stderr}");
 }

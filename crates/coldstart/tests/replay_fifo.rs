@@ -16,28 +16,13 @@ use coldstart_prefetch::plan::{FORMAT, PlanFile, PlanRange, PlanSettings, PlanSo
 use coldstart_prefetch::replay::{AlongsideMode, PACED_DEPTH, Priority};
 use coldstart_prefetch::{Order, Plan, Replay, ReplayOptions, ReplayReport};
 use coldstart_storage::EmulatedDisk;
-use support::{is_root, unavailable};
+use support::can_make_devices;
 
 /// The throttle rig's device (bench/lib.sh's RIG_PROFILE): 100 requests/s, 60 MB/s, FIFO.
 const RIG: &str =
     "custom:base=cloud,iops=100,bandwidth=60MB/s,iops_unit=0,queue_depth=32,request=0,max_request=1MiB";
 const READS: usize = 40;
 const PAGE: u64 = 4096;
-
-fn can_make_devices(test: &str) -> bool {
-    if !is_root() {
-        return !unavailable(test, "cannot make loop devices and mounts (not root)");
-    }
-    for need in ["/dev/fuse", "/dev/loop-control"] {
-        if !Path::new(need).exists() {
-            return !unavailable(test, &format!("{need} is missing"));
-        }
-    }
-    if std::process::Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        return !unavailable(test, "mkfs.ext4 is missing (e2fsprogs)");
-    }
-    true
-}
 
 fn write_file(path: &Path, bytes: u64) {
     let block: Vec<u8> = (0..1 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();

@@ -13,25 +13,10 @@ use std::time::{Duration, Instant};
 
 use coldstart_analyze::doctor::{DiskClass, DiskParams};
 use coldstart_storage::EmulatedDisk;
-use support::{coldstart, is_root, unavailable};
+use support::{can_make_devices, coldstart};
 
 /// Devices are made one at a time, so timings do not overlap and leftover checks see one run.
 static DEVICES: Mutex<()> = Mutex::new(());
-
-fn can_make_devices(test: &str) -> bool {
-    if !is_root() {
-        return !unavailable(test, "cannot make loop devices and mounts (not root)");
-    }
-    for need in ["/dev/fuse", "/dev/loop-control"] {
-        if !Path::new(need).exists() {
-            return !unavailable(test, &format!("{need} is missing"));
-        }
-    }
-    if std::process::Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        return !unavailable(test, "mkfs.ext4 is missing (e2fsprogs)");
-    }
-    true
-}
 
 /// Reads `count` blocks of `block` bytes from the device with O_DIRECT, at the offsets given.
 fn direct_reads(device: &Path, block: usize, offsets: impl Iterator<Item = u64>) -> Duration {

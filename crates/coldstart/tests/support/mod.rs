@@ -22,3 +22,20 @@ pub fn private_dir() -> tempfile::TempDir {
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Whether this test can make emulated disks (root, FUSE, loop devices, mkfs.ext4); says why not.
+#[allow(dead_code)]
+pub fn can_make_devices(test: &str) -> bool {
+    if !is_root() {
+        return !unavailable(test, "cannot make loop devices and mounts (not root)");
+    }
+    for need in ["/dev/fuse", "/dev/loop-control"] {
+        if !Path::new(need).exists() {
+            return !unavailable(test, &format!("{need} is missing"));
+        }
+    }
+    if std::process::Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        return !unavailable(test, "mkfs.ext4 is missing (e2fsprogs)");
+    }
+    true
+}
