@@ -177,7 +177,10 @@ impl Reader<'_> {
     fn rows<T>(&self, sql: &str, mut convert: impl FnMut(&Cells<'_>) -> Result<T>) -> Result<Vec<T>> {
         let sqlite = |e| TraceError::sqlite(self.path, e);
         let mut stmt = self.conn.prepare(sql).map_err(sqlite)?;
-        let columns: Vec<String> = stmt.column_names().map(str::to_ascii_lowercase).collect();
+        // A name that is not UTF-8 (a hostile file) matches nothing: `column_names` would panic.
+        let columns: Vec<String> = (0..stmt.column_count())
+            .map(|i| stmt.column_name(i).map(str::to_ascii_lowercase).unwrap_or_default())
+            .collect();
         let mut rows = stmt.query([]).map_err(sqlite)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(sqlite)? {
