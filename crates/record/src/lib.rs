@@ -27,6 +27,7 @@ pub mod assemble;
 pub mod boot;
 pub mod capture;
 pub mod error;
+pub mod frame_pointers;
 pub mod ftrace;
 pub mod guardian;
 pub mod parts;

@@ -12,11 +12,12 @@ use coldstart_launch::{Command, Ending, Output, PausedChild, RunAs, Until, WaitO
 use coldstart_trace::{Mark, MarkSource, Ready, TraceWriter};
 
 use crate::assemble::{Assembled, Summary, assemble};
-use crate::capture::bpf::{PathCapture, PathLosses, PathMode, ScopeMap};
-use crate::capture::connector::ProcWatch;
+use crate::capture::bpf::{PathCapture, PathLosses, PathMode, SampleRoute, ScopeMap};
+use crate::capture::connector::{FramePointerMarks, ProcWatch};
 use crate::capture::fanotify::OpenWatch;
 use crate::capture::pages::PageSource;
 use crate::capture::perf::PerfCapture;
+use crate::capture::perf::SampleFilters;
 use crate::capture::{Scope, SharedScope, Stop, boottime_ns, monotonic_ns, pages, sampler};
 use crate::error::{IoContext, RecordError, Result};
 use crate::ftrace::events::{
@@ -347,7 +348,10 @@ pub fn record(config: &RecordConfig) -> Result<Recorded> {
     let paths = path_mode(config, enabled.syscalls)
         .and_then(|mode| start_path_capture(&tracefs.root, config.system, mode, &mut notes));
     let scope_map = paths.as_ref().and_then(PathCapture::scope_map);
-    let proc_watch = ProcWatch::new()?;
+    let mut proc_watch = ProcWatch::new()?;
+    if let Some(marks) = frame_pointer_marks(config, also.is_empty(), scope_map.as_ref()) {
+        proc_watch.mark_frame_pointers(marks);
+    }
     let stop = Stop::new()?;
     let scope: SharedScope = Arc::new(Mutex::new(Scope { system: config.system, ..Default::default() }));
     let sample_hz = (!config.without.has(Part::Sampler)).then_some(config.sample_hz);
@@ -701,6 +705,12 @@ fn instance_losses(instances: &Instances, cpus: &[u16]) -> Vec<(String, String, 
 fn assemble_and_write(config: &RecordConfig, spool: &Spool, output: PathBuf) -> Result<(PathBuf, Assembled)> {
     let kept = |e: RecordError| RecordError::Kept { spool: spool.dir.clone(), source: Box::new(e) };
     let mut assembled = assemble(spool).map_err(kept)?;
+    if let Some(why) = crate::frame_pointers::remember(&assembled.frame_pointer_checks) {
+        assembled.trace.notes.push(coldstart_trace::Note {
+            source: coldstart_trace::NoteSource::Record,
+            text: format!("which programs have trustworthy frame pointers could not be kept: {why}"),
+        });
+    }
     let start = spool.start()?;
     let write = |trace: &coldstart_trace::Trace, output: &Path| -> Result<()> {
         if config.boot
@@ -879,6 +889,21 @@ fn follow_in_scope(
     Ok(())
 }
 
+/// What marks the processes whose samples need no stack copy: only where the command's
+/// CPU samples go through the scope filter (a command's tree, with the eBPF scope map).
+fn frame_pointer_marks(
+    config: &RecordConfig,
+    no_also: bool,
+    scope_map: Option<&ScopeMap>,
+) -> Option<FramePointerMarks> {
+    let options = config.cpu_samples?;
+    if config.system || !no_also || !options.frame_pointers {
+        return None;
+    }
+    let scope = scope_map?.try_clone()?;
+    Some(FramePointerMarks { scope, known: crate::frame_pointers::Known::load() })
+}
+
 /// Starts the perf capture of CPU samples with stacks (of `pid`'s tree, or of whole
 /// CPUs), or notes why it could not start.
 #[allow(clippy::too_many_arguments)]
@@ -893,8 +918,14 @@ fn start_perf(
     notes: &mut Vec<String>,
 ) -> Option<Handle<crate::capture::perf::PerfCopied>> {
     let filter = match (pid, scope_map) {
-        (Some(_), Some(map)) => match map.sample_filter() {
-            Ok(prog) => Some(prog),
+        (Some(_), Some(map)) => match map.sample_filter(SampleRoute::CopyStack) {
+            Ok(copy) => Some(SampleFilters {
+                copy,
+                frame_pointers: options
+                    .frame_pointers
+                    .then(|| map.sample_filter(SampleRoute::FramePointers).ok())
+                    .flatten(),
+            }),
             Err(e) => {
                 notes.push(format!(
                     "CPU samples follow the command's threads (their context switches cost more): \

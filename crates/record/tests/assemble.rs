@@ -438,6 +438,7 @@ fn perf_samples_become_stacks_and_its_lost_records_losses() {
         per_task: true,
         cpus: vec![0],
         off_cpu: None,
+        frame_pointer_sample_type: None,
     };
     std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
     let pid_tid = 100u64 | (100u64 << 32);
@@ -498,6 +499,7 @@ fn off_cpu_stacks_are_moved_to_boot_time_kept_in_scope_and_their_losses_counted(
             clockid: CLOCK_MONOTONIC,
             filter: Some("prev_state & 3".into()),
         }),
+        frame_pointer_sample_type: None,
     };
     std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
     std::fs::write(dir.path().join("perf-cpu0.raw"), b"").unwrap();

@@ -80,6 +80,12 @@ pub struct Args {
     /// its waits: "pipe_read in read", "fuse_simple_request in newfstatat"); CPU samples stay.
     #[arg(long, conflicts_with = "no_cpu_samples")]
     pub no_offcpu_stacks: bool,
+    /// Copy the user stack at every CPU sample, also for programs whose frame-pointer chain
+    /// earlier recordings found the same as DWARF unwinding of the copy (those are sampled
+    /// without a copy by default, which costs them less; the verdicts are kept in
+    /// ~/.cache/coldstart/frame-pointers.json).
+    #[arg(long, conflicts_with = "no_cpu_samples")]
+    pub copy_user_stacks: bool,
     /// Rate of the CPU stack samples, per second and CPU (1 to 10000) [default: 1000; 100 with
     /// --system or --boot, where every task of every CPU is sampled and each sample copies
     /// 16 KiB of user stack into the spool].
@@ -163,6 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 false => coldstart_record::capture::perf::DEFAULT_HZ,
             }),
             off_cpu: !args.no_offcpu_stacks,
+            frame_pointers: !args.copy_user_stacks,
             ..Default::default()
         }),
         syscalls: args.syscalls,

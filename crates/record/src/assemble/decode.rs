@@ -35,6 +35,8 @@ pub struct SpoolData {
     pub perf: Option<(PerfSetup, Vec<Vec<u8>>)>,
     /// The bytes of each CPU's off-CPU stacks stream, when the perf setup has them.
     pub off_cpu: Vec<Vec<u8>>,
+    /// The bytes of each CPU's stream of samples taken without a stack copy.
+    pub frame_pointer_streams: Vec<Vec<u8>>,
     /// The names of path system calls the eBPF program copied.
     pub path_names: Vec<PathRecord>,
     /// The slow file-system calls the eBPF filter kept (merged into `scope.events` and
@@ -72,6 +74,16 @@ impl SpoolData {
             }
             None => None,
         };
+        let frame_pointer_streams = match &perf {
+            Some((setup, _)) if setup.frame_pointer_sample_type.is_some() => setup
+                .cpus
+                .iter()
+                .map(|&cpu| {
+                    spool.read_file(&crate::capture::perf::frame_pointer_file(cpu)).unwrap_or_default()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let off_cpu = match &perf {
             Some((setup, _)) if setup.off_cpu.is_some() => setup
                 .cpus
@@ -93,6 +105,7 @@ impl SpoolData {
             marks,
             perf,
             off_cpu,
+            frame_pointer_streams,
             path_names,
             slow_calls,
         })

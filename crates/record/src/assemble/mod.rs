@@ -64,6 +64,8 @@ pub struct Summary {
 pub struct Assembled {
     pub trace: Trace,
     pub summary: Summary,
+    /// Per executable, how its frame-pointer chains compared with DWARF unwinding.
+    pub frame_pointer_checks: std::collections::BTreeMap<String, crate::frame_pointers::Check>,
 }
 
 /// The recording's time frame: converts the spool's clocks to trace time
@@ -131,7 +133,8 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
     let rates = rates(&data, &clock, &tree, disk_devs, system, page_size);
     let mut losses = losses(&data, &fp, &tree);
     let mut notes = notes(&data, spool, &fp, requeues);
-    let stack_tables = stack_tables(&data, &clock, &tree, system);
+    let mut stack_tables = stack_tables(&data, &clock, &tree, system);
+    let frame_pointer_checks = std::mem::take(&mut stack_tables.frame_pointer_checks);
     losses.extend(stack_tables.losses);
     notes.extend(stack_tables.notes.into_iter().map(|text| Note { source: NoteSource::Record, text }));
     notes.extend(wakers_gone_note(wakers_gone));
@@ -169,7 +172,7 @@ pub fn assemble_with(spool: &Spool, system: &dyn SystemView) -> Result<Assembled
         syscalls: fp.syscalls,
         units,
     };
-    Ok(Assembled { trace, summary })
+    Ok(Assembled { trace, summary, frame_pointer_checks })
 }
 
 /// The recorded processes from the spool's proc records, named from /proc where they
@@ -263,6 +266,13 @@ fn stack_tables(
     let mut decoded = perf::PerfData::default();
     for (i, bytes) in streams.iter().enumerate() {
         decoded.decode(i, bytes, setup);
+    }
+    if let Some(sample_type) = setup.frame_pointer_sample_type {
+        let fp_setup = crate::capture::perf::PerfSetup { sample_type, regs_user_mask: 0, ..setup.clone() };
+        // Their streams' numbers follow the copying streams'; they hold no stack bytes.
+        for (i, bytes) in data.frame_pointer_streams.iter().enumerate() {
+            decoded.decode(streams.len() + i, bytes, &fp_setup);
+        }
     }
     let off_cpu = setup.off_cpu.as_ref().map(|off| off_cpu_samples(data, setup, off, clock));
     stacks::stack_tables(

@@ -41,6 +41,8 @@ pub struct RawSample {
     pub regs: Vec<u64>,
     pub stream: usize,
     pub stack: std::ops::Range<usize>,
+    /// Taken by an event that copies no user stack: its user frames are the chain's.
+    pub without_copy: bool,
 }
 
 /// A file (or anonymous region) mapped executable into a process.
@@ -187,7 +189,7 @@ impl PerfData {
     fn sample(&mut self, stream: usize, offset: usize, body: &[u8], setup: &PerfSetup) -> Option<()> {
         let t = setup.sample_type;
         let mut c = Cursor { bytes: body, at: 0 };
-        let mut s = RawSample { stream, ..RawSample::default() };
+        let mut s = RawSample { stream, without_copy: t & SAMPLE_STACK_USER == 0, ..RawSample::default() };
         if t & SAMPLE_IP != 0 {
             s.ip = c.u64()?;
         }
@@ -277,6 +279,7 @@ mod tests {
             per_task: true,
             cpus: vec![0],
             off_cpu: None,
+            frame_pointer_sample_type: None,
         }
     }
 

@@ -8,7 +8,7 @@
 //! `DEBUGINFOD_URLS` (`debuginfod.rs`), looked up once per file on its first frame —; kernel
 //! frames from /proc/kallsyms. The off-CPU samples' kernel stacks share the same frames and stacks.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -19,6 +19,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use super::debuginfod::Lookup;
 use super::perf::{PerfData, RawMmap, RawSample, SpaceEvent};
 use super::system_view::SystemView;
+use crate::frame_pointers::Check;
 
 /// Frames no unwinding goes past.
 const MAX_FRAMES: usize = 512;
@@ -33,6 +34,8 @@ pub struct StackTables {
     pub off_cpu_samples: Vec<OffCpuSample>,
     pub losses: Vec<Loss>,
     pub notes: Vec<String>,
+    /// Per executable, how its frame-pointer chains compared with the unwound copies.
+    pub frame_pointer_checks: BTreeMap<String, Check>,
 }
 
 /// Bytes of a file shared by every module and symbol table that reads them.
@@ -304,6 +307,9 @@ fn kernel_symbol(symbols: &[(u64, String)], address: u64) -> Option<String> {
 struct Space {
     maps: Vec<u32>,
     unwinder: Option<Arc<framehop::x86_64::UnwinderX86_64<Shared>>>,
+    /// The executable of a space made by an exec: the first file mapped after it.
+    exe: Option<String>,
+    after_exec: bool,
 }
 
 enum Step {
@@ -333,6 +339,10 @@ struct Builder<'a> {
     /// Mappings whose file's build id is no longer the one the kernel saw mapped.
     replaced_files: u64,
     debug_lookups: DebugLookups,
+    /// Per executable: samples whose frame-pointer chain was checked against the copy.
+    frame_pointer_checks: BTreeMap<String, Check>,
+    /// Per executable: samples taken without a copy, unwound from their chain.
+    without_copy: BTreeMap<String, u64>,
 }
 
 impl<'a> Builder<'a> {
@@ -354,6 +364,8 @@ impl<'a> Builder<'a> {
             cut_short: 0,
             replaced_files: 0,
             debug_lookups: DebugLookups::default(),
+            frame_pointer_checks: BTreeMap::new(),
+            without_copy: BTreeMap::new(),
         }
     }
 
@@ -483,13 +495,19 @@ impl<'a> Builder<'a> {
         if !complete && past_copy && stack.len() >= self.stack_bytes {
             self.cut_short += 1;
         }
-        if complete || unwound.len() >= fp_chain.len() {
+        let chosen = if complete || unwound.len() >= fp_chain.len() {
             self.unwound += 1;
             unwound
         } else {
             self.fell_back += 1;
-            fp_chain
+            fp_chain.clone()
+        };
+        if let Some(exe) = &space.exe {
+            let check = self.frame_pointer_checks.entry(exe.clone()).or_default();
+            check.compared += 1;
+            check.agreed += u64::from(chosen == fp_chain);
         }
+        chosen
     }
 
     fn stack(&mut self, frames: impl Iterator<Item = u32>) -> Option<u32> {
@@ -533,8 +551,11 @@ struct Spaces {
 }
 
 impl Spaces {
-    fn add_mapping(&mut self, pid: i32, mapping_id: u32) {
+    fn add_mapping(&mut self, pid: i32, mapping_id: u32, path: &str) {
         let space = self.by_pid.entry(pid).or_default();
+        if space.after_exec && space.exe.is_none() && path.starts_with('/') {
+            space.exe = Some(path.to_owned());
+        }
         space.maps.push(mapping_id);
         space.unwinder = None;
     }
@@ -543,7 +564,7 @@ impl Spaces {
     fn follow(&mut self, event: &SpaceEvent) {
         match *event {
             SpaceEvent::Exec { pid, .. } => {
-                self.by_pid.insert(pid, Space::default());
+                self.by_pid.insert(pid, Space { after_exec: true, ..Space::default() });
             }
             SpaceEvent::Fork { pid, parent, .. } => {
                 let copy = self.by_pid.get(&parent).cloned().unwrap_or_default();
@@ -574,6 +595,10 @@ impl Spaces {
         let mut space = self.by_pid.remove(&s.pid).unwrap_or_default();
         let user = if s.regs.is_empty() && s.user.is_empty() {
             Vec::new()
+        } else if s.without_copy {
+            let exe = space.exe.clone().unwrap_or_else(|| "(an executable not seen mapped)".to_owned());
+            *b.without_copy.entry(exe).or_default() += 1;
+            s.user.iter().enumerate().map(|(i, &a)| if i == 0 { a } else { a.wrapping_sub(1) }).collect()
         } else {
             b.user_frames(&mut space, s, stack)
         };
@@ -612,6 +637,8 @@ pub fn stack_tables(
     let off_cpu_out_of_scope = off_cpu.map_or(0, |off| add_off_cpu_samples(&mut b, &mut out, off, &scope));
     out.losses.extend(cpu_losses(perf));
     out.notes.extend(naming_notes(&b));
+    out.notes.extend(frame_pointer_notes(&b));
+    out.frame_pointer_checks = std::mem::take(&mut b.frame_pointer_checks);
     out.notes.extend(scope_notes(out_of_scope, off_cpu_out_of_scope));
     out.mappings = b.mappings.into_iter().map(|(m, _)| m).collect();
     out.frames = b.frames;
@@ -649,7 +676,7 @@ fn add_cpu_samples(
             Step::Mmap(i) => {
                 let m = &perf.mmaps[i];
                 let id = b.add_mapping(m, (scope.to_trace_time)(m.time));
-                spaces.add_mapping(m.pid, id);
+                spaces.add_mapping(m.pid, id, &m.path);
             }
             Step::Space(i) => spaces.follow(&perf.spaces[i]),
             Step::Sample(i) => {
@@ -782,6 +809,38 @@ fn naming_notes(b: &Builder<'_>) -> Vec<String> {
     notes
 }
 
+/// Notes on the samples taken without a stack copy, and on the executables whose chains
+/// were found trustworthy (the next recording takes no copy for them).
+fn frame_pointer_notes(b: &Builder<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !b.without_copy.is_empty() {
+        let each: Vec<String> = b
+            .without_copy
+            .iter()
+            .map(|(exe, n)| {
+                let copied = b.frame_pointer_checks.get(exe).map_or(0, |c| c.compared);
+                format!("{n} of {exe} ({copied} with a copy, taken before its exec was seen)")
+            })
+            .collect();
+        notes.push(format!(
+            "CPU samples without a user stack copy, unwound from their frame-pointer chains (earlier recordings \
+             found them the same as DWARF unwinding): {}",
+            each.join(", ")
+        ));
+    }
+    let trusted: Vec<&str> =
+        b.frame_pointer_checks.iter().filter(|(_, c)| c.trusted()).map(|(exe, _)| exe.as_str()).collect();
+    if !trusted.is_empty() {
+        notes.push(format!(
+            "frame-pointer chains the same as DWARF unwinding in at least {} % of the samples of {}: later \
+             recordings take no user stack copy for them",
+            crate::frame_pointers::MIN_AGREEMENT_PERCENT,
+            trusted.join(", ")
+        ));
+    }
+    notes
+}
+
 /// Notes on the samples of processes outside the recorded scope, left out.
 fn scope_notes(out_of_scope: u64, off_cpu_out_of_scope: u64) -> Vec<String> {
     let mut notes = Vec::new();
@@ -877,7 +936,7 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         };
         let same = b.add_mapping(&mapped(0x1000, &[1, 2]), 0);
         let replaced = b.add_mapping(&mapped(0x8000, &[3, 4]), 0);
-        let space = Space { maps: vec![same, replaced], unwinder: None };
+        let space = Space { maps: vec![same, replaced], ..Space::default() };
         let named = |b: &mut Builder, address| {
             let id = b.frame(&space, false, address);
             b.frames[id as usize - 1].symbol.clone()

@@ -421,9 +421,12 @@ fn fork_program(scope: &OwnedFd, counters: &OwnedFd, parent_off: i16, child_off:
     a.add_imm(R2, -4);
     a.call(HELPER_MAP_LOOKUP);
     a.jeq_imm(R0, 0, out);
+    // The child takes its parent's value: a thread runs its process's code, and so does a
+    // child until it execs (then `exec_program` resets it).
+    a.load32(R1, R0, 0);
+    a.store32(R10, -12, R1);
     a.load32(R1, R6, child_off);
     a.store32(R10, -8, R1);
-    a.store32_imm(R10, -12, 1);
     a.load_map(R1, scope);
     a.mov(R2, R10);
     a.add_imm(R2, -8);
@@ -433,6 +436,18 @@ fn fork_program(scope: &OwnedFd, counters: &OwnedFd, parent_off: i16, child_off:
     a.call(HELPER_MAP_UPDATE);
     a.jeq_imm(R0, 0, out);
     a.count(counters, LOST_SCOPE_FULL, -16);
+    a.bind(out);
+    a.ret0();
+    a.finish()
+}
+
+/// `sched:sched_process_exec`: a task in scope runs a new program, whose frame pointers
+/// nothing vouches for yet: its samples copy the user stack until the recorder marks it.
+fn exec_program(scope: &OwnedFd) -> Result<Vec<u64>> {
+    let mut a = Asm::default();
+    let out = a.label();
+    a.current_in_scope(Some(scope), out);
+    a.store32_imm(R0, 0, IN_SCOPE as i32);
     a.bind(out);
     a.ret0();
     a.finish()
@@ -501,10 +516,15 @@ fn load_program_of_type(insns: &[u64], name: &str, prog_type: u64) -> Result<Own
 }
 
 fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+    map_update_flags(map, key, value, 0)
+}
+
+fn map_update_flags(map: &OwnedFd, key: &[u8], value: &[u8], flags: u64) -> std::io::Result<()> {
     let mut attr = [0u64; 16];
     attr[0] = map.as_raw_fd() as u64;
     attr[1] = key.as_ptr() as u64;
     attr[2] = value.as_ptr() as u64;
+    attr[3] = flags;
     bpf(BpfCmd::MapUpdateElem, &mut attr).map(|_| ())
 }
 
@@ -571,27 +591,69 @@ pub struct PathCapture {
 /// The threads whose path calls are recorded.
 pub struct ScopeMap(OwnedFd);
 
+/// A scope map value: the thread is in scope.
+const IN_SCOPE: u32 = 1;
+/// A scope map value bit: the thread's program unwinds the same by its frame-pointer chain
+/// as by DWARF (learned by earlier recordings), so its CPU samples need no stack copy.
+const FRAME_POINTERS: u32 = 2;
+
+/// Which CPU samples a sampling event keeps (see [`ScopeMap::sample_filter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleRoute {
+    /// Threads in scope whose user stack must be copied (the event takes a copy).
+    CopyStack,
+    /// Threads in scope whose program has trustworthy frame pointers (no copy).
+    FramePointers,
+}
+
 impl ScopeMap {
+    /// Another handle on the same map.
+    pub fn try_clone(&self) -> Option<ScopeMap> {
+        self.0.try_clone().ok().map(ScopeMap)
+    }
+
     /// A perf-event program that keeps the samples of the threads in scope and drops the
     /// others' (before their user stack is copied), for sampling events that watch whole
     /// CPUs: those cost the sampled program nothing when it leaves the CPU, where an
     /// event that follows a task is stopped and started at each of its context switches
     /// (about 6 µs a switch on this project's VM, the timer's reprogramming).
-    pub fn sample_filter(&self) -> Result<OwnedFd> {
+    ///
+    /// `route` splits the threads in scope between two events: those marked as having
+    /// frame pointers and the others.
+    pub fn sample_filter(&self, route: SampleRoute) -> Result<OwnedFd> {
         const BPF_PROG_TYPE_PERF_EVENT: u64 = 7;
         let mut a = Asm::default();
         let out = a.label();
         a.current_in_scope(Some(&self.0), out);
+        a.load32(R1, R0, 0);
+        a.and_imm(R1, FRAME_POINTERS as i32);
+        match route {
+            SampleRoute::CopyStack => a.jne_imm(R1, 0, out),
+            SampleRoute::FramePointers => a.jeq_imm(R1, 0, out),
+        }
         a.ret1();
         a.bind(out);
         a.ret0();
-        load_program_of_type(&a.finish()?, "cs_sample_scope", BPF_PROG_TYPE_PERF_EVENT)
+        let name = match route {
+            SampleRoute::CopyStack => "cs_sample_scope",
+            SampleRoute::FramePointers => "cs_sample_fp",
+        };
+        load_program_of_type(&a.finish()?, name, BPF_PROG_TYPE_PERF_EVENT)
+    }
+
+    /// Marks process `pid` (just after its exec, when it is its only thread) as running a
+    /// program with trustworthy frame pointers; its later threads and children inherit it.
+    /// A process that is not in scope is left out.
+    pub fn mark_frame_pointers(&self, pid: i32) -> Result<()> {
+        const BPF_EXIST: u64 = 2;
+        map_update_flags(&self.0, &pid.to_le_bytes(), &(IN_SCOPE | FRAME_POINTERS).to_le_bytes(), BPF_EXIST)
+            .map_err(|e| RecordError::Bpf(format!("marking process {pid}'s frame pointers: {e}")))
     }
 
     /// Puts threads in scope (the paused command, `--also` threads); their children follow.
     pub fn add(&self, tids: &[i32]) -> Result<()> {
         for tid in tids {
-            map_update(&self.0, &tid.to_le_bytes(), &1u32.to_le_bytes())
+            map_update(&self.0, &tid.to_le_bytes(), &IN_SCOPE.to_le_bytes())
                 .map_err(|e| RecordError::Bpf(format!("adding thread {tid} to the scope map: {e}")))?;
         }
         Ok(())
@@ -631,6 +693,7 @@ impl PathCapture {
                 "sched_process_fork",
             )?);
             attached.push(attach(exit_program(scope)?, "cs_exit", "sched", "sched_process_exit")?);
+            attached.push(attach(exec_program(scope)?, "cs_exec", "sched", "sched_process_exec")?);
         }
         let (record_size, spool_file) = match mode {
             PathMode::EveryCall => {

@@ -12,8 +12,10 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, bind, recv, send, setsockopt, sockopt};
 use serde::{Deserialize, Serialize};
 
+use crate::capture::bpf::ScopeMap;
 use crate::capture::{SharedScope, Stop};
 use crate::error::{RecordError, Result};
+use crate::frame_pointers::Known;
 use crate::spool::LineWriter;
 
 const CN_IDX_PROC: u32 = 1;
@@ -71,6 +73,25 @@ pub enum ProcRecord {
 /// A proc connector socket subscribed to process events.
 pub struct ProcWatch {
     sock: OwnedFd,
+    frame_pointers: Option<FramePointerMarks>,
+}
+
+/// Marks, at their exec, the processes whose executable earlier recordings found to have
+/// trustworthy frame pointers, so that their CPU samples copy no stack.
+pub struct FramePointerMarks {
+    pub scope: ScopeMap,
+    pub known: Known,
+}
+
+impl FramePointerMarks {
+    fn at_exec(&self, pid: i32, exe: Option<&str>) {
+        if let Some(exe) = exe
+            && self.known.trusts_process(pid, exe)
+        {
+            // A process that exited already needs no mark; its samples copied their stacks.
+            let _ = self.scope.mark_frame_pointers(pid);
+        }
+    }
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -98,7 +119,12 @@ impl ProcWatch {
         msg[36..40].copy_from_slice(&PROC_CN_MCAST_LISTEN.to_ne_bytes());
         send(sock.as_raw_fd(), &msg, MsgFlags::empty())
             .map_err(|e| RecordError::system("proc connector: subscribe", e))?;
-        Ok(ProcWatch { sock })
+        Ok(ProcWatch { sock, frame_pointers: None })
+    }
+
+    /// Marks the processes that exec a program with trustworthy frame pointers.
+    pub fn mark_frame_pointers(&mut self, marks: FramePointerMarks) {
+        self.frame_pointers = Some(marks);
     }
 
     /// Spools process events until `stop` fires; returns how many messages were lost.
@@ -135,7 +161,7 @@ impl ProcWatch {
                         break;
                     }
                     if let Some(rec) = parse_event(&buf[at + NLMSG_HDRLEN + CN_MSG_HDRLEN..at + len]) {
-                        out.push(&enrich(rec, &scope))?;
+                        out.push(&enrich(rec, &scope, self.frame_pointers.as_ref()))?;
                     }
                     at += (len + 3) & !3;
                 }
@@ -174,7 +200,7 @@ pub fn parse_event(ev: &[u8]) -> Option<ProcRecord> {
 }
 
 /// Keeps the scope up to date and reads argv and exe at exec of processes in scope.
-fn enrich(rec: ProcRecord, scope: &SharedScope) -> ProcRecord {
+fn enrich(rec: ProcRecord, scope: &SharedScope, frame_pointers: Option<&FramePointerMarks>) -> ProcRecord {
     let Ok(mut s) = scope.lock() else { return rec };
     match rec {
         ProcRecord::Fork { ppid, pid, tid, .. } if pid == tid && s.contains(ppid) => {
@@ -196,6 +222,9 @@ fn enrich(rec: ProcRecord, scope: &SharedScope) -> ProcRecord {
             });
             let exe =
                 std::fs::read_link(format!("/proc/{pid}/exe")).ok().map(|p| p.to_string_lossy().into_owned());
+            if let Some(marks) = frame_pointers {
+                marks.at_exec(pid, exe.as_deref());
+            }
             let comm =
                 std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|c| c.trim_end().to_owned());
             ProcRecord::Exec { t, tid, pid, exe, argv, comm }

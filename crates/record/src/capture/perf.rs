@@ -100,6 +100,23 @@ pub struct PerfSetup {
     /// The off-CPU stacks' event, when it was opened (streams `perf-offcpu-cpuN.raw`).
     #[serde(default)]
     pub off_cpu: Option<OffCpuSetup>,
+    /// The sample type of the events that take the samples of programs with trustworthy
+    /// frame pointers without a stack copy, when they were opened (`perf-fp-cpuN.raw`).
+    #[serde(default)]
+    pub frame_pointer_sample_type: Option<u64>,
+}
+
+/// The spool file of one CPU's samples taken without a stack copy.
+pub fn frame_pointer_file(cpu: u16) -> String {
+    format!("perf-fp-cpu{cpu}.raw")
+}
+
+/// The perf-event programs that split a command's threads between the sampling events.
+pub struct SampleFilters {
+    /// Keeps the samples that copy the user stack (threads not marked).
+    pub copy: OwnedFd,
+    /// Keeps the samples of threads marked as having frame pointers, when it loaded.
+    pub frame_pointers: Option<OwnedFd>,
 }
 
 /// How the off-CPU stacks were taken.
@@ -130,11 +147,14 @@ pub struct PerfOptions {
     pub stack_bytes: u32,
     /// Also take the kernel stack of each recorded thread that goes to sleep.
     pub off_cpu: bool,
+    /// Sample the programs that earlier recordings found to have trustworthy frame
+    /// pointers without a stack copy (`crate::frame_pointers`).
+    pub frame_pointers: bool,
 }
 
 impl Default for PerfOptions {
     fn default() -> PerfOptions {
-        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES, off_cpu: true }
+        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES, off_cpu: true, frame_pointers: true }
     }
 }
 
@@ -237,10 +257,7 @@ fn open_off_cpu(
             None => OFF_CPU_FILTERS.iter().copied().find(|f| perf_event_set_filter(&fd, f).is_ok()),
         };
         filter = Some(chosen);
-        let ring = PerfRing::map(&fd, OFF_CPU_DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
-        let name = off_cpu_file(cpu);
-        let out = spool.create_file(&name)?;
-        sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
+        sources.push(source(spool, fd, &off_cpu_file(cpu), OFF_CPU_DATA_PAGES, page_size)?);
     }
     let setup = OffCpuSetup {
         sample_type: attr.sample_type,
@@ -288,47 +305,90 @@ fn attr(options: PerfOptions, per_task: bool, data_bytes: usize) -> PerfEventAtt
     }
 }
 
+/// Pages of records per CPU for the samples without a stack copy: 256 KiB, some 2,000
+/// samples with their callchains.
+const FP_DATA_PAGES: usize = 64;
+
+/// The sampling event of `attr` without the user registers and stack copy, and without the
+/// mmap, comm and task records (the copying event gives those).
+fn frame_pointer_attr(attr: &PerfEventAttr, data_bytes: usize) -> PerfEventAttr {
+    PerfEventAttr {
+        sample_type: attr.sample_type & !(SAMPLE_REGS_USER | SAMPLE_STACK_USER),
+        sample_regs_user: 0,
+        sample_stack_user: 0,
+        flags: attr.flags
+            & !(flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK | flag::BUILD_ID),
+        wakeup_events_or_watermark: (data_bytes / 2) as u32,
+        ..*attr
+    }
+}
+
+/// Opens the sampling event of one CPU (on `pid`'s tree, or every task).
+fn open_sampling(attr: &mut PerfEventAttr, pid: Option<i32>, cpu: u16) -> Result<OwnedFd> {
+    perf_event_open(attr, pid.unwrap_or(-1), i32::from(cpu))
+        .or_else(|e| {
+            // Kernels before 5.12 refuse build ids in mmap records; the files give them.
+            if e.raw_os_error() == Some(nix::libc::EINVAL) && attr.flags & flag::BUILD_ID != 0 {
+                attr.flags &= !flag::BUILD_ID;
+                perf_event_open(attr, pid.unwrap_or(-1), i32::from(cpu))
+            } else {
+                Err(e)
+            }
+        })
+        .at("perf_event_open")
+}
+
+/// An opened event's ring, copied to the spool file `name`.
+fn source(spool: &Spool, fd: OwnedFd, name: &str, pages: usize, page_size: usize) -> Result<Source> {
+    let ring = PerfRing::map(&fd, pages, page_size).at("mmap of the perf ring buffer")?;
+    let out = spool.create_file(name)?;
+    Ok(Source { fd, hung_up: false, ring, out, out_path: spool.path(name) })
+}
+
 impl PerfCapture {
     /// Opens one event per CPU on `pid` (`None`: every task), maps their rings and
     /// creates their spool files; an error says why sampling is unavailable. The off-CPU
     /// events (`options.off_cpu`) are looked up in the tracefs at `tracefs`; when they
     /// cannot be opened the CPU samples are taken all the same, and `off_cpu_refused` says why.
-    /// With a `filter` (a perf-event program that keeps the samples of `pid`'s tree, see
+    /// With `filters` (perf-event programs that keep the samples of `pid`'s tree, see
     /// `ScopeMap::sample_filter`), the sampling events watch whole CPUs instead of following
-    /// the tree, so that its context switches do not stop and restart them.
+    /// the tree, so that its context switches do not stop and restart them; with a
+    /// frame-pointer filter, a second event per CPU takes the samples of the threads
+    /// marked as having frame pointers, without a stack copy.
     pub fn open(
         spool: &Spool,
         pid: Option<i32>,
         cpus: &[u16],
         options: PerfOptions,
         tracefs: &Path,
-        filter: Option<&OwnedFd>,
+        filters: Option<&SampleFilters>,
     ) -> Result<PerfCapture> {
         let page_size = page_size();
-        let filter = filter.filter(|_| pid.is_some());
-        let sampled = if filter.is_some() { None } else { pid };
+        let filters = filters.filter(|_| pid.is_some());
+        let sampled = if filters.is_some() { None } else { pid };
         let per_task = sampled.is_some();
         let mut attr = attr(options, per_task, DATA_PAGES * page_size);
         let mut sources = Vec::new();
         for &cpu in cpus {
-            let opened = perf_event_open(&attr, sampled.unwrap_or(-1), i32::from(cpu)).or_else(|e| {
-                // Kernels before 5.12 refuse build ids in mmap records; the files give them.
-                if e.raw_os_error() == Some(nix::libc::EINVAL) && attr.flags & flag::BUILD_ID != 0 {
-                    attr.flags &= !flag::BUILD_ID;
-                    perf_event_open(&attr, sampled.unwrap_or(-1), i32::from(cpu))
-                } else {
-                    Err(e)
-                }
-            });
-            let fd = opened.at("perf_event_open")?;
-            if let Some(prog) = filter {
-                perf_event_set_bpf(&fd, prog).at("attaching the scope filter to the perf event")?;
+            let fd = open_sampling(&mut attr, sampled, cpu)?;
+            if let Some(f) = filters {
+                perf_event_set_bpf(&fd, &f.copy).at("attaching the scope filter to the perf event")?;
             }
-            let ring = PerfRing::map(&fd, DATA_PAGES, page_size).at("mmap of the perf ring buffer")?;
-            let name = format!("perf-cpu{cpu}.raw");
-            let out = spool.create_file(&name)?;
-            sources.push(Source { fd, hung_up: false, ring, out, out_path: spool.path(&name) });
+            sources.push(source(spool, fd, &format!("perf-cpu{cpu}.raw"), DATA_PAGES, page_size)?);
         }
+        let frame_pointer_sample_type = match filters.and_then(|f| f.frame_pointers.as_ref()) {
+            Some(prog) => {
+                let fp_attr = frame_pointer_attr(&attr, FP_DATA_PAGES * page_size);
+                for &cpu in cpus {
+                    let fd = perf_event_open(&fp_attr, -1, i32::from(cpu)).at("perf_event_open")?;
+                    perf_event_set_bpf(&fd, prog)
+                        .at("attaching the frame-pointer filter to the perf event")?;
+                    sources.push(source(spool, fd, &frame_pointer_file(cpu), FP_DATA_PAGES, page_size)?);
+                }
+                Some(fp_attr.sample_type)
+            }
+            None => None,
+        };
         let mut off_cpu_refused = None;
         let off_cpu = if options.off_cpu {
             match open_off_cpu(spool, pid, cpus, tracefs) {
@@ -354,6 +414,7 @@ impl PerfCapture {
                 per_task,
                 cpus: cpus.to_vec(),
                 off_cpu,
+                frame_pointer_sample_type,
             },
         )?;
         for s in &sources {
