@@ -95,3 +95,32 @@ fn help_has_examples() {
         .success()
         .stdout(predicate::str::contains("coldstart import bootchart2 /var/log/bootchart.tgz"));
 }
+
+/// The doctor reads a bootchart2 log as it is (no import first) and concludes what the
+/// log shows: both example boots waited on a seeking disk for about 60 % of their time,
+/// while a prefetcher of the time already ran; Fedora's syslogd waited 15 s on the disk.
+#[test]
+fn the_doctor_finds_the_example_boots_disk_bound_with_their_prefetcher_running() {
+    for (name, prefetcher, min_gain_s, max_gain_s) in
+        [("example1", "readahead-list", 10.0, 17.6), ("example2", "readahead", 15.0, 29.6)]
+    {
+        let out = coldstart().arg("doctor").arg(example(name)).args(["--format", "json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("read as a bootchart2 log"));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let first = &json["doctor"]["findings"][0];
+        assert_eq!(first["kind"], "disk_bound", "{name}: {first:#}");
+        let gain_s = first["gain"]["ns"].as_f64().unwrap() / 1e9;
+        assert!((min_gain_s..=max_gain_s).contains(&gain_s), "{name}: gain {gain_s} s");
+        let suggestion = first["suggestion"].as_str().unwrap();
+        assert!(suggestion.contains(&format!("already runs a prefetcher ({prefetcher},")), "{suggestion}");
+        assert_eq!(suggestion.contains("syslogd itself waited"), name == "example2", "{name}: {suggestion}");
+    }
+    coldstart()
+        .arg("doctor")
+        .arg(example("example1"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("coldstart doctor: a boot (bootchart2 log)"))
+        .stdout(predicate::str::contains("Disk model and what-if: none"));
+}

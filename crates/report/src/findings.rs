@@ -176,6 +176,26 @@ fn model_line(p: &DiskParams) -> String {
     parts.join(", ")
 }
 
+/// Each disk's model, then the what-if table.
+fn disk_models_and_what_if(d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nDisk model (docs/doctor.md; measured from this trace's read requests where there were enough)"
+    )?;
+    if d.disks.is_empty() {
+        writeln!(out, "  no disk in the trace: the defaults of the ssd class are used")?;
+    }
+    for disk in &d.disks {
+        writeln!(out, "  {} {}: {}", disk.name, disk.dev, model_line(&disk.model))?;
+        for s in &disk.model.sources {
+            if !s.source.starts_with("default") {
+                writeln!(out, "    {}: {}", s.param, s.source)?;
+            }
+        }
+    }
+    what_if_table(d, out)
+}
+
 fn what_if_table(d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
     let Some(first) = d.what_if.first() else { return Ok(()) };
     writeln!(
@@ -259,7 +279,11 @@ fn prefetch_the_start(a: &Analysis, d: &Diagnosis, trace: &str, out: &mut dyn Wr
 /// the commands it suggests).
 pub fn doctor(a: &Analysis, d: &Diagnosis, trace: &str, top: usize, out: &mut dyn Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
-    writeln!(out, "coldstart doctor: {}", a.trace.command.join(" "))?;
+    let what = match (a.trace.command.is_empty(), a.trace.source) {
+        (true, coldstart_trace::Source::Bootchart2) => "a boot (bootchart2 log)".to_owned(),
+        _ => a.trace.command.join(" "),
+    };
+    writeln!(out, "coldstart doctor: {what}")?;
     match &a.overview.ready {
         Some(r) => {
             writeln!(out, "Ready {} after the command started ({})", secs(r.time_to_ready_ns), r.reason)?
@@ -301,22 +325,15 @@ pub fn doctor(a: &Analysis, d: &Diagnosis, trace: &str, top: usize, out: &mut dy
         finding(i, f, &mut out)?;
     }
     prefetch_the_start(a, d, trace, &mut out)?;
-    writeln!(
-        out,
-        "\nDisk model (docs/doctor.md; measured from this trace's read requests where there were enough)"
-    )?;
-    if d.disks.is_empty() {
-        writeln!(out, "  no disk in the trace: the defaults of the ssd class are used")?;
+    if !a.start.has_sched && a.overview.block_read_requests == 0 && a.overview.pages_read == 0 {
+        writeln!(
+            out,
+            "\nDisk model and what-if: none: the trace has no block requests or page fills to measure the disk \
+             with or to cost again (`coldstart record` gives them)"
+        )?;
+    } else {
+        disk_models_and_what_if(d, &mut out)?;
     }
-    for disk in &d.disks {
-        writeln!(out, "  {} {}: {}", disk.name, disk.dev, model_line(&disk.model))?;
-        for s in &disk.model.sources {
-            if !s.source.starts_with("default") {
-                writeln!(out, "    {}: {}", s.param, s.source)?;
-            }
-        }
-    }
-    what_if_table(d, &mut out)?;
     writeln!(out, "\nLanguages taken as the user's: {} ({})", d.languages.join(", "), d.languages_source)?;
     if !d.notes.is_empty() {
         writeln!(out, "\nNotes")?;

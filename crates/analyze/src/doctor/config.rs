@@ -67,6 +67,13 @@ pub struct DoctorConfig {
     /// cpu_subtree: at least this many CPU samples on the critical path.
     pub cpu_subtree_min_samples: u64,
 
+    /// disk_bound: the I/O-wait phases hold at least this share of the time to ready…
+    pub disk_bound_min_wait_share: f64,
+    /// …with the disk busy at least this share of them…
+    pub disk_bound_min_busy: f64,
+    /// …and it is seeking when it reads at less than this share of its best rate.
+    pub disk_bound_seek_rate_share: f64,
+
     /// other_languages: the user's languages.
     pub languages: Languages,
     /// The trace file as the user named it, for the command lines of `verify`.
@@ -123,6 +130,9 @@ impl Default for DoctorConfig {
             not_io_bound_max_io_share: 0.10,
             not_io_bound_min_cpu_share: 0.5,
             cpu_subtree_min_samples: 20,
+            disk_bound_min_wait_share: 0.25,
+            disk_bound_min_busy: 0.5,
+            disk_bound_seek_rate_share: 0.5,
             languages: Languages::default(),
             trace_name: "app.coldstart".to_owned(),
         }

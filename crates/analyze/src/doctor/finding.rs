@@ -43,6 +43,9 @@ pub enum FindingKind {
     /// One call holds most of the critical path's CPU: the subtree under it, its library
     /// and what inside it dominates (the allocator, the kernel).
     CpuSubtree,
+    /// The start mostly waited on its disk, seen only in the machine's periodic samples (an
+    /// imported bootchart): how fast the disk read then against its best, and who waited.
+    DiskBound,
 }
 
 impl FindingKind {
@@ -63,6 +66,7 @@ impl FindingKind {
             FindingKind::SlowFilesystem => "slow_filesystem",
             FindingKind::WastedReadahead => "wasted_readahead",
             FindingKind::CpuSubtree => "cpu_subtree",
+            FindingKind::DiskBound => "disk_bound",
         }
     }
 }

@@ -28,6 +28,7 @@ mod parse;
 mod processes;
 mod readahead;
 mod roles;
+mod sampled;
 mod slowfs;
 mod waits;
 mod whatif;
@@ -85,7 +86,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let mut facts = facts::Facts::new(trace, analysis, config);
     whatif::calibrate(&mut facts);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 14] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 15] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -100,6 +101,7 @@ pub fn diagnose(
         readahead::wasted_readahead,
         cpu::not_io_bound,
         cpu::cpu_subtree,
+        sampled::disk_bound,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
     for f in &mut findings {

@@ -37,7 +37,7 @@ near_seek, rotation, far, bandwidth, queue_depth, max_request, fetch_latency, �
 without --disk the prediction is shown for hdd, ssd and nvme. The model and every threshold:
 docs/doctor.md.")]
 pub struct Args {
-    /// The trace file (from `coldstart record`, best with --cold).
+    /// The trace file (from `coldstart record`, best with --cold), or a bootchart2 log (its folder or .tgz).
     pub trace: PathBuf,
     /// Predict the time to ready on this disk: hdd, ssd, nvme, cloud, snapshot, … or custom:KEY=VALUE,… (repeatable).
     #[arg(long, value_name = "CLASS")]
@@ -136,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|class| DiskParams::class_defaults(class).into())
             .collect();
     }
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = super::read_trace(&args.trace)?;
     let analysis = coldstart_analyze::analyze(&trace);
     let config = config(&args.trace, args.lang.as_deref());
     let mut what_if = Vec::with_capacity(disks.len() + 1);

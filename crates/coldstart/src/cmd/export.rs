@@ -11,7 +11,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use coldstart_report::export::{self, csv::Table};
-use coldstart_trace::Trace;
 
 use super::output;
 
@@ -137,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!("--pid, --phase and --critical-path apply to --format folded only");
     }
-    let trace = Trace::read(trace_path).context("cannot read the trace")?;
+    let trace = super::read_trace(trace_path)?;
     let analysis = coldstart_analyze::analyze(&trace);
     match (args.format, args.table) {
         (FormatArg::Folded, _) => {

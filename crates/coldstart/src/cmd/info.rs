@@ -5,9 +5,6 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use coldstart_trace::Trace;
-
 /// Show what a trace file holds: where it came from, the command, row counts and losses.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  coldstart info app.coldstart")]
@@ -17,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = super::read_trace(&args.trace)?;
     let m = &trace.meta;
     println!("trace      {}", args.trace.display());
     println!("written by {} ({:?}){}", m.tool, m.source, if m.partial { ", PARTIAL" } else { "" });

@@ -53,3 +53,23 @@ pub fn output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
 }
 #[cfg(test)]
 pub mod test_traces;
+
+/// Reads the trace at `path`; a bootchart2 log (its folder, with its `header`, or a gzip tarball such as
+/// bootchartd's `bootchart.tgz`) is imported on the way, as `coldstart import bootchart2`
+/// would, and said so on stderr.
+pub fn read_trace(path: &std::path::Path) -> anyhow::Result<coldstart_trace::Trace> {
+    use anyhow::Context;
+    let gzip = || {
+        let mut magic = [0u8; 2];
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok()
+            && magic == [0x1f, 0x8b]
+    };
+    if path.join("header").is_file() || (path.is_file() && gzip()) {
+        eprintln!(
+            "coldstart: {} read as a bootchart2 log (`coldstart import bootchart2` keeps it as a trace)",
+            path.display()
+        );
+        return coldstart_import::bootchart2::import(path).context("cannot read the bootchart2 log");
+    }
+    coldstart_trace::Trace::read(path).context("cannot read the trace")
+}

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use coldstart_analyze::{RankBy, ReadFilter};
-use coldstart_trace::Trace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ByArg {
@@ -51,7 +50,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = super::read_trace(&args.trace)?;
     let analysis = coldstart_analyze::analyze(&trace);
     drop(trace);
     let filter = ReadFilter { pid: args.pid, path_contains: args.file };

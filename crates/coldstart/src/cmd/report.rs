@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use coldstart_trace::Trace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
@@ -47,7 +46,7 @@ pub enum CriticalPathArg {
 Lost events, unresolved files and other warnings are always printed; the diskstats
 cross-check shows how much of each disk's reads the recorded block requests account for.")]
 pub struct Args {
-    /// The trace file (from `coldstart record` or `coldstart import`).
+    /// The trace file (from `coldstart record` or `coldstart import`), or a bootchart2 log (its folder or .tgz).
     pub trace: PathBuf,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value = "text")]
@@ -68,7 +67,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = super::read_trace(&args.trace)?;
     let mut analysis = coldstart_analyze::analyze(&trace);
     if let Some(unit) = &args.chain_to {
         analysis.unit_chain =

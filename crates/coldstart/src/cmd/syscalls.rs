@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use coldstart_analyze::syscalls::{SyscallFilter, lines, summary};
-use coldstart_trace::Trace;
 
 use super::values;
 
@@ -50,7 +49,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let trace = Trace::read(&args.trace).context("cannot read the trace")?;
+    let trace = super::read_trace(&args.trace)?;
     if trace.syscalls.is_empty() {
         eprintln!(
             "coldstart: {} holds no system calls (recorded without `coldstart record --syscalls`, by an \

@@ -1,0 +1,310 @@
+//! What the machine's periodic samples say where nothing finer was recorded: an imported
+//! bootchart holds /proc read a few times a second (CPU time, disk traffic, each process's
+//! state) and no scheduler data, block requests or page fills. The reading is the classic
+//! one of a bootchart (Fedora's 2004 boot study, `seeds/001`): stretches where the CPUs wait
+//! for the disk, how fast the disk read then against the best it showed in the same boot,
+//! and who was waiting. A disk kept busy at a fraction of its best rate is seeking; reading
+//! the same files in one sweep, in disk order, before they are needed, removes the seeks.
+
+use coldstart_trace::{DiskSample, Nanos, ProcessSample, Source};
+
+use crate::analysis::{Phase, PhaseKind};
+use crate::doctor::facts::Facts;
+use crate::doctor::finding::{
+    Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
+};
+use crate::units::{bytes, duration, percent};
+
+/// Processes named.
+const PROCESSES_LISTED: usize = 5;
+/// The names (as `comm`, 15 bytes at most) of the boot prefetchers distributions shipped.
+const PREFETCHERS: &[&str] = &[
+    "readahead",
+    "readahead-list",
+    "readahead-watch",
+    "ureadahead",
+    "systemd-readahe",
+    "preload",
+    "e4rat-preload",
+    "e4rat-preload-l",
+];
+
+fn midpoint(t_ns: Nanos, dt_ns: Nanos) -> Nanos {
+    t_ns - dt_ns / 2
+}
+
+fn in_any(phases: &[&Phase], t: Nanos) -> bool {
+    phases.iter().any(|p| (p.start_ns..p.end_ns).contains(&t))
+}
+
+/// Syslog daemons: those that sync a log file after each line keep a boot's disk seeking.
+const LOG_DAEMONS: &[&str] = &["syslogd", "rsyslogd", "klogd", "syslog-ng", "metalog"];
+/// A log daemon is named when it waited at least this share of the waits.
+const LOG_DAEMON_MIN_SHARE: f64 = 0.1;
+
+/// A sentence on the log daemon that waited on the disk through much of the waits, if one did.
+fn log_daemon_sentence(processes: &[EvidenceProcess], wait_ns: Nanos) -> String {
+    let long = |p: &&EvidenceProcess| p.ns as f64 >= LOG_DAEMON_MIN_SHARE * wait_ns as f64;
+    let Some(p) = processes.iter().filter(|p| LOG_DAEMONS.contains(&p.comm.as_str())).find(long) else {
+        return String::new();
+    };
+    format!(
+        " {} itself waited {} on the disk: a syslog daemon that syncs its files after every line (sysklogd's \
+         default; a `-` before the file in /etc/syslog.conf turns it off) makes the disk seek between the boot's \
+         reads.",
+        p.comm,
+        duration(p.ns)
+    )
+}
+
+/// One disk's traffic in the waits and its best rate over the whole start.
+struct DiskInWaits {
+    read_bytes: u64,
+    write_bytes: u64,
+    write_ios: u64,
+    sampled_ns: Nanos,
+    busy: f64,
+    best_rate: f64,
+}
+
+impl DiskInWaits {
+    fn rate(&self) -> f64 {
+        self.read_bytes as f64 * 1e9 / self.sampled_ns.max(1) as f64
+    }
+}
+
+/// The disk that read most, measured in and out of the waits.
+fn disk_in_waits(samples: &[DiskSample], waits: &[&Phase], ready: Nanos) -> Option<DiskInWaits> {
+    let mut by_dev: Vec<(coldstart_trace::Dev, u64)> = Vec::new();
+    for s in samples.iter().filter(|s| s.t_ns <= ready) {
+        match by_dev.iter_mut().find(|(d, _)| *d == s.dev) {
+            Some((_, b)) => *b += s.read_bytes,
+            None => by_dev.push((s.dev, s.read_bytes)),
+        }
+    }
+    let dev = by_dev.iter().max_by_key(|(d, b)| (*b, std::cmp::Reverse(*d)))?.0;
+    let of_disk: Vec<&DiskSample> =
+        samples.iter().filter(|s| s.dev == dev && s.dt_ns > 0 && s.t_ns <= ready).collect();
+    let best_rate = of_disk.iter().map(|s| s.read_bytes as f64 * 1e9 / s.dt_ns as f64).fold(0.0, f64::max);
+    let in_waits: Vec<&&DiskSample> =
+        of_disk.iter().filter(|s| in_any(waits, midpoint(s.t_ns, s.dt_ns))).collect();
+    let sampled_ns: Nanos = in_waits.iter().map(|s| s.dt_ns).sum();
+    if sampled_ns == 0 {
+        return None;
+    }
+    Some(DiskInWaits {
+        read_bytes: in_waits.iter().map(|s| s.read_bytes).sum(),
+        write_bytes: in_waits.iter().map(|s| s.write_bytes).sum(),
+        write_ios: in_waits.iter().map(|s| s.write_ios).sum(),
+        sampled_ns,
+        busy: in_waits.iter().map(|s| s.busy * s.dt_ns as f64).sum::<f64>() / sampled_ns as f64,
+        best_rate,
+    })
+}
+
+/// The processes the samples saw waiting on the disk (state `D`) in the waits, longest first.
+fn waiting_processes(f: &Facts, samples: &[ProcessSample], waits: &[&Phase]) -> Vec<EvidenceProcess> {
+    let mut out: Vec<EvidenceProcess> = Vec::new();
+    for s in samples.iter().filter(|s| s.state == 'D' && in_any(waits, midpoint(s.t_ns, s.dt_ns))) {
+        match out.iter_mut().find(|p| p.pid == s.pid) {
+            Some(p) => p.ns += s.dt_ns,
+            None => out.push(EvidenceProcess {
+                pid: s.pid,
+                comm: f.a.comm(s.pid).to_owned(),
+                ns: s.dt_ns,
+                read_bytes: 0,
+                in_scope: true,
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
+    out
+}
+
+/// A boot prefetcher the samples saw running before ready, and how long it waited on the disk.
+fn prefetcher(f: &Facts, waiting: &[EvidenceProcess]) -> Option<(String, Nanos)> {
+    let pid = f
+        .trace
+        .process_samples
+        .iter()
+        .filter(|s| s.t_ns <= f.ready)
+        .map(|s| s.pid)
+        .find(|&pid| PREFETCHERS.contains(&f.a.comm(pid)))?;
+    let comm = f.a.comm(pid).to_owned();
+    let waited = waiting.iter().filter(|p| p.comm == comm).map(|p| p.ns).sum();
+    Some((comm, waited))
+}
+
+/// A start that mostly waited on its disk, seen only through the samples.
+pub(crate) fn disk_bound(f: &Facts) -> Vec<Finding> {
+    if f.a.start.has_sched || !f.trace.block_ios.is_empty() || f.time_to_ready <= 0 {
+        return Vec::new();
+    }
+    let waits: Vec<&Phase> =
+        f.a.phases.iter().filter(|p| p.kind == PhaseKind::Read && p.start_ns < f.ready).collect();
+    let wait_ns: Nanos = waits.iter().map(|p| p.end_ns.min(f.ready) - p.start_ns).sum();
+    if wait_ns < f.min_gain || (wait_ns as f64) < f.config.disk_bound_min_wait_share * f.time_to_ready as f64
+    {
+        return Vec::new();
+    }
+    let Some(disk) = disk_in_waits(&f.trace.disk_samples, &waits, f.ready) else { return Vec::new() };
+    if disk.busy < f.config.disk_bound_min_busy || disk.best_rate <= 0.0 {
+        return Vec::new();
+    }
+    let seeking = disk.rate() < f.config.disk_bound_seek_rate_share * disk.best_rate;
+    let sweep_ns = (disk.read_bytes as f64 * 1e9 / disk.best_rate) as Nanos;
+    let gain_ns = if seeking { (wait_ns - sweep_ns).max(0) } else { 0 };
+    let processes = waiting_processes(f, &f.trace.process_samples, &waits);
+    let prefetcher = prefetcher(f, &processes);
+    vec![finding(f, &waits, wait_ns, &disk, seeking, sweep_ns, gain_ns, processes, prefetcher)]
+}
+
+/// What the disk also wrote in the waits, when it is a real share of its requests.
+fn writes_in_waits(disk: &DiskInWaits) -> String {
+    if disk.write_ios == 0 {
+        return String::new();
+    }
+    format!(
+        "; it also wrote {} in {} requests then (synchronous log writes and journal commits make a disk seek \
+         between them and the reads)",
+        bytes(disk.write_bytes),
+        disk.write_ios
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    f: &Facts,
+    waits: &[&Phase],
+    wait_ns: Nanos,
+    disk: &DiskInWaits,
+    seeking: bool,
+    sweep_ns: Nanos,
+    gain_ns: Nanos,
+    mut processes: Vec<EvidenceProcess>,
+    prefetcher: Option<(String, Nanos)>,
+) -> Finding {
+    let what = if f.trace.meta.source == Source::Bootchart2 || !f.trace.meta.before_recording.is_empty() {
+        "boot"
+    } else {
+        "start"
+    };
+    let rate = |r: f64| format!("{}/s", bytes(r as u64));
+    let waiters: Vec<String> =
+        processes.iter().take(PROCESSES_LISTED).map(|p| format!("{} {}", p.comm, duration(p.ns))).collect();
+    let log_daemon = log_daemon_sentence(&processes, wait_ns);
+    processes.truncate(PROCESSES_LISTED);
+    let verdict = if seeking {
+        format!("{}: the disk was seeking", rate(disk.rate()))
+    } else {
+        format!("{}, near its best: the disk was streaming", rate(disk.rate()))
+    };
+    Finding {
+        kind: FindingKind::DiskBound,
+        title: format!(
+            "The {what} waited on the disk for {} of {}, reading at {verdict}",
+            duration(wait_ns),
+            duration(f.time_to_ready)
+        ),
+        evidence: Evidence {
+            summary: format!(
+                "in {} stretches ({} of the time to ready) the CPUs mostly waited for I/O; the disk was busy {} of \
+                 that time and read {} at {} on average, where it read {} at its best in the same {what}{}",
+                waits.len(),
+                percent(wait_ns as f64, f.time_to_ready as f64),
+                percent(disk.busy, 1.0),
+                bytes(disk.read_bytes),
+                rate(disk.rate()),
+                rate(disk.best_rate),
+                if waiters.is_empty() {
+                    String::new()
+                } else {
+                    format!("; waiting on it (state D in the samples): {}", waiters.join(", "))
+                }
+            ) + &writes_in_waits(disk),
+            files: Vec::new(),
+            files_total: 0,
+            processes,
+            figures: vec![
+                Figure::ns("wait_ns", wait_ns),
+                Figure::bytes("read_bytes", disk.read_bytes),
+                Figure::rate("read_rate", disk.rate()),
+                Figure::rate("best_rate", disk.best_rate),
+                Figure::ratio("busy", disk.busy),
+                Figure::ns("time_to_ready_ns", f.time_to_ready),
+            ],
+            intervals: waits
+                .iter()
+                .map(|p| EvidenceInterval {
+                    start_ns: p.start_ns,
+                    end_ns: p.end_ns.min(f.ready),
+                    tid: None,
+                    what: "the CPUs mostly waiting for the disk".to_owned(),
+                })
+                .collect(),
+        },
+        gain: Gain {
+            ns: gain_ns,
+            formula: if seeking { "wait_ns - read_bytes / best_rate".to_owned() } else { "0".to_owned() },
+            text: if seeking {
+                format!(
+                    "the {} read in those waits, in one sweep at the disk's best {}, take {} instead of {}",
+                    bytes(disk.read_bytes),
+                    rate(disk.best_rate),
+                    duration(sweep_ns),
+                    duration(wait_ns)
+                )
+            } else {
+                "none from reading in disk order: the disk already read near its best rate; only reading less, or \
+                 a faster disk, shortens these waits"
+                    .to_owned()
+            },
+            inputs: vec![
+                Figure::ns("wait_ns", wait_ns),
+                Figure::bytes("read_bytes", disk.read_bytes),
+                Figure::rate("best_rate", disk.best_rate),
+            ],
+            ahead_ns: None,
+        },
+        audience: Audience::Distribution,
+        suggestion: suggestion(what, seeking, prefetcher.as_ref()) + &log_daemon,
+        verify: format!(
+            "compare the {what}'s time to ready before and after the change: `coldstart report` of a {what} recorded \
+             each way (`sudo coldstart boot enable`)"
+        ),
+        confidence: Confidence::Medium,
+        caveat: Some(format!(
+            "from samples of /proc a few times a second: the trace does not say which files were read, in what order \
+             or where on the disk, so the gain assumes they can be read at the best rate this {what} showed"
+        )),
+    }
+}
+
+fn suggestion(what: &str, seeking: bool, prefetcher: Option<&(String, Nanos)>) -> String {
+    if let (true, Some((comm, waited))) = (seeking, prefetcher) {
+        return format!(
+            "This {what} already runs a prefetcher ({comm}, itself {} waiting on the disk), and the disk still \
+             seeks: it reads its list file by file, in the list's order, and the list may not be what this {what} \
+             reads now. Replace it with a plan of the blocks this {what} reads, in disk order, read in one sweep \
+             before the services start: record a {what} with coldstart (`sudo coldstart boot enable`, then reboot), \
+             then `coldstart prefetch plan BOOT.coldstart --order disk -o boot.plan`, replayed early by the unit in \
+             contrib/systemd (docs/boot.md).",
+            duration(*waited)
+        );
+    }
+    if seeking {
+        format!(
+            "Read the {what}'s files ahead in one sweep, in disk order, as Fedora's readahead did: record a {what} \
+             with coldstart (`sudo coldstart boot enable`, then reboot), which names every file read and where it \
+             lies on the disk; `coldstart prefetch plan BOOT.coldstart --order disk -o boot.plan` makes the plan, \
+             replayed early by the unit in contrib/systemd (docs/boot.md). The recording also names the files, \
+             processes and seeks behind these waits (`coldstart doctor BOOT.coldstart`)."
+        )
+    } else {
+        format!(
+            "Read less during the {what}: record it with coldstart (`sudo coldstart boot enable`, then reboot) to \
+             see which processes and files the disk's time went to (`coldstart doctor BOOT.coldstart`), and start \
+             later, or not at all, what the {what} does not need."
+        )
+    }
+}
