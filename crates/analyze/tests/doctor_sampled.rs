@@ -101,3 +101,57 @@ fn a_recorded_start_is_left_to_the_finer_rules() {
     });
     assert!(of_kind(&diagnose(&trace), FindingKind::DiskBound).is_empty());
 }
+
+/// `runs` runs of `hotplug` started by `khelper`, each starting 4 short scripts, and the
+/// collector's own `sleep`s (left out), all gone before ready.
+fn with_helper_runs(mut trace: Trace, runs: i32) -> Trace {
+    let mut add = |pid: i32, ppid: i32, comm: &str, start: Nanos| {
+        trace.processes.push(coldstart_trace::Process {
+            pid,
+            ppid: Some(ppid),
+            comm: comm.into(),
+            start_ns: Some(start),
+            end_ns: Some(start + 50 * MS),
+            in_scope: true,
+            ..Default::default()
+        });
+    };
+    add(2, 0, "khelper", 0);
+    add(3, 1, "bootchartd", 0);
+    for run in 0..runs {
+        let root = 1000 + run * 10;
+        let t = 5 * MS * Nanos::from(run);
+        add(root, 2, "hotplug", t);
+        for (i, script) in
+            ["default.hotplug", "uname", "10-udev.hotplug", "05-wait_for_sys"].iter().enumerate()
+        {
+            add(root + 1 + i as i32, root, script, t);
+        }
+        add(100_000 + run, 3, "sleep", t);
+    }
+    for p in trace.processes.iter_mut().filter(|p| p.pid == 2 || p.pid == 3) {
+        p.end_ns = None;
+    }
+    trace
+}
+
+#[test]
+fn runs_of_a_helper_are_counted_with_their_children_and_the_collector_left_out() {
+    let d = diagnose(&with_helper_runs(sampled_boot(3 * MIB), 240));
+    check_invariants(&d);
+    let f = one(&d, FindingKind::ManyShortProcesses);
+    assert_eq!(figure(f, "processes"), 1_200.0, "{}", f.title);
+    assert_eq!(figure(f, "runs"), 240.0);
+    assert!(
+        f.evidence.summary.starts_with("240 runs of hotplug (started by khelper"),
+        "{}",
+        f.evidence.summary
+    );
+    assert!(f.suggestion.contains("one event daemon's rules"), "{}", f.suggestion);
+    assert_eq!(f.gain.ns, 0);
+    // 190 runs: 950 processes, below the 1,000 the rule asks for (the 190 sleeps do not count).
+    assert!(
+        of_kind(&diagnose(&with_helper_runs(sampled_boot(3 * MIB), 190)), FindingKind::ManyShortProcesses)
+            .is_empty()
+    );
+}

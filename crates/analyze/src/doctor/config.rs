@@ -74,6 +74,9 @@ pub struct DoctorConfig {
     /// …and it is seeking when it reads at less than this share of its best rate.
     pub disk_bound_seek_rate_share: f64,
 
+    /// many_short_processes: at least this many processes started and gone before ready.
+    pub many_short_processes_min: u64,
+
     /// other_languages: the user's languages.
     pub languages: Languages,
     /// The trace file as the user named it, for the command lines of `verify`.
@@ -133,6 +136,7 @@ impl Default for DoctorConfig {
             disk_bound_min_wait_share: 0.25,
             disk_bound_min_busy: 0.5,
             disk_bound_seek_rate_share: 0.5,
+            many_short_processes_min: 1000,
             languages: Languages::default(),
             trace_name: "app.coldstart".to_owned(),
         }

@@ -46,6 +46,9 @@ pub enum FindingKind {
     /// The start mostly waited on its disk, seen only in the machine's periodic samples (an
     /// imported bootchart): how fast the disk read then against its best, and who waited.
     DiskBound,
+    /// Thousands of processes started and gone before ready, in runs of one program (a
+    /// helper per device event), seen in a trace without scheduler data.
+    ManyShortProcesses,
 }
 
 impl FindingKind {
@@ -67,6 +70,7 @@ impl FindingKind {
             FindingKind::WastedReadahead => "wasted_readahead",
             FindingKind::CpuSubtree => "cpu_subtree",
             FindingKind::DiskBound => "disk_bound",
+            FindingKind::ManyShortProcesses => "many_short_processes",
         }
     }
 }

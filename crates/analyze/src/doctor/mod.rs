@@ -86,7 +86,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let mut facts = facts::Facts::new(trace, analysis, config);
     whatif::calibrate(&mut facts);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 15] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 16] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -102,6 +102,7 @@ pub fn diagnose(
         cpu::not_io_bound,
         cpu::cpu_subtree,
         sampled::disk_bound,
+        sampled::many_short_processes,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
     for f in &mut findings {

@@ -7,13 +7,14 @@
 //! the same files in one sweep, in disk order, before they are needed, removes the seeks.
 
 use coldstart_trace::{DiskSample, Nanos, ProcessSample, Source};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::{Phase, PhaseKind};
 use crate::doctor::facts::Facts;
 use crate::doctor::finding::{
     Audience, Confidence, Evidence, EvidenceInterval, EvidenceProcess, Figure, Finding, FindingKind, Gain,
 };
-use crate::units::{bytes, duration, percent};
+use crate::units::{bytes, duration, percent, plural};
 
 /// Processes named.
 const PROCESSES_LISTED: usize = 5;
@@ -135,6 +136,15 @@ fn prefetcher(f: &Facts, waiting: &[EvidenceProcess]) -> Option<(String, Nanos)>
     Some((comm, waited))
 }
 
+/// What the trace is of, in a sentence's words.
+fn start_or_boot(f: &Facts) -> &'static str {
+    if f.trace.meta.source == Source::Bootchart2 || !f.trace.meta.before_recording.is_empty() {
+        "boot"
+    } else {
+        "start"
+    }
+}
+
 /// A start that mostly waited on its disk, seen only through the samples.
 pub(crate) fn disk_bound(f: &Facts) -> Vec<Finding> {
     if f.a.start.has_sched || !f.trace.block_ios.is_empty() || f.time_to_ready <= 0 {
@@ -184,11 +194,7 @@ fn finding(
     mut processes: Vec<EvidenceProcess>,
     prefetcher: Option<(String, Nanos)>,
 ) -> Finding {
-    let what = if f.trace.meta.source == Source::Bootchart2 || !f.trace.meta.before_recording.is_empty() {
-        "boot"
-    } else {
-        "start"
-    };
+    let what = start_or_boot(f);
     let rate = |r: f64| format!("{}/s", bytes(r as u64));
     let waiters: Vec<String> =
         processes.iter().take(PROCESSES_LISTED).map(|p| format!("{} {}", p.comm, duration(p.ns))).collect();
@@ -307,4 +313,181 @@ fn suggestion(what: &str, seeking: bool, prefetcher: Option<&(String, Nanos)>) -
              later, or not at all, what the {what} does not need."
         )
     }
+}
+
+/// The collectors whose own processes (a `sleep` between samples) are not the start's.
+const COLLECTORS: &[&str] = &["bootchartd", "bootchart", "bootchart-colle", "busybox", "coldstart"];
+/// Families of processes named.
+const FAMILIES_LISTED: usize = 4;
+
+/// Processes that a run of one program started, directly or not, all gone before ready.
+struct Family {
+    /// The program run many times (the topmost of each run's processes).
+    comm: String,
+    /// Who started the runs (`khelper`: the kernel, once per device event).
+    parent: String,
+    runs: u64,
+    processes: u64,
+    /// What the runs started most, by name.
+    children: Vec<(String, u64)>,
+}
+
+/// Each process's topmost ancestor among `transient` ones: the run it belongs to.
+fn run_roots(f: &Facts, transient: &FxHashSet<i32>) -> FxHashMap<i32, i32> {
+    let ppid = |pid: i32| f.trace.processes.iter().find(|p| p.pid == pid).and_then(|p| p.ppid);
+    let parents: FxHashMap<i32, Option<i32>> = transient.iter().map(|&pid| (pid, ppid(pid))).collect();
+    transient
+        .iter()
+        .map(|&pid| {
+            let mut root = pid;
+            for _ in 0..64 {
+                match parents.get(&root).copied().flatten() {
+                    Some(parent) if transient.contains(&parent) => root = parent,
+                    _ => break,
+                }
+            }
+            (pid, root)
+        })
+        .collect()
+}
+
+/// The families of runs, most processes first.
+fn families(f: &Facts, transient: &FxHashSet<i32>) -> Vec<Family> {
+    let roots = run_roots(f, transient);
+    let mut out: Vec<Family> = Vec::new();
+    let mut root_pids: Vec<i32> = roots.values().copied().collect::<FxHashSet<i32>>().into_iter().collect();
+    root_pids.sort_unstable();
+    for root in root_pids {
+        let comm = f.a.comm(root).to_owned();
+        let parent = f.trace.processes.iter().find(|p| p.pid == root).and_then(|p| p.ppid);
+        let parent = parent.map_or("?".to_owned(), |pp| f.a.comm(pp).to_owned());
+        let members: Vec<i32> = roots.iter().filter(|(_, r)| **r == root).map(|(p, _)| *p).collect();
+        let family = match out.iter_mut().position(|x| x.comm == comm && x.parent == parent) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(Family { comm, parent, runs: 0, processes: 0, children: Vec::new() });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        family.runs += 1;
+        family.processes += members.len() as u64;
+        for pid in members.into_iter().filter(|&p| p != root) {
+            let name = f.a.comm(pid);
+            match family.children.iter_mut().find(|(n, _)| n == name) {
+                Some((_, n)) => *n += 1,
+                None => family.children.push((name.to_owned(), 1)),
+            }
+        }
+    }
+    for family in &mut out {
+        family.children.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    out.sort_by(|a, b| b.processes.cmp(&a.processes).then(a.comm.cmp(&b.comm)));
+    out
+}
+
+/// The processes started and gone before ready, the collector's own left out.
+fn transient_processes(f: &Facts) -> FxHashSet<i32> {
+    let collector = |pid: Option<i32>| pid.is_some_and(|p| COLLECTORS.contains(&f.a.comm(p)));
+    f.trace
+        .processes
+        .iter()
+        .filter(|p| matches!((p.start_ns, p.end_ns), (Some(s), Some(e)) if s >= f.origin && e <= f.ready))
+        .filter(|p| !COLLECTORS.contains(&p.comm.as_str()) && !collector(p.ppid))
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn family_words(family: &Family) -> String {
+    let children: Vec<String> =
+        family.children.iter().take(4).map(|(name, n)| format!("{name} ×{n}")).collect();
+    let helper =
+        if family.parent == "khelper" { ", the kernel's helper: one run per device event" } else { "" };
+    format!(
+        "{} of {} (started by {}{helper}), {} processes{}",
+        plural(family.runs, "run"),
+        family.comm,
+        family.parent,
+        family.processes,
+        if children.is_empty() { String::new() } else { format!(": {}", children.join(", ")) }
+    )
+}
+
+/// A start that ran thousands of short processes, seen in a trace without scheduler data.
+pub(crate) fn many_short_processes(f: &Facts) -> Vec<Finding> {
+    if f.a.start.has_sched {
+        return Vec::new();
+    }
+    let transient = transient_processes(f);
+    if (transient.len() as u64) < f.config.many_short_processes_min {
+        return Vec::new();
+    }
+    let families = families(f, &transient);
+    let cpu_ns: Nanos =
+        f.a.phases
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Cpu && p.start_ns < f.ready)
+            .map(|p| p.end_ns.min(f.ready) - p.start_ns)
+            .sum();
+    let listed: Vec<String> = families.iter().take(FAMILIES_LISTED).map(family_words).collect();
+    let what = start_or_boot(f);
+    let top = &families[0];
+    vec![Finding {
+        kind: FindingKind::ManyShortProcesses,
+        title: format!(
+            "{} processes started and ended before ready, {} of them in {} runs of {}",
+            transient.len(),
+            top.processes,
+            top.runs,
+            top.comm
+        ),
+        evidence: Evidence {
+            summary: format!(
+                "{}; the CPUs were busy for {} of the {} to ready",
+                listed.join("; "),
+                duration(cpu_ns),
+                duration(f.time_to_ready)
+            ),
+            files: Vec::new(),
+            files_total: 0,
+            processes: Vec::new(),
+            figures: vec![
+                Figure::count("processes", transient.len() as u64),
+                Figure::count("runs", top.runs),
+                Figure::count("run_processes", top.processes),
+                Figure::ns("cpu_ns", cpu_ns),
+            ],
+            intervals: Vec::new(),
+        },
+        gain: Gain {
+            ns: 0,
+            formula: "0".to_owned(),
+            text: format!(
+                "not estimated: the log has no CPU time per short process; the CPU-bound stretches of the {what} \
+                 total {}, the most these runs can have cost",
+                duration(cpu_ns)
+            ),
+            inputs: vec![Figure::ns("cpu_ns", cpu_ns)],
+            ahead_ns: None,
+        },
+        audience: Audience::Distribution,
+        suggestion: format!(
+            "Do {}'s work without a chain of processes per run (each fork and exec of a shell, and each script it \
+             reads, costs CPU and disk on a cold start): {}. Then record the {what} with coldstart (`sudo coldstart \
+             boot enable`), whose critical path says which runs the {what} waited for.",
+            top.comm,
+            if top.parent == "khelper" {
+                "device events belong in one event daemon's rules (udev), not in a helper the kernel starts per event \
+                 (an empty /proc/sys/kernel/hotplug)"
+                    .to_owned()
+            } else {
+                format!("one long-lived process, or {} itself, can do what the runs do", top.parent)
+            }
+        ),
+        verify: format!("compare the {what}'s time to ready before and after, recorded each way"),
+        confidence: Confidence::Low,
+        caveat: Some(format!(
+            "from process accounting and samples: which of these processes the {what} waited for is not in the trace"
+        )),
+    }]
 }
