@@ -75,8 +75,8 @@ pub struct PlanDevice {
     pub image: String,
 }
 
-/// Bytes of the device from `offset`, first needed at `first_need_ns` (since the traced
-/// command started).
+/// Bytes of the device from `offset`, first needed at `first_need_ns` (the earliest issue of
+/// a request touching it, since the recording started).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockRange {
     pub offset: u64,
