@@ -345,7 +345,8 @@ fn a_wait_is_shared_among_files_by_the_cost_of_their_requests_not_by_pages() {
 #[test]
 fn a_snapshot_volume_adds_a_fetch_to_the_first_read_of_each_chunk() {
     // Three waits of 10 ms: page 0 of a file, page 1 of it (the same 512 KiB chunk), then a
-    // second file 64 MiB further (another chunk).
+    // second file 32 MiB further on the recorded disk, 8 KiB further on the volume made from
+    // the files (the same chunk).
     let trace = Builder::start()
         .placed_file(1, "/usr/lib/app/a", 8192)
         .placed_file(2, "/usr/lib/app/b", 4096)
@@ -369,11 +370,102 @@ fn a_snapshot_volume_adds_a_fetch_to_the_first_read_of_each_chunk() {
     // 100 ms, then 512 KiB at 300 MiB/s.
     let fetch = snapshot_disk.fetch_ns();
     assert_eq!(fetch, 101_666_666);
-    assert_eq!((cloud.chunk_fetches, snapshot.chunk_fetches), (0, 2));
+    assert_eq!((cloud.chunk_fetches, snapshot.chunk_fetches), (0, 1));
+    assert_eq!(snapshot.predicted_path_io_wait_ns, cloud.predicted_path_io_wait_ns + fetch);
+    assert_eq!(snapshot.predicted_ns, cloud.predicted_ns + fetch);
+    assert_eq!(snapshot.with_prefetch_ahead_ns, cloud.with_prefetch_ahead_ns, "the plan fetched them ahead");
+    assert_eq!(snapshot.prefetch_replay_ns, cloud.prefetch_replay_ns + fetch);
+    assert!(snapshot.text.contains("reads 1 chunk of 512.0 KiB first"), "{}", snapshot.text);
+    assert!(!cloud.text.contains("snapshot"), "{}", cloud.text);
+}
+
+/// Chunks are counted where the files lie on a volume made from them (packed in the order of
+/// their first extent), not on the recorded disk, where `placed_file` puts them 32 MiB apart.
+#[test]
+fn a_snapshot_volume_counts_chunks_on_the_files_packed_in_order() {
+    const KIB: u64 = 1024;
+    // Packed: a at 0–384 KiB (chunk 0), b at 384–768 KiB (chunks 0 and 1), c at 768–1024 KiB
+    // (chunk 1). Four waits of 10 ms, each one 128 KiB request: a from 0 (chunk 0, a fetch),
+    // b from 0 (packed at 384 KiB: chunk 0, fetched), b from 128 KiB (packed at 512 KiB:
+    // chunk 1, a fetch), c from 0 (packed at 768 KiB: chunk 1, fetched). Two fetches; on the
+    // recorded layout each file is a chunk of its own, three at least.
+    let mut b = Builder::start()
+        .placed_file(1, "/usr/lib/app/a", 384 * KIB)
+        .placed_file(2, "/usr/lib/app/b", 384 * KIB)
+        .placed_file(3, "/usr/lib/app/c", 256 * KIB);
+    for (i, (file, page)) in [(1, 0), (2, 0), (2, 32), (3, 0)].into_iter().enumerate() {
+        let t = i as Nanos * 20 * MS;
+        b = b
+            .run(100, t, t + 10 * MS)
+            .fill(t + 10 * MS, 100, 100, file, page, 32)
+            .request(t + 10 * MS, t + 20 * MS, file, page, 128 * 1024, 100, "app")
+            .sched(100, t + 10 * MS, t + 20 * MS, IoWait);
+    }
+    let trace = b.ready_at_exit(80 * MS).build();
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Cloud), class(DiskClass::Snapshot)]);
+    let (cloud, snapshot) = (&d.what_if[0], &d.what_if[1]);
+    let fetch = DiskParams::class_defaults(DiskClass::Snapshot).fetch_ns();
+    assert_eq!(snapshot.chunk_fetches, 2);
     assert_eq!(snapshot.predicted_path_io_wait_ns, cloud.predicted_path_io_wait_ns + 2 * fetch);
     assert_eq!(snapshot.predicted_ns, cloud.predicted_ns + 2 * fetch);
-    assert_eq!(snapshot.with_prefetch_ahead_ns, cloud.with_prefetch_ahead_ns, "the plan fetched them ahead");
-    assert_eq!(snapshot.prefetch_replay_ns, cloud.prefetch_replay_ns + fetch, "two fetches side by side");
-    assert!(snapshot.text.contains("reads 2 chunks of 512.0 KiB first"), "{}", snapshot.text);
-    assert!(!cloud.text.contains("snapshot"), "{}", cloud.text);
+    assert_eq!(
+        snapshot.with_prefetch_ahead_ns, cloud.with_prefetch_ahead_ns,
+        "a block plan replayed ahead fetched them"
+    );
+}
+
+/// A request issued after another of the same wait completed depended on it: on a snapshot
+/// volume its fetch follows the other's; issued while the other was in flight, they are
+/// fetched side by side.
+#[test]
+fn a_snapshot_volume_fetches_a_waits_dependent_reads_one_after_the_other() {
+    const KIB: u64 = 1024;
+    let fetch = DiskParams::class_defaults(DiskClass::Snapshot).fetch_ns();
+    // Packed: a at 0–512 KiB (chunk 0), b at 512 KiB (chunk 1). One wait of 20 ms reads both.
+    for (second_issue, fetches) in [(16 * MS, 2), (12 * MS, 1)] {
+        let trace = Builder::start()
+            .placed_file(1, "/usr/lib/app/a", 512 * KIB)
+            .placed_file(2, "/usr/lib/app/b", 4 * KIB)
+            .run(100, 0, 10 * MS)
+            .fill(10 * MS, 100, 100, 1, 0, 1)
+            .request(10 * MS, 15 * MS, 1, 0, 4096, 100, "app")
+            .fill(second_issue, 100, 100, 2, 0, 1)
+            .request(second_issue, 30 * MS, 2, 0, 4096, 100, "app")
+            .sched(100, 10 * MS, 30 * MS, IoWait)
+            .run(100, 30 * MS, 40 * MS)
+            .ready_at_exit(40 * MS)
+            .build();
+        let d = diagnose_with(&trace, &config(), &[class(DiskClass::Cloud), class(DiskClass::Snapshot)]);
+        let (cloud, snapshot) = (&d.what_if[0], &d.what_if[1]);
+        assert_eq!(snapshot.chunk_fetches, 2);
+        assert_eq!(
+            snapshot.predicted_path_io_wait_ns,
+            cloud.predicted_path_io_wait_ns + fetches * fetch,
+            "second read issued at {second_issue} ns"
+        );
+    }
+}
+
+/// A chunk first read ahead while the start ran (no wait counted it) is needed soon after: on
+/// a snapshot volume the next wait waits for the rest of its fetch.
+#[test]
+fn a_snapshot_volume_makes_the_next_wait_wait_for_a_fetch_read_ahead() {
+    let fetch = DiskParams::class_defaults(DiskClass::Snapshot).fetch_ns();
+    // Page 0 read ahead at 2 ms while running (chunk 0, a fetch); the wait at 10 ms reads page
+    // 1 (chunk 0 again): it waits for the fetch, less the 8 ms since its issue.
+    let trace = Builder::start()
+        .placed_file(1, "/usr/lib/app/a", 8192)
+        .run(100, 0, 10 * MS)
+        .fill(2 * MS, 100, 100, 1, 0, 1)
+        .request(2 * MS, 3 * MS, 1, 0, 4096, 100, "app")
+        .fill(10 * MS, 100, 100, 1, 1, 1)
+        .request(10 * MS, 20 * MS, 1, 1, 4096, 100, "app")
+        .sched(100, 10 * MS, 20 * MS, IoWait)
+        .ready_at_exit(20 * MS)
+        .build();
+    let d = diagnose_with(&trace, &config(), &[class(DiskClass::Cloud), class(DiskClass::Snapshot)]);
+    let (cloud, snapshot) = (&d.what_if[0], &d.what_if[1]);
+    assert_eq!(snapshot.chunk_fetches, 1);
+    assert_eq!(snapshot.predicted_path_io_wait_ns, cloud.predicted_path_io_wait_ns + fetch - 8 * MS);
+    assert_eq!(snapshot.block_plan_fetch_ns, fetch, "a block plan fetches the one chunk ahead");
 }

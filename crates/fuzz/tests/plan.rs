@@ -193,3 +193,79 @@ fn plan_file() {
         check,
     );
 }
+
+/// A block plan as `prefetch plan --blocks` writes one: ranges in first-need order, the
+/// identity's samples, the stats.
+fn block_plan_seed() -> Vec<u8> {
+    use coldstart_prefetch::blocks::identity::{Identity, Sample};
+    use coldstart_prefetch::blocks::{
+        BlockPlan, BlockRange, BlockSource, BlockStats, FORMAT, PlanDevice, VERSION,
+    };
+    let ranges = vec![
+        BlockRange { offset: 8 << 20, length: 1 << 20, first_need_ns: 2_000 },
+        BlockRange { offset: 0, length: 512 << 10, first_need_ns: 1_000_000 },
+        BlockRange { offset: 60 << 20, length: 4 << 20, first_need_ns: 3_500_000_000 },
+    ];
+    let samples = [0, 8 << 20, 62 << 20]
+        .into_iter()
+        .map(|offset| Sample { offset, length: 4096, sha256: format!("{offset:064x}") })
+        .collect();
+    let plan = BlockPlan {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: "coldstart fuzz".into(),
+        source: BlockSource {
+            trace: "boot.coldstart".into(),
+            command: vec!["boot".into()],
+            ..BlockSource::default()
+        },
+        device: PlanDevice {
+            dev: "7:3".into(),
+            name: Some("loop3".into()),
+            chosen_by: "most reads".into(),
+            image: "/dev/loop3".into(),
+        },
+        identity: Identity {
+            filesystem: "ext4".into(),
+            uuid: "0b10c000-0000-4000-8000-00000000000a".into(),
+            label: Some("root".into()),
+            size_bytes: 64 << 20,
+            samples,
+        },
+        chunk_bytes: 512 << 10,
+        stats: BlockStats {
+            requests: 40,
+            read_bytes: 5 << 20,
+            metadata_read_bytes: 1 << 16,
+            distinct_read_bytes: 5 << 20,
+            chunks: 11,
+            planned_bytes: 5632 << 10,
+            other_devices: vec![("8:0".into(), 4096)],
+        },
+        ranges,
+    };
+    plan.to_json().into_bytes()
+}
+
+fn check_block_plan(bytes: &[u8]) {
+    use coldstart_prefetch::blocks::{BlockPlan, show};
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(plan) = BlockPlan::from_json(&text, Path::new("fuzz.bplan")) else { return };
+    show::render(&plan, None);
+    show::render(&plan, Some(1));
+    BlockPlan::from_json(&plan.to_json(), Path::new("again.bplan")).expect("a block plan written back reads");
+}
+
+#[test]
+fn block_plan_file() {
+    fuzz(
+        "block_plan",
+        vec![block_plan_seed()],
+        |bases| {
+            let json = (mutate::base(&bases), prop::collection::vec(json_edit(), 1..6))
+                .prop_map(|(plan, edits)| apply(&plan, &edits));
+            prop_oneof![6 => json, 2 => mutate::text(&bases), 1 => mutate::bytes(&bases)].boxed()
+        },
+        check_block_plan,
+    );
+}

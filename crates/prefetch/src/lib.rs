@@ -9,10 +9,13 @@
 //!   used, checked against this machine's files.
 //! - [`plan`] is the file format (versioned JSON, docs/plan-format.md) and
 //!   [`show`] its readable dump.
+//! - [`blocks`] makes, shows and replays block plans: a device's ranges, tied to its
+//!   image, read with direct I/O (for a lazily fetched volume).
 //! - [`replay`] reads a plan into the page cache with bounded parallelism, checking
 //!   each file's identity first (a changed file is skipped and reported), skipping
 //!   what is resident, within a memory budget, at a chosen I/O priority.
 
+pub mod blocks;
 pub mod build;
 pub mod error;
 pub mod fleet;

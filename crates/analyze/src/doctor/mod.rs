@@ -24,6 +24,7 @@ mod intervals;
 mod known;
 mod layout;
 mod locale;
+mod packed;
 mod parse;
 mod processes;
 mod readahead;

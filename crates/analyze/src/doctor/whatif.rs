@@ -11,7 +11,10 @@
 //!
 //! On a lazily fetched volume (the `snapshot` class, a volume restored from a snapshot) the
 //! first request to read each chunk of it also waits for the chunk's fetch: the fetches of a
-//! wait's first reads are added to it, `fetch_depth` at a time (`mark_first_reads`).
+//! wait's first reads are added to it, `fetch_depth` at a time (`mark_first_reads`). Chunks
+//! are counted on the volume made afresh from the start's files (`packed.rs`): on the recorded
+//! disk's layout, where files lie apart, a python import read 240 chunks first, against the 59
+//! its files packed in order take (docs/benchmarks-journal.md).
 
 use coldstart_trace::{BlockOp, Nanos};
 use serde::{Deserialize, Serialize};
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::SegmentKind;
 use crate::doctor::disk_model::{DiskClass, DiskParams, HIDDEN_QUEUE_MIN_REQUESTS, RequestShape};
 use crate::doctor::facts::Facts;
+use crate::doctor::packed::PackedLayout;
 use crate::time::split;
 use crate::units::{bytes, count, duration, plural};
 
@@ -150,6 +154,10 @@ pub struct WhatIf {
     /// fetch (0 on other disks).
     #[serde(default)]
     pub chunk_fetches: u64,
+    /// On a lazily fetched volume: the time a block plan (`prefetch plan --blocks`) replayed
+    /// before the start takes to fetch those chunks, `fetch_depth` at a time (0 on other disks).
+    #[serde(default)]
+    pub block_plan_fetch_ns: Nanos,
     /// The arithmetic, for people.
     pub text: String,
 }
@@ -226,13 +234,24 @@ pub(crate) struct Costed {
 }
 
 /// Counts for each request (in order of completion) the chunks it reads first, on a lazily
-/// fetched volume: those no earlier request of its device touched. Returns them all.
+/// fetched volume: those no earlier request of its device touched, the chunks taken on the
+/// volume made afresh from the start's files (`PackedLayout`), as an image is built and as
+/// `bench --storage` fills its device. Returns them all.
 fn mark_first_reads(f: &Facts, spec: &WhatIfSpec, requests: &mut [Costed]) -> u64 {
+    if !requests.iter().any(|c| model_for(f, spec, c.dev).is_lazy()) {
+        return 0;
+    }
+    let metadata: Vec<(coldstart_trace::Dev, u64, u64)> = requests
+        .iter()
+        .filter(|c| c.file.is_none())
+        .map(|c| (c.dev, c.sector.saturating_mul(512), c.bytes))
+        .collect();
+    let layout = PackedLayout::new(f.trace, &metadata);
     let mut seen: std::collections::HashSet<(coldstart_trace::Dev, u64)> = std::collections::HashSet::new();
     let mut total = 0;
     for c in requests.iter_mut() {
         let model = model_for(f, spec, c.dev);
-        let chunks = model.chunks_of(c.sector.saturating_mul(512), c.bytes);
+        let chunks = model.chunks_of(layout.offset_of(c.dev, c.sector.saturating_mul(512), c.file), c.bytes);
         c.first_chunks = chunks.filter(|&chunk| seen.insert((c.dev, chunk))).count() as u64;
         total += c.first_chunks;
     }
@@ -293,37 +312,90 @@ fn model_for<'m>(f: &'m Facts, spec: &'m WhatIfSpec, dev: coldstart_trace::Dev) 
 }
 
 /// The predicted length of a wait `start..end`, from the requests completing in it;
-/// requests costed with the same model overlap by its queue depth.
+/// requests costed with the same model overlap by its queue depth; their fetches on a lazily
+/// fetched volume as `fetch_chain_ns` says.
 fn wait_on(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], start: Nanos, end: Nanos) -> Option<Nanos> {
     // Per model (by address): serial cost, transfer, requests, first reads of chunks.
-    let mut groups: Vec<(&DiskParams, f64, f64, usize, f64)> = Vec::new();
+    type Group<'m> = (&'m DiskParams, f64, f64, usize, Vec<(Nanos, Nanos, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
     for (c, weight) in in_wait(requests, start, end) {
         let disk = model_for(f, spec, c.dev);
         let serial = weight * (disk.request_ns + disk.positioning_ns(c.distance)) as f64;
         let transfer = weight * disk.transfer_ns(c.bytes) as f64;
-        let fetches = weight * c.first_chunks as f64;
+        let fetch = (c.first_chunks > 0).then_some((c.issue, c.complete, weight * c.first_chunks as f64));
         match groups.iter_mut().find(|g| std::ptr::eq(g.0, disk)) {
             Some(g) => {
                 g.1 += serial;
                 g.2 += transfer;
                 g.3 += 1;
-                g.4 += fetches;
+                g.4.extend(fetch);
             }
-            None => groups.push((disk, serial, transfer, 1, fetches)),
+            None => groups.push((disk, serial, transfer, 1, fetch.into_iter().collect())),
         }
     }
     if groups.is_empty() {
         return None;
     }
     let total: f64 = groups
-        .iter()
+        .iter_mut()
         .map(|(disk, serial, transfer, n, fetches)| {
-            serial / (disk.queue_depth.max(1) as usize).min(*n) as f64
-                + transfer
-                + disk.fetches_ns(fetches.ceil() as u64) as f64
+            *serial / (disk.queue_depth.max(1) as usize).min(*n) as f64
+                + *transfer
+                + fetch_chain_ns(disk, fetches) as f64
         })
         .sum();
     Some(total as Nanos)
+}
+
+/// The fetches of one wait's first reads (issue, completion, weighted chunks): a request
+/// issued after an earlier one of the wait had completed depended on it (the next block of
+/// a lookup, the read after the metadata), so on a lazily fetched volume its fetches start
+/// after that one's: the wait's requests form batches, one after the other, each batch's
+/// fetches `fetch_depth` at a time.
+fn fetch_chain_ns(disk: &DiskParams, fetches: &mut [(Nanos, Nanos, f64)]) -> Nanos {
+    fetches.sort_by_key(|&(issue, complete, _)| (issue, complete));
+    let mut total: Nanos = 0;
+    let mut batch: Option<(Nanos, f64)> = None;
+    for &(issue, complete, chunks) in fetches.iter() {
+        batch = match batch {
+            Some((first_done, sum)) if issue < first_done => Some((first_done.min(complete), sum + chunks)),
+            Some((_, sum)) => {
+                total = total.saturating_add(disk.fetches_ns(sum.ceil() as u64));
+                Some((complete, chunks))
+            }
+            None => Some((complete, chunks)),
+        };
+    }
+    if let Some((_, sum)) = batch {
+        total = total.saturating_add(disk.fetches_ns(sum.ceil() as u64));
+    }
+    total
+}
+
+/// On a lazily fetched volume, the fetches of first reads no wait of the path counted (read
+/// ahead while the start ran): the start needs their data soon, and on the recorded disk it had
+/// arrived by then; a fetch takes longer, so the next wait after their issue waits for the
+/// rest: their fetches less the time from the earliest of them to that wait.
+fn unwaited_fetches_ns(f: &Facts, spec: &WhatIfSpec, requests: &[Costed], waits: &[(Nanos, Nanos)]) -> Nanos {
+    // Per following wait: the earliest issue and the chunks.
+    let mut pending: Vec<(Nanos, Nanos, u64, &DiskParams)> = Vec::new();
+    for c in requests.iter().filter(|c| c.first_chunks > 0) {
+        if waits
+            .iter()
+            .any(|&(start, end)| in_wait(std::slice::from_ref(c), start, end).any(|(_, w)| w > 0.0))
+        {
+            continue;
+        }
+        let Some(&(next, _)) = waits.iter().find(|&&(start, _)| start >= c.issue) else { continue };
+        match pending.iter_mut().find(|p| p.0 == next) {
+            Some(p) => {
+                p.1 = p.1.min(c.issue);
+                p.2 += c.first_chunks;
+            }
+            None => pending.push((next, c.issue, c.first_chunks, model_for(f, spec, c.dev))),
+        }
+    }
+    pending.iter().map(|&(next, issue, chunks, disk)| (disk.fetches_ns(chunks) - (next - issue)).max(0)).sum()
 }
 
 /// The requests of `requests` (sorted by completion) that count for a wait `start..end`:
@@ -512,6 +584,13 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
     let mut waits = 0;
     let mut kept = 0;
     if let Some(cp) = f.path {
+        let spans: Vec<(Nanos, Nanos)> = cp
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegmentKind::IoWait)
+            .map(|s| (s.start_ns, s.end_ns))
+            .collect();
+        predicted_io = predicted_io.saturating_add(unwaited_fetches_ns(f, spec, &requests, &spans));
         for s in cp.segments.iter().filter(|s| s.kind == SegmentKind::IoWait) {
             let recorded = s.end_ns - s.start_ns;
             path_io = path_io.saturating_add(recorded);
@@ -571,7 +650,7 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         duration(replay),
         duration(alongside)
     ) + &read_ahead_text(spec, &cut)
-        + &fetch_text(&spec.disk, chunk_fetches);
+        + &fetch_text(&spec.disk, chunk_fetches, (predicted - ahead).max(0));
     WhatIf {
         disk,
         only_dev: spec.only_dev,
@@ -594,22 +673,28 @@ pub(crate) fn what_if(f: &Facts, spec: &WhatIfSpec) -> WhatIf {
         read_ahead_cut: cut.cut,
         read_ahead_pieces: cut.pieces,
         chunk_fetches,
+        block_plan_fetch_ns: spec.disk.fetches_ns(chunk_fetches),
         text,
     }
 }
 
-/// What the prediction counted of a lazily fetched volume's fetches, for the what-if's text.
-fn fetch_text(disk: &DiskParams, fetches: u64) -> String {
+/// What the prediction counted of a lazily fetched volume's fetches, and the gain of a block
+/// plan replayed before the start, for the what-if's text.
+fn fetch_text(disk: &DiskParams, fetches: u64, gain: Nanos) -> String {
     if !disk.is_lazy() {
         return String::new();
     }
     format!(
-        "; restored from a snapshot, the start reads {} of {} first: each waits for its fetch ({} each, {} at a \
-         time), added to the waits of the requests that read them first, to the disk's time and to the replay",
+        "; restored from a snapshot, the start reads {} of {} first (on the volume made from its files, packed in \
+         order): each waits for its fetch ({} each, {} at a time), added to the waits of the requests that read them \
+         first, to the disk's time and to the replay; a block plan (`coldstart prefetch plan --blocks`) replayed \
+         before the start fetches them in {}, and the start then gains {}",
         plural(fetches, "chunk"),
         bytes(disk.fetch_chunk_bytes),
         duration(disk.fetch_ns()),
-        disk.fetch_depth
+        disk.fetch_depth,
+        duration(disk.fetches_ns(fetches)),
+        duration(gain)
     )
 }
 

@@ -18,6 +18,7 @@ pub mod info;
 pub mod launch_args;
 pub mod mark;
 pub mod prefetch;
+pub mod prefetch_blocks;
 pub mod prefetch_fleet;
 pub mod reads;
 pub mod record;

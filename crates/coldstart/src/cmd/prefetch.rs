@@ -58,6 +58,7 @@ Examples:
   coldstart prefetch plan app.coldstart -o app-disk.plan --order disk
   coldstart prefetch plan app.coldstart -o vmtouch-like.plan --whole-files      # a classic baseline
   coldstart prefetch plan --dataset fleet/ --min-share 0.5 --build 41.2 -o image.plan   # from a fleet
+  coldstart prefetch plan --blocks boot.coldstart --image golden.img -o boot.bplan   # a block plan
 
 Used pages are the trace's read and fault accesses plus the map-around pages that were
 filled; for a trace without page accesses, the pages that entered the page cache (the
@@ -69,11 +70,29 @@ From a fleet (--dataset, from `coldstart export --format parquet`): the pages th
 --min-share of the traces used, for the files this machine has at the same size and
 modification time (others are another build's and are left out, as are files missing here),
 in this machine's disk order; each page first needed at the mean time of the traces that used
-it. Filesystem metadata is not planned from a fleet (its disk offsets are each machine's own).")]
+it. Filesystem metadata is not planned from a fleet (its disk offsets are each machine's own).
+
+A block plan (--blocks): the device ranges the start read (filesystem metadata included), of
+the device it read most from (--device MAJ:MIN to choose), rounded to --chunk, in the order
+first needed; tied to its ext4 image by the filesystem's UUID and checksums of sampled blocks
+read from --image (default /dev/block/MAJ:MIN): give the image as restored, before its first
+mount. For a volume restored from a snapshot, replayed with direct I/O by `prefetch run`.")]
 pub struct PlanArgs {
     /// The trace (from `coldstart record`, best with --cold).
     #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
     pub trace: Option<PathBuf>,
+    /// Make a block plan: device ranges, for a lazily fetched volume (docs/plan-format.md).
+    #[arg(long, conflicts_with_all = ["dataset", "whole_files", "no_metadata"])]
+    pub blocks: bool,
+    /// With --blocks: the traced device to plan [default: the one read most].
+    #[arg(long, value_name = "MAJ:MIN", requires = "blocks", value_parser = crate::cmd::prefetch_blocks::dev)]
+    pub device: Option<coldstart_trace::Dev>,
+    /// With --blocks: the image or device to read the identity from [default: /dev/block/MAJ:MIN].
+    #[arg(long, value_name = "PATH", requires = "blocks")]
+    pub image: Option<PathBuf>,
+    /// With --blocks: the chunk the ranges are rounded to, a multiple of 4 KiB [default: 512KiB].
+    #[arg(long, value_name = "SIZE", requires = "blocks")]
+    pub chunk: Option<ByteSize>,
     /// Make the plan from a dataset of many traces instead (`coldstart export --format parquet`).
     #[arg(long, value_name = "DIR", conflicts_with = "whole_files")]
     pub dataset: Option<PathBuf>,
@@ -126,10 +145,10 @@ pub struct PlanArgs {
 pub struct ShowArgs {
     /// The plan file (from `coldstart prefetch plan`).
     pub plan: PathBuf,
-    /// List this many files.
+    /// List this many files (a block plan: ranges).
     #[arg(long, default_value_t = 30)]
     pub files: usize,
-    /// List every file.
+    /// List every file (a block plan: every range).
     #[arg(long)]
     pub all: bool,
     /// List each file's ranges too.
@@ -358,14 +377,23 @@ Examples:
   coldstart prefetch run app.plan
   coldstart prefetch run app.plan --depth 4 --ioprio idle --max-memory 25%
   coldstart prefetch run app.plan --json report.json --max-stale 30
+  coldstart prefetch run boot.bplan --device /dev/vdb     # a block plan, direct I/O, 32 in flight
 
 Works without root for files the user can read (what was already cached is then unknown
 for files the user may not write, and they are read anyway). Exit status: 0 done; 2 an
 error of coldstart; 4 more than --max-stale percent of the planned bytes belong to files
-that changed or disappeared since the plan was made (make the plan again).")]
+that changed or disappeared since the plan was made (make the plan again).
+
+A block plan (`prefetch plan --blocks`) is replayed on --device, or on the device holding its
+filesystem's UUID: its identity is checked first (size, superblock, sampled blocks; another or
+a changed image is refused, exit 2, having read only those blocks), then each chunk is read
+once with direct I/O, --depth at a time [default 32], in plan order.")]
 pub struct RunArgs {
     /// The plan file to replay (from `coldstart prefetch plan`).
     pub plan: PathBuf,
+    /// A block plan's device or image file [default: the device holding the plan's UUID].
+    #[arg(long, value_name = "PATH")]
+    pub device: Option<PathBuf>,
     #[command(flatten)]
     pub replay: ReplayArgs,
     /// Write the report as JSON (`-`: to stdout).
@@ -415,6 +443,9 @@ fn settings(args: &PlanArgs, boot_or_session: bool) -> PlanSettings {
 fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if args.output.exists() && !args.force {
         bail!("{} exists; use --force to overwrite it", args.output.display());
+    }
+    if args.blocks {
+        return crate::cmd::prefetch_blocks::plan(&args);
     }
     if args.dataset.is_none()
         && (args.min_share.is_some() || args.build.is_some() || args.machine_class.is_some())
@@ -500,6 +531,15 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    if crate::cmd::prefetch_blocks::is_block_plan(&args.plan) {
+        if args.paths || args.ranges {
+            bail!(
+                "{} is a block plan: it has ranges of a device, no files (drop --paths and --ranges)",
+                args.plan.display()
+            );
+        }
+        return crate::cmd::prefetch_blocks::show(&args.plan, (!args.all).then_some(args.files));
+    }
     let plan = Plan::load(&args.plan)?;
     if args.paths {
         print!("{}", coldstart_prefetch::show::paths(&plan));
@@ -511,6 +551,15 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if crate::cmd::prefetch_blocks::is_block_plan(&args.plan) {
+        return crate::cmd::prefetch_blocks::run(&args);
+    }
+    if args.device.is_some() {
+        bail!(
+            "--device is for a block plan (`prefetch plan --blocks`); {} is a page plan",
+            args.plan.display()
+        );
+    }
     let plan = load_plan(&args.plan)?;
     let options = args.replay.options_for(plan.settings.order);
     let report = coldstart_prefetch::replay(plan, &options)?;

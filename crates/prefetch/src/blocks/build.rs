@@ -1,0 +1,211 @@
+//! A trace's block requests into a block plan's ranges (pure): the reads of one device,
+//! rounded out to whole chunks, each chunk first needed when the earliest request touching
+//! it was issued, chunks in that order, neighbours on the disk that follow each other in the
+//! order merged into one range.
+
+use coldstart_trace::{BlockOp, Dev, Nanos, Trace};
+use rustc_hash::FxHashMap;
+
+use super::{BlockError, BlockRange, BlockStats};
+
+/// How to make a block plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSettings {
+    /// The device to plan; `None`: the one the trace read most bytes from.
+    pub device: Option<Dev>,
+    /// Bytes per chunk, a positive multiple of [`super::ALIGN`].
+    pub chunk_bytes: u64,
+    /// The device's size in bytes: the last chunk ends there.
+    pub device_bytes: u64,
+}
+
+/// The ranges of the chosen device and the figures about them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRanges {
+    pub dev: Dev,
+    pub ranges: Vec<BlockRange>,
+    pub stats: BlockStats,
+}
+
+/// Bytes read per device, most first (ties by device number).
+pub fn read_bytes_by_device(trace: &Trace) -> Vec<(Dev, u64)> {
+    let mut by_dev: FxHashMap<Dev, u64> = FxHashMap::default();
+    for b in trace.block_ios.iter().filter(|b| b.op == BlockOp::Read && b.sector.is_some()) {
+        *by_dev.entry(b.dev).or_default() += u64::from(b.bytes);
+    }
+    let mut devices: Vec<(Dev, u64)> = by_dev.into_iter().collect();
+    devices.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    devices
+}
+
+/// The plan's ranges from the trace's read requests of one device.
+pub fn build_block_ranges(trace: &Trace, settings: &BlockSettings) -> Result<BlockRanges, BlockError> {
+    let devices = read_bytes_by_device(trace);
+    let dev = match settings.device {
+        Some(dev) if devices.iter().any(|d| d.0 == dev) => dev,
+        Some(dev) => return Err(no_reads_of(dev, &devices)),
+        None => devices.first().map(|d| d.0).ok_or_else(no_reads)?,
+    };
+    let chunk = settings.chunk_bytes;
+    let mut first_need: FxHashMap<u64, Nanos> = FxHashMap::default();
+    let mut stats = BlockStats {
+        other_devices: devices.iter().filter(|d| d.0 != dev).map(|d| (d.0.to_string(), d.1)).collect(),
+        ..BlockStats::default()
+    };
+    let reads = trace.block_ios.iter().filter(|b| b.op == BlockOp::Read && b.dev == dev);
+    for (b, sector) in reads.filter_map(|b| Some((b, b.sector?))) {
+        let start = sector.saturating_mul(512);
+        let end = start.saturating_add(u64::from(b.bytes)).min(settings.device_bytes);
+        stats.requests += 1;
+        stats.read_bytes += u64::from(b.bytes);
+        if b.rwbs.contains('M') {
+            stats.metadata_read_bytes += u64::from(b.bytes);
+        }
+        let when = b.issue_ns.or(b.complete_ns).unwrap_or(0);
+        for index in start / chunk..end.div_ceil(chunk) {
+            first_need.entry(index).and_modify(|t| *t = (*t).min(when)).or_insert(when);
+        }
+    }
+    if first_need.is_empty() {
+        return Err(BlockError::Plan(format!(
+            "every read of device {dev} in the trace lies past the image's end ({} bytes): is it the traced device's image?",
+            settings.device_bytes
+        )));
+    }
+    let mut chunks: Vec<(Nanos, u64)> = first_need.into_iter().map(|(index, t)| (t, index)).collect();
+    chunks.sort_unstable();
+    let ranges = merge_in_order(&chunks, chunk, settings.device_bytes);
+    stats.chunks = chunks.len() as u64;
+    stats.planned_bytes = ranges.iter().map(|r| r.length).sum();
+    stats.distinct_read_bytes = distinct_bytes(trace, dev, settings.device_bytes);
+    Ok(BlockRanges { dev, ranges, stats })
+}
+
+/// The trace read nothing of `dev`.
+pub fn no_reads_of(dev: Dev, devices: &[(Dev, u64)]) -> BlockError {
+    BlockError::Plan(format!(
+        "the trace has no read request of device {dev} (it read from {})",
+        device_list(devices)
+    ))
+}
+
+/// The trace read nothing at all.
+pub fn no_reads() -> BlockError {
+    BlockError::Plan(
+        "the trace has no block read request: was the start recorded cold, as root? \
+         (`sudo coldstart record --cold -- CMD`)"
+            .into(),
+    )
+}
+
+/// Chunks in first-need order; a chunk right after the previous one on the disk extends its range.
+fn merge_in_order(chunks: &[(Nanos, u64)], chunk: u64, device_bytes: u64) -> Vec<BlockRange> {
+    let mut ranges: Vec<BlockRange> = Vec::new();
+    for &(when, index) in chunks {
+        let offset = index * chunk;
+        let length = chunk.min(device_bytes - offset);
+        match ranges.last_mut() {
+            Some(last) if last.offset + last.length == offset => last.length += length,
+            _ => ranges.push(BlockRange { offset, length, first_need_ns: when }),
+        }
+    }
+    ranges
+}
+
+/// Bytes of the device the trace's reads covered, each byte counted once.
+fn distinct_bytes(trace: &Trace, dev: Dev, device_bytes: u64) -> u64 {
+    let mut spans: Vec<(u64, u64)> = trace
+        .block_ios
+        .iter()
+        .filter(|b| b.op == BlockOp::Read && b.dev == dev)
+        .filter_map(|b| {
+            let start = b.sector?.saturating_mul(512).min(device_bytes);
+            Some((start, start.saturating_add(u64::from(b.bytes)).min(device_bytes)))
+        })
+        .collect();
+    spans.sort_unstable();
+    let (mut total, mut reach) = (0, 0);
+    for (start, end) in spans {
+        let from = start.max(reach);
+        if end > from {
+            total += end - from;
+            reach = end;
+        }
+    }
+    total
+}
+
+fn device_list(devices: &[(Dev, u64)]) -> String {
+    if devices.is_empty() {
+        return "no device".into();
+    }
+    devices.iter().map(|(d, b)| format!("{d} ({b} bytes)")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use coldstart_trace::BlockIo;
+
+    use super::*;
+
+    fn read(dev: Dev, sector: u64, bytes: u32, at: Nanos, rwbs: &str) -> BlockIo {
+        BlockIo {
+            issue_ns: Some(at),
+            complete_ns: Some(at + 1000),
+            dev,
+            sector: Some(sector),
+            bytes,
+            op: BlockOp::Read,
+            rwbs: rwbs.into(),
+            ..BlockIo::default()
+        }
+    }
+
+    const KIB: u64 = 1024;
+
+    #[test]
+    fn reads_become_whole_chunks_in_first_need_order_with_neighbours_merged() {
+        let vda = Dev::new(253, 0);
+        let trace = Trace {
+            block_ios: vec![
+                // chunk 4 (2 MiB) first, then chunks 0 and 1 by one request across them, then
+                // chunk 2 (joins 0-1), then chunk 4 again (already planned), metadata in chunk 9.
+                read(vda, 4096, 4096, 10, "RA"),
+                read(vda, 1000, 64 * 1024, 20, "R"),
+                read(vda, 2048, 4096, 30, "R"),
+                read(vda, 4100, 4096, 40, "R"),
+                read(vda, 9 * 1024, 4096, 50, "RM"),
+                read(Dev::new(8, 0), 0, 4096, 5, "R"),
+            ],
+            ..Trace::default()
+        };
+        let settings = BlockSettings { device: None, chunk_bytes: 512 * KIB, device_bytes: 4700 * KIB };
+        let planned = build_block_ranges(&trace, &settings).unwrap();
+        assert_eq!(planned.dev, vda, "the device with most bytes read");
+        let ranges: Vec<(u64, u64, Nanos)> =
+            planned.ranges.iter().map(|r| (r.offset / KIB, r.length / KIB, r.first_need_ns)).collect();
+        // Sector 1000 = byte 500 KiB: the 64 KiB request spans chunks 0 and 1.
+        // Chunk 9 starts at 4608 KiB and is cut at the device's end (4700 KiB).
+        assert_eq!(ranges, vec![(2048, 512, 10), (0, 1536, 20), (4608, 92, 50)]);
+        assert_eq!(planned.stats.requests, 5);
+        assert_eq!(planned.stats.chunks, 5);
+        assert_eq!(planned.stats.metadata_read_bytes, 4096);
+        assert_eq!(planned.stats.planned_bytes, (2048 + 92) * KIB);
+        assert_eq!(
+            planned.stats.distinct_read_bytes,
+            4096 + 64 * 1024 + 4096 + 2048 + 4096,
+            "the two reads of chunk 4 overlap by 2 KiB"
+        );
+        assert_eq!(planned.stats.other_devices, vec![("8:0".to_owned(), 4096)]);
+    }
+
+    #[test]
+    fn a_chosen_device_without_reads_or_a_trace_without_reads_is_refused() {
+        let trace = Trace { block_ios: vec![read(Dev::new(8, 0), 0, 4096, 5, "R")], ..Trace::default() };
+        let settings = |device| BlockSettings { device, chunk_bytes: 512 * KIB, device_bytes: 1 << 30 };
+        let err = build_block_ranges(&trace, &settings(Some(Dev::new(7, 1)))).unwrap_err().to_string();
+        assert!(err.contains("no read request of device 7:1") && err.contains("8:0 (4096 bytes)"), "{err}");
+        let err = build_block_ranges(&Trace::default(), &settings(None)).unwrap_err().to_string();
+        assert!(err.contains("no block read request"), "{err}");
+    }
+}
