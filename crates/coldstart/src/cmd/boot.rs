@@ -71,7 +71,8 @@ pub enum Action {
   sudo coldstart boot enable --until unit:display-manager.service --until idle:2000
   sudo coldstart boot enable --root /var/lib/machines/deb --install-binary
   sudo coldstart boot enable --prefetch            # learn, replay, verify and keep fresh a boot plan
-  sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50
+  sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50 --keep-traces 8
+  sudo coldstart boot disable --purge              # and the prefetch service's state
 
 With --prefetch the unit runs the prefetch service instead of a plain recording: the first
 boot is recorded lightly and planned; the next boots replay the plan alongside the boot or
@@ -265,6 +266,9 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
         );
     }
     boot_conditions(&args.until)?;
+    if !args.prefetch && args.tuning.is_set() {
+        bail!("--verify-boots, --reverify-every and --keep-traces set the prefetch service: add --prefetch");
+    }
     if exists(&drop_in_path(root)) {
         disable_quietly(root)?;
         eprintln!("coldstart: it was enabled already: replaced with these options");

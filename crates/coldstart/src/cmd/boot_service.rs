@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use coldstart_bench::boot_service::{BootRow, Decision, Machine, Params, PlanNow, Role, decide};
 use coldstart_launch::Until;
-use coldstart_prefetch::plan::{Plan, PlanFileKind};
+use coldstart_prefetch::plan::{Plan, PlanFile, PlanFileKind};
 use coldstart_trace::{Dev, Trace};
 use serde::{Deserialize, Serialize};
 
@@ -38,17 +38,27 @@ pub struct Tuning {
     /// Boots with the plan, and as many without, in a random but balanced order, before the
     /// plan is kept (boots with it faster, the 95% interval of the ratio of medians below 1)
     /// or switched off.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_VERIFY_BOOTS, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub verify_boots: u32,
     /// Boots after a verdict before the plan is verified again.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_REVERIFY_EVERY, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub reverify_every: u32,
     /// Traces of the last boots kept under /var/lib/coldstart/boot/traces.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_TRACES, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub keep_traces: u32,
 }
 
+const DEFAULT_VERIFY_BOOTS: u32 = 3;
+const DEFAULT_REVERIFY_EVERY: u32 = 20;
+const DEFAULT_KEEP_TRACES: u32 = 4;
+
 impl Tuning {
+    /// Whether any option differs from its default (they mean something with --prefetch only).
+    pub fn is_set(&self) -> bool {
+        (self.verify_boots, self.reverify_every, self.keep_traces)
+            != (DEFAULT_VERIFY_BOOTS, DEFAULT_REVERIFY_EVERY, DEFAULT_KEEP_TRACES)
+    }
+
     pub fn params(&self) -> Params {
         Params {
             verify_boots: self.verify_boots as usize,
@@ -126,7 +136,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (plan_used, read_left_bytes) = match &trace {
-        Some(t) => figures(t, plan.as_ref().map(|(_, p)| p), replay_pid),
+        Some(t) => figures(t, plan.as_ref().map(|(_, p)| p.files.as_slice()), replay_pid),
         None => (None, 0),
     };
     let row = BootRow {
@@ -354,7 +364,7 @@ fn systemd_time_to(unit: &str) -> Option<f64> {
 
 /// The share of the plan's pages the boot itself used (its page accesses and fills, the
 /// replay's left out), and the bytes it read from disk outside the plan.
-fn figures(trace: &Trace, plan: Option<&Plan>, replay_pid: Option<i32>) -> (Option<f64>, u64) {
+fn figures(trace: &Trace, plan: Option<&[PlanFile]>, replay_pid: Option<i32>) -> (Option<f64>, u64) {
     let page = u64::from(if trace.meta.page_size == 0 { 4096 } else { trace.meta.page_size });
     let replay: HashSet<i32> = trace
         .processes
@@ -364,7 +374,7 @@ fn figures(trace: &Trace, plan: Option<&Plan>, replay_pid: Option<i32>) -> (Opti
         .chain(replay_pid)
         .collect();
     let mut planned: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
-    for file in plan.map(|p| p.files.as_slice()).unwrap_or_default() {
+    for file in plan.unwrap_or_default() {
         let pages = file.ranges.iter().map(|r| (r.offset / page, (r.offset + r.length).div_ceil(page)));
         planned.entry(file.path.as_str()).or_default().extend(pages);
     }
@@ -496,4 +506,75 @@ pub fn status_table(rows: &[BootRow]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldstart_prefetch::plan::PlanRange;
+    use coldstart_trace::{PageAccess, PageFill, Process};
+
+    fn plan_of(path: &str, pages: std::ops::Range<u64>) -> Vec<PlanFile> {
+        let range = PlanRange {
+            offset: pages.start * 4096,
+            length: (pages.end - pages.start) * 4096,
+            ..Default::default()
+        };
+        vec![PlanFile { path: path.into(), ranges: vec![range], ..Default::default() }]
+    }
+
+    fn trace() -> Trace {
+        let mut t = Trace::default();
+        t.meta.page_size = 4096;
+        t.files.push(coldstart_trace::File {
+            id: 1,
+            path: Some("/usr/lib/a.so".into()),
+            ..Default::default()
+        });
+        t.processes.push(Process { pid: 10, comm: "systemd".into(), ..Default::default() });
+        t.processes.push(Process { pid: 20, comm: "coldstart".into(), ..Default::default() });
+        let fill = |pid, index, pages| PageFill { pid, file_id: 1, index, pages, ..Default::default() };
+        // The boot reads pages 0-3 (in the plan) and 100-101 (outside); the replay, 4-9.
+        t.page_fills = vec![fill(10, 0, 4), fill(10, 100, 2), fill(20, 4, 6)];
+        t.page_accesses = vec![
+            PageAccess { pid: 10, file_id: 1, index: 4, pages: 1, ..Default::default() },
+            PageAccess { pid: 20, file_id: 1, index: 5, pages: 5, ..Default::default() },
+        ];
+        t
+    }
+
+    #[test]
+    fn the_boots_figures_leave_the_replays_reads_out() {
+        let plan = plan_of("/usr/lib/a.so", 0..10);
+        let (used, left) = figures(&trace(), Some(&plan), None);
+        assert_eq!(used, Some(0.5), "pages 0-4 of 10: the replay's 5-9 are not the boot's");
+        assert_eq!(left, 2 * 4096, "pages 100-101, outside the plan");
+        let (used, left) = figures(&trace(), None, None);
+        assert_eq!((used, left), (None, 6 * 4096), "no plan: every page the boot read");
+    }
+
+    #[test]
+    fn a_damaged_history_or_plan_is_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = BootRow {
+            at_unix_s: 1,
+            role: Role::Learn,
+            plan: None,
+            target_s: Some(3.0),
+            plan_used: None,
+            read_left_bytes: 0,
+            machine: Machine::default(),
+            state: "learning".into(),
+            reason: "no plan yet".into(),
+            verdict: None,
+            trace: None,
+        };
+        let path = dir.path().join(HISTORY);
+        std::fs::write(&path, "{not json\n").unwrap();
+        append_row(&path, &row).unwrap();
+        assert_eq!(read_history(&path), vec![row]);
+        std::fs::write(dir.path().join(PLAN_META), "[]").unwrap();
+        assert!(read_plan(dir.path()).is_none());
+        assert!(read_history(&dir.path().join("absent")).is_empty());
+    }
 }
