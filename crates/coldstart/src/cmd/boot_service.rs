@@ -186,7 +186,7 @@ pub fn read_history(path: &Path) -> Vec<BootRow> {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return Vec::new(),
         Err(e) => {
-            eprintln!("coldstart: cannot read {}: {e}; starting a new history", path.display());
+            eprintln!("coldstart: cannot read {}: {e}", path.display());
             return Vec::new();
         }
     };
