@@ -70,7 +70,7 @@ pub enum Action {
   sudo coldstart boot enable
   sudo coldstart boot enable --until unit:display-manager.service --until idle:2000
   sudo coldstart boot enable --root /var/lib/machines/deb --install-binary
-  sudo coldstart boot enable --prefetch            # learn, replay, verify and keep fresh a boot plan
+  sudo coldstart boot enable --prefetch            # a boot plan that verifies and renews itself
   sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50 --keep-traces 8
   sudo coldstart boot disable --purge              # and the prefetch service's state
 
