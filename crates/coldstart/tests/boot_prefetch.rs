@@ -88,6 +88,18 @@ fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() 
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("boot service --until unit:multi-user.target"), "{}", text(&out));
     std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    if let Ok(verify) = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(format!("--root={}", merged.display()))
+        .arg("coldstart-boot.service")
+        .output()
+    {
+        let said = String::from_utf8_lossy(&verify.stderr);
+        assert!(
+            !said.lines().any(|l| l.contains("coldstart-options.conf") || l.contains("Unknown")),
+            "the drop-in of --prefetch: {said}"
+        );
+    }
     let history_path = overlay.upper.join("var/lib/coldstart/boot/history.jsonl");
 
     let mut rows = Vec::new();
