@@ -18,6 +18,7 @@
 //! processes outside the benchmark that used the CPU during the runs.
 
 pub mod baseline;
+pub mod boot_service;
 pub mod config;
 pub mod counters;
 mod error;

@@ -144,6 +144,9 @@ fn bad_boot_arguments_exit_2_in_one_line() {
         vec!["record", "--boot", "--", "true"],
         vec!["record", "--boot", "--until", "output:ready"],
         vec!["boot", "enable", "--until", "output:ready", "--root", "/tmp"],
+        vec!["boot", "enable", "--prefetch", "--verify-boots", "0", "--root", "/tmp"],
+        vec!["boot", "enable", "--verify-boots", "5", "--root", "/tmp"],
+        vec!["boot", "disable", "--purge", "--root", "/nonexistent/root"],
     ] {
         run(&args);
     }

@@ -52,10 +52,13 @@ pub struct Args {
 pub enum Action {
     Enable(EnableArgs),
     /// Remove what `enable` wrote (the unit, its drop-in and link, and what enable created).
-    Disable(RootArgs),
+    Disable(DisableArgs),
     /// Say whether the unit is enabled, with which options, and list the boot traces written.
     Status(RootArgs),
     Init(crate::cmd::boot_init::InitArgs),
+    /// What the unit runs after `enable --prefetch`: decide, replay, record, learn.
+    #[command(hide = true)]
+    Service(crate::cmd::boot_service::ServiceArgs),
     /// The process a boot recording keeps while it waits (started by `record --boot`).
     #[command(hide = true)]
     Hold,
@@ -67,6 +70,18 @@ pub enum Action {
   sudo coldstart boot enable
   sudo coldstart boot enable --until unit:display-manager.service --until idle:2000
   sudo coldstart boot enable --root /var/lib/machines/deb --install-binary
+  sudo coldstart boot enable --prefetch            # a boot plan that verifies and renews itself
+  sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50 --keep-traces 8
+  sudo coldstart boot disable --purge              # and the prefetch service's state
+
+With --prefetch the unit runs the prefetch service instead of a plain recording: the first
+boot is recorded lightly and planned; the next boots replay the plan alongside the boot or
+not, in a random but balanced order, until --verify-boots of each are timed to the target;
+the plan is kept when the boots with it are faster (the 95% interval of the ratio of medians
+below 1), otherwise switched off; it is verified again every --reverify-every boots, and
+learnt again when it goes stale (files changed, a package manager ran, another kernel or root
+device, the boots use less of it). State and the last traces: /var/lib/coldstart/boot
+(`disable --purge` removes it). `boot status` shows the boots and the decisions.
 
 Writes etc/systemd/system/coldstart-boot.service (contrib/systemd's file as it is), its
 drop-in coldstart-boot.service.d/coldstart-options.conf with the ExecStart of these options,
@@ -89,6 +104,21 @@ pub struct EnableArgs {
     /// Copy the running coldstart to --binary inside the root (otherwise it must be there).
     #[arg(long)]
     pub install_binary: bool,
+    /// Run the prefetch service: learn a plan of the boot, replay it, verify on this
+    /// machine that it pays, keep it fresh (see below).
+    #[arg(long)]
+    pub prefetch: bool,
+    #[command(flatten)]
+    pub tuning: crate::cmd::boot_service::Tuning,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DisableArgs {
+    #[command(flatten)]
+    pub root: RootArgs,
+    /// Also remove the prefetch service's state (history, plan, traces) under /var/lib/coldstart/boot.
+    #[arg(long)]
+    pub purge: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -104,6 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Action::Disable(a) => disable(&a),
         Action::Status(a) => status(&a),
         Action::Init(a) => crate::cmd::boot_init::run(a),
+        Action::Service(a) => crate::cmd::boot_service::run(a),
         Action::Hold => hold(),
     }
 }
@@ -153,7 +184,7 @@ impl EnableArgs {
 }
 
 /// One word of an `ExecStart=` line, quoted as systemd.service(5) reads it.
-fn exec_word(word: &str) -> String {
+pub(crate) fn exec_word(word: &str) -> String {
     let plain =
         !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=@+-,".contains(c));
     let quoted = if plain {
@@ -166,6 +197,13 @@ fn exec_word(word: &str) -> String {
 
 /// The `ExecStart=` command of `enable`'s options.
 fn exec_start(args: &EnableArgs) -> String {
+    if args.prefetch {
+        let binary = exec_word(&args.binary().to_string_lossy());
+        return format!(
+            "{binary} {}",
+            crate::cmd::boot_service::exec_words(&args.until, args.timeout, &args.tuning)
+        );
+    }
     let mut words = vec![args.binary().to_string_lossy().into_owned(), "record".into(), "--boot".into()];
     for until in &args.until {
         words.push("--until".into());
@@ -228,6 +266,9 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
         );
     }
     boot_conditions(&args.until)?;
+    if !args.prefetch && args.tuning.is_set() {
+        bail!("--verify-boots, --reverify-every and --keep-traces set the prefetch service: add --prefetch");
+    }
     if exists(&drop_in_path(root)) {
         disable_quietly(root)?;
         eprintln!("coldstart: it was enabled already: replaced with these options");
@@ -264,6 +305,13 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     for path in &created {
         drop_in.push_str(&format!("{CREATED}{path}\n"));
     }
+    if args.prefetch {
+        // The state (history, plan) is read at the start: wait for the filesystem holding it.
+        let state = crate::cmd::boot_service::STATE_DIR;
+        drop_in.push_str(&format!(
+            "[Unit]\nDescription=Prefetch the boot with coldstart\nRequiresMountsFor={state}\n"
+        ));
+    }
     drop_in.push_str(&format!("[Service]\nExecStart=\nExecStart={}\n", exec_start(args)));
     std::fs::write(drop_in_path(root), drop_in)
         .with_context(|| format!("cannot write {}", drop_in_path(root).display()))?;
@@ -276,7 +324,11 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
             binary.display()
         );
     }
-    if root == Path::new("/") {
+    if root == Path::new("/") && args.prefetch {
+        println!(
+            "next: systemctl daemon-reload; the next boot learns, then the service verifies its plan (boot status)"
+        );
+    } else if root == Path::new("/") {
         println!("next: systemctl daemon-reload; the next boot is recorded to /var/log/coldstart/");
     }
     Ok(ExitCode::SUCCESS)
@@ -318,12 +370,17 @@ fn disable_quietly(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(removed)
 }
 
-fn disable(root: &RootArgs) -> anyhow::Result<ExitCode> {
-    let root = &root.root;
+fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
+    let root = &args.root.root;
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
     }
-    let removed = disable_quietly(root)?;
+    let mut removed = disable_quietly(root)?;
+    let state = inside(root, crate::cmd::boot_service::STATE_DIR);
+    if args.purge && exists(&state) {
+        std::fs::remove_dir_all(&state).with_context(|| format!("cannot remove {}", state.display()))?;
+        removed.push(state.clone());
+    }
     if removed.is_empty() {
         println!("{UNIT_NAME} is not enabled in {}: nothing to remove", root.display());
     } else {
@@ -331,6 +388,9 @@ fn disable(root: &RootArgs) -> anyhow::Result<ExitCode> {
         for path in removed {
             println!("  {}", path.display());
         }
+    }
+    if exists(&state) {
+        println!("kept the prefetch service's state in {} (--purge removes it)", state.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -362,6 +422,7 @@ fn status(root: &RootArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => println!("{UNIT_NAME}: not enabled in {}", root.display()),
     }
+    crate::cmd::boot_service::print_status(&inside(root, crate::cmd::boot_service::STATE_DIR));
     let dir = inside(root, coldstart_record::boot::BOOT_TRACE_DIR);
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
@@ -410,7 +471,7 @@ fn status(root: &RootArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time in ns (the civil-from-days algorithm).
-fn utc_date(unix_ns: i64) -> String {
+pub(crate) fn utc_date(unix_ns: i64) -> String {
     let secs = unix_ns.div_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;

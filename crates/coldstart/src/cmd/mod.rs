@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bench_storage;
 pub mod boot;
 pub mod boot_init;
+pub mod boot_service;
 pub mod demo;
 pub mod doctor;
 pub mod export;

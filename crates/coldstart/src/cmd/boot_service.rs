@@ -1,0 +1,580 @@
+//! `coldstart boot service` (hidden): what coldstart-boot.service runs after `boot enable
+//! --prefetch`. At each boot it reads the service's state under /var/lib/coldstart/boot,
+//! takes the boot's decision (`coldstart_bench::boot_service`), replays the plan alongside
+//! the boot when the decision says so (`prefetch run`, its device-aware mode), records the
+//! boot lightly, appends the boot's row to the history once the target is reached, and after
+//! a learning boot makes the plan (`prefetch plan`). Nothing here stops a boot: a bad or
+//! missing state is said in one journal line, and the boot learns.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::io::ErrorKind;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use coldstart_bench::boot_service::{BootRow, Decision, Machine, Params, PlanNow, Role, decide};
+use coldstart_launch::Until;
+use coldstart_prefetch::plan::{Plan, PlanFile, PlanFileKind};
+use coldstart_trace::{Dev, Trace};
+use serde::{Deserialize, Serialize};
+
+use crate::cmd::boot::{DEFAULT_UNTIL, exec_word};
+use crate::cmd::values;
+
+/// The service's state: history.jsonl, the plan and what it was made on, recent traces.
+pub const STATE_DIR: &str = "/var/lib/coldstart/boot";
+pub const HISTORY: &str = "history.jsonl";
+const PLAN: &str = "boot.plan";
+const PLAN_META: &str = "plan-meta.json";
+const REPLAY_REPORT: &str = "replay.json";
+const TRACES: &str = "traces";
+
+/// The service's settings, given to `boot enable --prefetch` and passed on to `boot service`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Tuning {
+    /// Boots with the plan, and as many without, in a random but balanced order, before the
+    /// plan is kept (boots with it faster, the 95% interval of the ratio of medians below 1)
+    /// or switched off.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_VERIFY_BOOTS, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub verify_boots: u32,
+    /// Boots after a verdict before the plan is verified again.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_REVERIFY_EVERY, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub reverify_every: u32,
+    /// Traces of the last boots kept under /var/lib/coldstart/boot/traces.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_TRACES, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub keep_traces: u32,
+}
+
+const DEFAULT_VERIFY_BOOTS: u32 = 3;
+const DEFAULT_REVERIFY_EVERY: u32 = 20;
+const DEFAULT_KEEP_TRACES: u32 = 4;
+
+impl Tuning {
+    /// Whether any option differs from its default (they mean something with --prefetch only).
+    pub fn is_set(&self) -> bool {
+        (self.verify_boots, self.reverify_every, self.keep_traces)
+            != (DEFAULT_VERIFY_BOOTS, DEFAULT_REVERIFY_EVERY, DEFAULT_KEEP_TRACES)
+    }
+
+    pub fn params(&self) -> Params {
+        Params {
+            verify_boots: self.verify_boots as usize,
+            reverify_every: self.reverify_every as usize,
+            ..Params::default()
+        }
+    }
+
+    /// The options as `boot service` takes them.
+    pub fn words(&self) -> Vec<String> {
+        vec![
+            "--verify-boots".into(),
+            self.verify_boots.to_string(),
+            "--reverify-every".into(),
+            self.reverify_every.to_string(),
+            "--keep-traces".into(),
+            self.keep_traces.to_string(),
+        ]
+    }
+}
+
+/// Run by coldstart-boot.service: decide, replay, record and learn (see `boot enable --prefetch`).
+#[derive(Debug, clap::Args)]
+pub struct ServiceArgs {
+    /// When the boot is over (repeatable: all must be met).
+    #[arg(long, value_name = "WHEN", default_value = DEFAULT_UNTIL)]
+    pub until: Vec<Until>,
+    /// Stop recording after this long even if the conditions are not met.
+    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = values::positive_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub tuning: Tuning,
+    /// Where the service keeps its state.
+    #[arg(long, value_name = "DIR", default_value = STATE_DIR)]
+    pub state_dir: PathBuf,
+}
+
+/// What `plan-meta.json` says of the plan.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct PlanMeta {
+    id: String,
+    made_on: Machine,
+    from_trace: String,
+}
+
+pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
+    let dir = &args.state_dir;
+    let history = read_history(&dir.join(HISTORY));
+    let plan = read_plan(dir);
+    let now = this_machine();
+    let plan_now = plan.as_ref().map(|(meta, plan)| PlanNow {
+        id: meta.id.clone(),
+        made_on: meta.made_on.clone(),
+        stale_share: stale_share(plan),
+    });
+    let decision = decide(&history, plan_now.as_ref(), &now, &args.tuning.params(), coin());
+    eprintln!("coldstart: this boot: {} ({})", decision.role.name(), decision.reason);
+    let plan = if decision.drop_plan {
+        for name in [PLAN, PLAN_META] {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+        None
+    } else {
+        plan
+    };
+    let replay = (decision.role == Role::WithPlan).then(|| start_replay(dir)).flatten();
+    let trace_path = coldstart_record::boot::boot_output(&dir.join(TRACES), unix_now_s());
+    let recorded = record(&args, &trace_path);
+    let replay_pid = replay.map(finish_replay);
+    let trace = match Trace::read(&trace_path) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("coldstart: no trace of this boot: {}", coldstart_trace::error_chain(&e));
+            None
+        }
+    };
+    let (plan_used, read_left_bytes) = match &trace {
+        Some(t) => figures(t, plan.as_ref().map(|(_, p)| p.files.as_slice()), replay_pid),
+        None => (None, 0),
+    };
+    let row = BootRow {
+        at_unix_s: unix_now_s(),
+        role: decision.role,
+        plan: plan.as_ref().map(|(meta, _)| meta.id.clone()),
+        target_s: time_to_target(&args.until, trace.as_ref()),
+        plan_used,
+        read_left_bytes,
+        machine: now.clone(),
+        state: decision.state.word().into(),
+        reason: decision.reason.clone(),
+        verdict: decision.state.verdict(),
+        trace: trace.is_some().then(|| file_name(&trace_path)),
+    };
+    coldstart_record::boot::create_trace_dir(dir)?;
+    append_row(&dir.join(HISTORY), &row)?;
+    if learned_enough(&decision, &history, &args.tuning.params()) && trace.is_some() {
+        make_plan(dir, &trace_path, &now);
+    }
+    prune_traces(&dir.join(TRACES), args.tuning.keep_traces as usize);
+    recorded
+}
+
+/// Whether this learning boot completes the learning (its trace is then planned).
+fn learned_enough(decision: &Decision, history: &[BootRow], params: &Params) -> bool {
+    let before = history.iter().rev().take_while(|r| r.role == Role::Learn && r.plan.is_none()).count();
+    decision.role == Role::Learn && before + 1 >= params.learn_boots
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn unix_now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A random bit (the standard library's per-process random hash keys).
+fn coin() -> bool {
+    std::collections::hash_map::RandomState::new().build_hasher().finish() & 1 == 1
+}
+
+/// The history's rows; lines that cannot be read are skipped, and said once.
+pub fn read_history(path: &Path) -> Vec<BootRow> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            eprintln!("coldstart: cannot read {}: {e}", path.display());
+            return Vec::new();
+        }
+    };
+    let mut bad = 0;
+    let rows: Vec<BootRow> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).map_err(|_| bad += 1).ok())
+        .collect();
+    if bad > 0 {
+        eprintln!("coldstart: {bad} unreadable lines of {} skipped", path.display());
+    }
+    rows
+}
+
+/// Appends `row`: the whole file written anew beside it and renamed over it.
+fn append_row(path: &Path, row: &BootRow) -> anyhow::Result<()> {
+    let mut text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&serde_json::to_string(row)?);
+    text.push('\n');
+    write_atomically(path, text.as_bytes())
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let new = path.with_extension("new");
+    std::fs::write(&new, bytes).with_context(|| format!("cannot write {}", new.display()))?;
+    std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&new, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// The plan and what it was made on, when both are there and readable.
+fn read_plan(dir: &Path) -> Option<(PlanMeta, Plan)> {
+    let meta = match std::fs::read_to_string(dir.join(PLAN_META)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => return None,
+        Err(e) => {
+            eprintln!("coldstart: cannot read {}: {e}; learning again", dir.join(PLAN_META).display());
+            return None;
+        }
+    };
+    let read = serde_json::from_str::<PlanMeta>(&meta)
+        .map_err(anyhow::Error::from)
+        .and_then(|meta| Ok((meta, Plan::load(&dir.join(PLAN))?)));
+    read.map_err(|e| eprintln!("coldstart: the plan is unreadable ({e:#}); learning again")).ok()
+}
+
+/// This machine as a plan depends on it.
+pub fn this_machine() -> Machine {
+    let kernel =
+        nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+    let root_device = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines().rev().find_map(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                let dash = fields.iter().position(|f| *f == "-")?;
+                let (fstype, source) = (fields.get(dash + 1)?, fields.get(dash + 2)?);
+                (fields.get(4) == Some(&"/")).then(|| format!("{fstype} {source}"))
+            })
+        })
+        .unwrap_or_default();
+    let packages_stamp = [
+        "/var/lib/dpkg/status",
+        "/var/lib/rpm/rpmdb.sqlite",
+        "/var/lib/rpm/Packages",
+        "/usr/lib/sysimage/rpm/rpmdb.sqlite",
+    ]
+    .iter()
+    .find_map(|p| std::fs::metadata(p).ok())
+    .map_or(0, |m| m.mtime() * 1_000_000_000 + m.mtime_nsec());
+    Machine { kernel, root_device, packages_stamp }
+}
+
+/// The share of the planned bytes whose files are gone or changed (another inode, size or
+/// modification time), as the replay would skip them.
+fn stale_share(plan: &Plan) -> f64 {
+    let (mut stale, mut all) = (0u64, 0u64);
+    for file in plan.files.iter().filter(|f| f.kind == PlanFileKind::Regular) {
+        let bytes: u64 = file.ranges.iter().map(|r| r.length).sum();
+        all += bytes;
+        let same = std::fs::metadata(&file.path).is_ok_and(|m| {
+            Dev::from_user(m.dev()) == file.dev
+                && m.ino() == file.ino
+                && file.size.is_none_or(|s| s == m.size())
+                && file.mtime_ns.is_none_or(|t| t == m.mtime() * 1_000_000_000 + m.mtime_nsec())
+        });
+        if !same {
+            stale += bytes;
+        }
+    }
+    if all == 0 { 0.0 } else { stale as f64 / all as f64 }
+}
+
+/// Starts `prefetch run` of the plan alongside the boot; `None` (said) when it cannot.
+fn start_replay(dir: &Path) -> Option<Child> {
+    let me = std::env::current_exe().ok()?;
+    Command::new(me)
+        .args(["prefetch", "run", "--quiet", "--json"])
+        .arg(dir.join(REPLAY_REPORT))
+        .arg(dir.join(PLAN))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| eprintln!("coldstart: cannot start the replay: {e}; the boot goes on without it"))
+        .ok()
+}
+
+/// Waits for the replay (a minute at most, then ends it); returns its pid.
+fn finish_replay(mut child: Child) -> i32 {
+    let started = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if child.try_wait().ok().flatten().is_none() {
+        eprintln!("coldstart: the replay still ran a minute after the target: ended");
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    child.id() as i32
+}
+
+/// `record --boot`, lightly: no CPU stacks, no scheduler events, no slow-call capture.
+fn record(args: &ServiceArgs, output: &Path) -> anyhow::Result<ExitCode> {
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        record: crate::cmd::record::Args,
+    }
+    let mut words: Vec<String> = ["record", "--boot", "--no-cpu-samples", "--slow-syscalls", "off"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    words.extend(["--without".into(), "scheduler".into(), "--sample-hz".into(), "10".into()]);
+    for until in &args.until {
+        words.extend(["--until".into(), until.to_string()]);
+    }
+    words.extend(["--timeout".into(), format!("{}", args.timeout.as_secs_f64())]);
+    words.extend(["-o".into(), output.to_string_lossy().into_owned()]);
+    let line = <Line as clap::Parser>::try_parse_from(&words).context("the recording's options")?;
+    crate::cmd::record::run(line.record)
+}
+
+/// From the boot's start to its target: systemd's own timestamps for a `unit:` target,
+/// otherwise the trace's readiness plus the time before the recording.
+fn time_to_target(until: &[Until], trace: Option<&Trace>) -> Option<f64> {
+    let unit = until.iter().find_map(|u| match u {
+        Until::Unit(spec) => Some(spec.name.clone()),
+        _ => None,
+    });
+    if let Some(seconds) = unit.and_then(|u| systemd_time_to(&u)) {
+        return Some(seconds);
+    }
+    let trace = trace?;
+    let ready = trace.meta.ready.as_ref()?.t_ns;
+    let before: i64 = trace.meta.before_recording.iter().filter(|p| p.phase != "host").map(|p| p.ns).sum();
+    Some((ready + before) as f64 / 1e9)
+}
+
+fn systemd_time_to(unit: &str) -> Option<f64> {
+    let show = |args: &[&str]| -> Option<u64> {
+        let out = Command::new("systemctl").args(["show", "--value"]).args(args).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    let userspace = show(&["-p", "UserspaceTimestampMonotonic"])?;
+    let active = show(&["-p", "ActiveEnterTimestampMonotonic", unit])?;
+    (userspace > 0 && active > userspace).then(|| (active - userspace) as f64 / 1e6)
+}
+
+/// The share of the plan's pages the boot itself used (its page accesses and fills, the
+/// replay's left out), and the bytes it read from disk outside the plan.
+fn figures(trace: &Trace, plan: Option<&[PlanFile]>, replay_pid: Option<i32>) -> (Option<f64>, u64) {
+    let page = u64::from(if trace.meta.page_size == 0 { 4096 } else { trace.meta.page_size });
+    let replay: HashSet<i32> = trace
+        .processes
+        .iter()
+        .filter(|p| p.comm == "coldstart" || Some(p.pid) == replay_pid)
+        .map(|p| p.pid)
+        .chain(replay_pid)
+        .collect();
+    let mut planned: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
+    for file in plan.unwrap_or_default() {
+        let pages = file.ranges.iter().map(|r| (r.offset / page, (r.offset + r.length).div_ceil(page)));
+        planned.entry(file.path.as_str()).or_default().extend(pages);
+    }
+    let in_plan: HashMap<u32, &Vec<(u64, u64)>> =
+        trace.files.iter().filter_map(|f| Some((f.id, planned.get(f.path.as_deref()?)?))).collect();
+    let covered = |file: u32, index: u64| {
+        in_plan.get(&file).is_some_and(|r| r.iter().any(|&(a, b)| a <= index && index < b))
+    };
+    let mut used: HashSet<(u32, u64)> = HashSet::new();
+    let mut read_left = 0;
+    for fill in trace.page_fills.iter().filter(|f| !replay.contains(&f.pid)) {
+        for index in fill.index..fill.index + u64::from(fill.pages) {
+            if covered(fill.file_id, index) {
+                used.insert((fill.file_id, index));
+            } else {
+                read_left += page;
+            }
+        }
+    }
+    for access in trace.page_accesses.iter().filter(|a| !replay.contains(&a.pid)) {
+        for index in access.index..access.index + u64::from(access.pages.max(1)) {
+            if covered(access.file_id, index) {
+                used.insert((access.file_id, index));
+            }
+        }
+    }
+    let planned_pages: u64 = planned.values().flatten().map(|(a, b)| b - a).sum();
+    let share = (plan.is_some() && planned_pages > 0).then(|| used.len() as f64 / planned_pages as f64);
+    (share.map(|s| s.min(1.0)), read_left)
+}
+
+/// The plan of this learning boot's trace (`prefetch plan`), and what it was made on.
+fn make_plan(dir: &Path, trace: &Path, now: &Machine) {
+    let made = (|| -> anyhow::Result<()> {
+        let new = dir.join(format!("{PLAN}.new"));
+        let me = std::env::current_exe()?;
+        let out = Command::new(me)
+            .args(["prefetch", "plan", "--force", "-o"])
+            .arg(&new)
+            .arg(trace)
+            .stdin(Stdio::null())
+            .output()?;
+        if !out.status.success() {
+            anyhow::bail!("prefetch plan: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        std::fs::rename(&new, dir.join(PLAN))?;
+        let meta = PlanMeta {
+            id: format!("plan-{}", unix_now_s()),
+            made_on: now.clone(),
+            from_trace: file_name(trace),
+        };
+        write_atomically(&dir.join(PLAN_META), serde_json::to_string_pretty(&meta)?.as_bytes())
+    })();
+    match made {
+        Ok(()) => eprintln!("coldstart: made the boot's plan from {}", trace.display()),
+        Err(e) => {
+            eprintln!("coldstart: no plan made from {}: {e:#}; the next boot learns again", trace.display())
+        }
+    }
+}
+
+/// Removes all but the newest `keep` traces.
+fn prune_traces(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut traces: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "coldstart"))
+        .collect();
+    traces.sort();
+    for old in traces.iter().rev().skip(keep) {
+        let _ = std::fs::remove_file(old);
+    }
+}
+
+/// The `ExecStart=` words of the service with these options (after the binary).
+pub fn exec_words(until: &[Until], timeout: Duration, tuning: &Tuning) -> String {
+    let mut words = vec!["boot".to_owned(), "service".into()];
+    for u in until {
+        words.extend(["--until".into(), u.to_string()]);
+    }
+    words.extend(["--timeout".into(), format!("{}", timeout.as_secs_f64())]);
+    words.extend(tuning.words());
+    words.iter().map(|w| exec_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// The prefetch service's table of recent boots (`boot status`), when it has a history.
+pub fn print_status(state: &Path) {
+    let rows = read_history(&state.join(HISTORY));
+    if rows.is_empty() {
+        if state.exists() {
+            println!("prefetch service: no boot in its history yet ({})", state.display());
+        }
+        return;
+    }
+    println!("prefetch service, the last boots ({}):", state.join(HISTORY).display());
+    print!("{}", status_table(&rows[rows.len().saturating_sub(STATUS_ROWS)..]));
+    let last = &rows[rows.len() - 1];
+    println!("  now: {}", last.reason);
+    if let Some(v) = rows.iter().rev().find_map(|r| r.verdict) {
+        println!(
+            "  last verification: {}{}",
+            v.describe(),
+            if v.keeps() { ": kept" } else { ": switched off" }
+        );
+    }
+}
+
+const STATUS_ROWS: usize = 12;
+
+/// One line per boot: when, role, time to target, share of the plan used, reads left, decision.
+pub fn status_table(rows: &[BootRow]) -> String {
+    use coldstart_analyze::units::bytes;
+    let mut out = format!(
+        "  {:<23} {:<13} {:>10} {:>9} {:>11}  {}\n",
+        "boot", "role", "to target", "plan used", "reads left", "decision"
+    );
+    for r in rows {
+        let target = r.target_s.map_or_else(|| "not reached".to_owned(), |t| format!("{t:.2} s"));
+        let used = r.plan_used.map_or_else(|| "—".to_owned(), |u| format!("{:.0}%", u * 100.0));
+        out.push_str(&format!(
+            "  {:<23} {:<13} {:>10} {:>9} {:>11}  {}\n",
+            crate::cmd::boot::utc_date(r.at_unix_s.saturating_mul(1_000_000_000)),
+            r.role.name(),
+            target,
+            used,
+            bytes(r.read_left_bytes),
+            r.reason
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldstart_prefetch::plan::PlanRange;
+    use coldstart_trace::{PageAccess, PageFill, Process};
+
+    fn plan_of(path: &str, pages: std::ops::Range<u64>) -> Vec<PlanFile> {
+        let range = PlanRange {
+            offset: pages.start * 4096,
+            length: (pages.end - pages.start) * 4096,
+            ..Default::default()
+        };
+        vec![PlanFile { path: path.into(), ranges: vec![range], ..Default::default() }]
+    }
+
+    fn trace() -> Trace {
+        let mut t = Trace::default();
+        t.meta.page_size = 4096;
+        t.files.push(coldstart_trace::File {
+            id: 1,
+            path: Some("/usr/lib/a.so".into()),
+            ..Default::default()
+        });
+        t.processes.push(Process { pid: 10, comm: "systemd".into(), ..Default::default() });
+        t.processes.push(Process { pid: 20, comm: "coldstart".into(), ..Default::default() });
+        let fill = |pid, index, pages| PageFill { pid, file_id: 1, index, pages, ..Default::default() };
+        // The boot reads pages 0-3 (in the plan) and 100-101 (outside); the replay, 4-9.
+        t.page_fills = vec![fill(10, 0, 4), fill(10, 100, 2), fill(20, 4, 6)];
+        t.page_accesses = vec![
+            PageAccess { pid: 10, file_id: 1, index: 4, pages: 1, ..Default::default() },
+            PageAccess { pid: 20, file_id: 1, index: 5, pages: 5, ..Default::default() },
+        ];
+        t
+    }
+
+    #[test]
+    fn the_boots_figures_leave_the_replays_reads_out() {
+        let plan = plan_of("/usr/lib/a.so", 0..10);
+        let (used, left) = figures(&trace(), Some(&plan), None);
+        assert_eq!(used, Some(0.5), "pages 0-4 of 10: the replay's 5-9 are not the boot's");
+        assert_eq!(left, 2 * 4096, "pages 100-101, outside the plan");
+        let (used, left) = figures(&trace(), None, None);
+        assert_eq!((used, left), (None, 6 * 4096), "no plan: every page the boot read");
+    }
+
+    #[test]
+    fn a_damaged_history_or_plan_is_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = BootRow {
+            at_unix_s: 1,
+            role: Role::Learn,
+            plan: None,
+            target_s: Some(3.0),
+            plan_used: None,
+            read_left_bytes: 0,
+            machine: Machine::default(),
+            state: "learning".into(),
+            reason: "no plan yet".into(),
+            verdict: None,
+            trace: None,
+        };
+        let path = dir.path().join(HISTORY);
+        std::fs::write(&path, "{not json\n").unwrap();
+        append_row(&path, &row).unwrap();
+        assert_eq!(read_history(&path), vec![row]);
+        std::fs::write(dir.path().join(PLAN_META), "[]").unwrap();
+        assert!(read_plan(dir.path()).is_none());
+        assert!(read_history(&dir.path().join("absent")).is_empty());
+    }
+}

@@ -1,0 +1,155 @@
+//! The boot prefetch service's whole cycle on the container boot: `boot enable --prefetch`
+//! with one verification boot each way, four boots (learn; with and without the plan in a
+//! random order; the decision), `boot status` showing them, and `boot disable` leaving no
+//! unit file and nothing running.
+
+mod support;
+use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt};
+use support::{coldstart, private_dir};
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coldstart_bench::boot_service::{BootRow, Role};
+
+fn text(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+fn history(path: &Path) -> Vec<BootRow> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Boots the container until the service has written row `rows` of its history; halts it.
+fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
+    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
+    let mut nspawn = Command::new("systemd-nspawn")
+        .args(["-b", "-D"])
+        .arg(merged)
+        .args(["--register=no", "--keep-unit", "--console=pipe"])
+        .args(NSPAWN_RECORDER_OPTIONS)
+        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while history(history_path).len() < rows
+        && started.elapsed() < Duration::from_secs(90)
+        && nspawn.try_wait().ok().flatten().is_none()
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    halt(&mut nspawn);
+    let got = history(history_path);
+    if got.len() < rows {
+        let journal = Command::new("journalctl")
+            .arg("-D")
+            .arg(merged.join("var/log/journal"))
+            .args(["--no-pager", "-u", "coldstart-boot.service"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        panic!("boot {rows} wrote no row to the history:\n{journal}");
+    }
+    got
+}
+
+/// Processes whose root directory is `root` (the container's).
+fn running_in(root: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| std::fs::read_link(e.path().join("root")).is_ok_and(|r| r == root))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() {
+    let test = "the_prefetch_service_learns_verifies_and_decides";
+    let Some(root) = bootable_rootfs(test) else { return };
+    let dir = private_dir();
+    let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
+    let merged = &overlay.merged;
+    let out = coldstart()
+        .args(["boot", "enable", "--prefetch", "--root"])
+        .arg(merged)
+        .args(["--timeout", "60", "--verify-boots", "1", "--reverify-every", "10", "--keep-traces", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("boot service --until unit:multi-user.target"), "{}", text(&out));
+    std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    if let Ok(verify) = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(format!("--root={}", merged.display()))
+        .arg("coldstart-boot.service")
+        .output()
+    {
+        let said = String::from_utf8_lossy(&verify.stderr);
+        assert!(
+            !said.lines().any(|l| l.contains("coldstart-options.conf") || l.contains("Unknown")),
+            "the drop-in of --prefetch: {said}"
+        );
+    }
+    let history_path = overlay.upper.join("var/lib/coldstart/boot/history.jsonl");
+
+    let mut rows = Vec::new();
+    for boot in 1..=4 {
+        rows = boot_once(merged, &history_path, boot);
+    }
+    let roles: Vec<Role> = rows.iter().map(|r| r.role).collect();
+    assert_eq!(roles[0], Role::Learn, "{rows:#?}");
+    let mut verifying = [roles[1], roles[2]];
+    verifying.sort_by_key(|r| *r == Role::WithoutPlan);
+    assert_eq!(verifying, [Role::WithPlan, Role::WithoutPlan], "one boot each way: {rows:#?}");
+    let states: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
+    assert_eq!(states[..3], ["learning", "verifying", "verifying"], "{rows:#?}");
+    let last = &rows[3];
+    let verdict = last.verdict.unwrap_or_else(|| panic!("no verdict after one boot each way: {rows:#?}"));
+    assert_eq!((verdict.with, verdict.without), (1, 1));
+    let expected = if verdict.keeps() { ("kept", Role::WithPlan) } else { ("off", Role::WithoutPlan) };
+    assert_eq!((last.state.as_str(), last.role), expected, "{rows:#?}");
+    for row in &rows {
+        let t = row.target_s.unwrap_or_else(|| panic!("no time to target: {row:?}"));
+        assert!(t > 0.0 && t < 60.0, "{row:?}");
+        assert!(row.machine.kernel.len() > 1, "{row:?}");
+    }
+    assert!(rows[0].plan.is_none() && rows[0].plan_used.is_none(), "{:?}", rows[0]);
+    let plan = rows[1].plan.clone().expect("the plan made after learning");
+    for row in &rows[1..] {
+        assert_eq!(row.plan.as_ref(), Some(&plan), "{row:?}");
+        let used = row.plan_used.unwrap_or_else(|| panic!("no share of the plan used: {row:?}"));
+        assert!(used > 0.0 && used <= 1.0, "{row:?}");
+    }
+    let traces = std::fs::read_dir(overlay.upper.join("var/lib/coldstart/boot/traces")).unwrap().count();
+    assert_eq!(traces, 2, "--keep-traces 2");
+
+    let status = coldstart().args(["boot", "status", "--root"]).arg(merged).output().unwrap();
+    let said = text(&status);
+    assert!(status.status.success(), "{said}");
+    eprintln!("{said}");
+    for word in ["learning", "with plan", "without plan", "verifying:", "last verification: with the plan"] {
+        assert!(said.contains(word), "{word}: {said}");
+    }
+
+    let out = coldstart().args(["boot", "disable", "--root"]).arg(merged).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!merged.join("etc/systemd/system/coldstart-boot.service").exists());
+    assert!(!merged.join("etc/systemd/system/coldstart-boot.service.d").exists());
+    assert!(!merged.join("etc/systemd/system/sysinit.target.wants/coldstart-boot.service").exists());
+    assert!(history_path.exists(), "the state stays without --purge");
+    assert!(text(&out).contains("--purge removes it"), "{}", text(&out));
+    let out = coldstart().args(["boot", "disable", "--purge", "--root"]).arg(merged).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!merged.join("var/lib/coldstart/boot").exists());
+    assert_eq!(running_in(merged), Vec::<String>::new(), "processes left in the container's root");
+}
