@@ -274,10 +274,17 @@ fn finding(
         },
         audience: Audience::Distribution,
         suggestion: suggestion(what, seeking, prefetcher.as_ref()) + &log_daemon,
-        verify: format!(
-            "compare the {what}'s time to ready before and after the change: `coldstart report` of a {what} recorded \
-             each way (`sudo coldstart boot enable`)"
-        ),
+        verify: if seeking {
+            format!(
+                "`sudo coldstart boot status`: the service times {what}s with and without the plan, in a random \
+                 order, and shows the ratio of their medians with its interval"
+            )
+        } else {
+            format!(
+                "compare the {what}'s time to ready before and after the change: `coldstart report` of a {what} \
+                 recorded each way (`sudo coldstart boot enable`)"
+            )
+        },
         confidence: Confidence::Medium,
         caveat: Some(format!(
             "from samples of /proc a few times a second: the trace does not say which files were read, in what order \
@@ -291,20 +298,18 @@ fn suggestion(what: &str, seeking: bool, prefetcher: Option<&(String, Nanos)>) -
         return format!(
             "This {what} already runs a prefetcher ({comm}, itself {} waiting on the disk), and the disk still \
              seeks: it reads its list file by file, in the list's order, and the list may not be what this {what} \
-             reads now. Replace it with a plan of the blocks this {what} reads, in disk order, read in one sweep \
-             before the services start: record a {what} with coldstart (`sudo coldstart boot enable`, then reboot), \
-             then `coldstart prefetch plan BOOT.coldstart --order disk -o boot.plan`, replayed early by the unit in \
-             contrib/systemd (docs/boot.md).",
+             reads now. Replace it with a plan of what this {what} reads, in disk order, replayed as the {what} \
+             begins: `sudo coldstart boot enable --prefetch` learns it from a recorded {what}, replays it at the \
+             next ones and keeps it only where {what}s with it are faster (docs/boot.md).",
             duration(*waited)
         );
     }
     if seeking {
         format!(
-            "Read the {what}'s files ahead in one sweep, in disk order, as Fedora's readahead did: record a {what} \
-             with coldstart (`sudo coldstart boot enable`, then reboot), which names every file read and where it \
-             lies on the disk; `coldstart prefetch plan BOOT.coldstart --order disk -o boot.plan` makes the plan, \
-             replayed early by the unit in contrib/systemd (docs/boot.md). The recording also names the files, \
-             processes and seeks behind these waits (`coldstart doctor BOOT.coldstart`)."
+            "Read the {what}'s files ahead in one sweep, in disk order, as Fedora's readahead did: `sudo coldstart \
+             boot enable --prefetch` records a {what}, makes the plan (every file read, in disk order), replays it \
+             as the next {what}s begin and keeps it only where {what}s with it are faster (docs/boot.md). Its \
+             recordings also name the files, processes and seeks behind these waits (`coldstart doctor`)."
         )
     } else {
         format!(
