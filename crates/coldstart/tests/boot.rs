@@ -4,23 +4,12 @@
 //! by the host paths that open them, and nothing of the container is left running.
 
 mod support;
-use support::container::{ROOTFS, bootable_rootfs, remove_nspawn_leftovers};
+use support::container::{ROOTFS, bootable_rootfs, processes_rooted_at, remove_nspawn_leftovers};
 use support::{coldstart, private_dir};
 
-use std::path::Path;
 use std::process::Command;
 
 use coldstart_trace::Trace;
-
-fn processes_rooted_at(root: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter(|e| std::fs::read_link(e.path().join("root")).is_ok_and(|r| r == root))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
 
 #[test]
 fn a_container_boot_is_recorded_with_its_services_and_host_paths_and_ends_whole() {

@@ -4,11 +4,11 @@
 //! unit file and nothing running.
 
 mod support;
-use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt};
+use support::container::{Overlay, bootable_rootfs, halt, processes_rooted_at, spawn_boot};
 use support::{coldstart, private_dir};
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use coldstart_bench::boot_service::{BootRow, Role};
@@ -27,18 +27,7 @@ fn history(path: &Path) -> Vec<BootRow> {
 
 /// Boots the container until the service has written row `rows` of its history; halts it.
 fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
-    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
-    let mut nspawn = Command::new("systemd-nspawn")
-        .args(["-b", "-D"])
-        .arg(merged)
-        .args(["--register=no", "--keep-unit", "--console=pipe"])
-        .args(NSPAWN_RECORDER_OPTIONS)
-        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut nspawn = spawn_boot(merged);
     let started = Instant::now();
     while history(history_path).len() < rows
         && started.elapsed() < Duration::from_secs(90)
@@ -59,17 +48,6 @@ fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
         panic!("boot {rows} wrote no row to the history:\n{journal}");
     }
     got
-}
-
-/// Processes whose root directory is `root` (the container's).
-fn running_in(root: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter(|e| std::fs::read_link(e.path().join("root")).is_ok_and(|r| r == root))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
 }
 
 #[test]
@@ -151,5 +129,5 @@ fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() 
     let out = coldstart().args(["boot", "disable", "--purge", "--root"]).arg(merged).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(!merged.join("var/lib/coldstart/boot").exists());
-    assert_eq!(running_in(merged), Vec::<String>::new(), "processes left in the container's root");
+    assert_eq!(processes_rooted_at(merged), Vec::<String>::new(), "processes left in the container's root");
 }

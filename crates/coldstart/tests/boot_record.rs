@@ -4,7 +4,7 @@
 //! time before recording from the kernel's uptime, a private trace file.
 
 mod support;
-use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt, wait_for_trace};
+use support::container::{Overlay, bootable_rootfs, halt, spawn_boot, wait_for_trace};
 use support::{can_record, ci, coldstart, private_dir, unavailable};
 
 use std::io::{BufRead, BufReader};
@@ -297,18 +297,7 @@ fn boot_enable_records_a_container_boot_from_inside() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(overlay.merged.join("usr/local/bin/coldstart"), "").unwrap();
-    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
-    let mut nspawn = Command::new("systemd-nspawn")
-        .args(["-b", "-D"])
-        .arg(&overlay.merged)
-        .args(["--register=no", "--keep-unit", "--console=pipe"])
-        .args(NSPAWN_RECORDER_OPTIONS)
-        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut nspawn = spawn_boot(&overlay.merged);
     let found =
         wait_for_trace(&overlay.upper.join("var/log/coldstart"), &mut nspawn, Duration::from_secs(90));
     halt(&mut nspawn);

@@ -7,11 +7,11 @@
 //! server) when `DEBUGINFOD_URLS` is set, and otherwise gets the warning with the fix.
 
 mod support;
-use support::{can_record, coldstart, private_dir, unavailable};
+use support::{can_record, coldstart, private_dir, record_program, unavailable, user_stacks};
 
 use std::path::Path;
 
-use coldstart_trace::{LossSource, StackIndex, Trace};
+use coldstart_trace::{LossSource, Trace};
 
 const PROGRAM: &str = r#"
 #include <time.h>
@@ -64,34 +64,10 @@ fn record(dir: &Path, program: &Path, extra: &[&str]) -> Trace {
 
 /// [`record`] with `env` set for the recorder and `DEBUGINFOD_URLS` unset unless given.
 fn record_with(dir: &Path, program: &Path, extra: &[&str], env: &[(&str, &str)]) -> Trace {
-    let out = dir.join(format!("{}.coldstart", program.file_name().unwrap().to_string_lossy()));
-    let _ = std::fs::remove_file(&out);
-    coldstart()
-        .env_remove("DEBUGINFOD_URLS")
-        .envs(env.iter().copied())
-        .arg("record")
-        .args(["-o"])
-        .arg(&out)
-        .arg("--spool-dir")
-        .arg(dir.join("spool"))
-        .args(extra)
-        .arg("--")
-        .arg(program)
-        .assert()
-        .success();
-    Trace::read(&out).unwrap()
-}
-
-/// The user frames (innermost first) of each sample of the process named `comm`.
-fn user_stacks(trace: &Trace, comm: &str) -> Vec<Vec<String>> {
-    let pid = trace.processes.iter().find(|p| p.comm == comm).map(|p| p.pid).expect("the program's process");
-    let index = StackIndex::new(trace);
-    trace
-        .stack_samples
-        .iter()
-        .filter(|s| s.pid == pid)
-        .map(|s| index.frames(s.stack_id).into_iter().filter(|f| !f.kernel).map(|f| index.name(f)).collect())
-        .collect()
+    let env: Vec<(&str, &std::ffi::OsStr)> =
+        env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))).collect();
+    let name = program.file_name().unwrap().to_string_lossy();
+    record_program(dir, &name, program, extra, &env)
 }
 
 fn check_build(name: &str, flags: &[&str]) {

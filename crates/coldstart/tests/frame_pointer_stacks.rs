@@ -5,11 +5,11 @@
 //! without a copy and gives the same stacks. `--copy-user-stacks` copies again.
 
 mod support;
-use support::{can_record, coldstart, private_dir, unavailable};
+use support::{can_record, private_dir, record_program, unavailable, user_stacks};
 
 use std::path::{Path, PathBuf};
 
-use coldstart_trace::{StackIndex, Trace};
+use coldstart_trace::Trace;
 
 const PROGRAM: &str = r#"
 volatile unsigned long sink;
@@ -82,34 +82,8 @@ fn build(dir: &Path) -> Option<PathBuf> {
 }
 
 fn record(dir: &Path, program: &Path, name: &str, extra: &[&str]) -> Trace {
-    let out = dir.join(format!("{name}.coldstart"));
-    coldstart()
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env_remove("DEBUGINFOD_URLS")
-        .arg("record")
-        .arg("-o")
-        .arg(&out)
-        .arg("--spool-dir")
-        .arg(dir.join("spool"))
-        .args(extra)
-        .arg("--")
-        .arg(program)
-        .assert()
-        .success();
-    Trace::read(&out).unwrap()
-}
-
-/// The user frames (innermost first) of each sample of the program.
-fn user_stacks(trace: &Trace) -> Vec<Vec<String>> {
-    let pid =
-        trace.processes.iter().find(|p| p.comm == "fpspin").map(|p| p.pid).expect("the program's process");
-    let index = StackIndex::new(trace);
-    trace
-        .stack_samples
-        .iter()
-        .filter(|s| s.pid == pid)
-        .map(|s| index.frames(s.stack_id).into_iter().filter(|f| !f.kernel).map(|f| index.name(f)).collect())
-        .collect()
+    let cache = dir.join("cache");
+    record_program(dir, name, program, extra, &[("XDG_CACHE_HOME", cache.as_os_str())])
 }
 
 /// The share, in percent, of the samples on `hot_spin` whose callers are the program's
@@ -153,8 +127,8 @@ fn a_program_with_frame_pointers_is_sampled_without_stack_copies_and_gives_the_s
         first.notes
     );
     assert_eq!(without_copy(&first, &program), None, "the first recording copied every stack");
-    let (whole, hot) = whole_hot_stacks(&user_stacks(&first));
-    let first_stacks = user_stacks(&first);
+    let first_stacks = user_stacks(&first, "fpspin");
+    let (whole, hot) = whole_hot_stacks(&first_stacks);
     assert!(
         hot >= 300 && whole * 100 >= hot * 95,
         "with copies: {whole} of {hot} hot samples unwound whole; e.g. {:?}",
@@ -164,7 +138,7 @@ fn a_program_with_frame_pointers_is_sampled_without_stack_copies_and_gives_the_s
     let second = record(dir.path(), &program, "second", &[]);
     let (without, copied) = without_copy(&second, &program)
         .unwrap_or_else(|| panic!("the second recording took no sample without a copy: {:#?}", second.notes));
-    let stacks = user_stacks(&second);
+    let stacks = user_stacks(&second, "fpspin");
     eprintln!(
         "second recording: {without} samples without a copy, {copied} with one, {} in all",
         stacks.len()

@@ -137,3 +137,24 @@ fn the_doctor_finds_the_example_boots_disk_bound_with_their_prefetcher_running()
         .stdout(predicate::str::contains("coldstart doctor: a boot (bootchart2 log)"))
         .stdout(predicate::str::contains("Disk model and what-if: none"));
 }
+
+/// A gzip file that is not a bootchart2 tarball, and a folder with a `header` but no logs,
+/// given to the doctor: one line and exit 2.
+#[test]
+fn the_doctor_refuses_what_only_looks_like_a_bootchart2_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("not-a-log.tgz");
+    std::fs::write(&gz, [0x1f, 0x8b, 0x08, 0x00, 1, 2, 3]).unwrap();
+    let half = dir.path().join("half");
+    std::fs::create_dir(&half).unwrap();
+    std::fs::write(half.join("header"), "version = 0.8\n").unwrap();
+    for path in [&gz, &half] {
+        let out = coldstart().arg("doctor").arg(path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("coldstart: error:")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(errors[0].contains("cannot read the bootchart2 log"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

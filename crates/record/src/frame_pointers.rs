@@ -65,10 +65,12 @@ pub fn cache_path() -> Option<PathBuf> {
 impl Known {
     /// The cache as it is; empty when missing or unreadable (it is only a cache).
     pub fn load() -> Known {
-        cache_path()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+        cache_path().map(|p| Known::load_from(&p)).unwrap_or_default()
+    }
+
+    /// The cache at `path`; empty when missing, unreadable or not what this version writes.
+    pub fn load_from(path: &Path) -> Known {
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
     /// Whether the file at `path`, as `meta` describes it now, was trusted.
@@ -141,10 +143,31 @@ mod tests {
         known.update(&BTreeMap::from([(path.clone(), Check { compared: 100, agreed: 100 })]));
         let cache = dir.path().join("cache/frame-pointers.json");
         known.save(&cache).unwrap();
-        let loaded: Known = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+        let loaded = Known::load_from(&cache);
         assert!(loaded.trusts(&path, &std::fs::metadata(&file).unwrap()));
         std::fs::write(&file, b"another build").unwrap();
         assert!(!loaded.trusts(&path, &std::fs::metadata(&file).unwrap()));
         assert!(!loaded.trusts("/elsewhere", &std::fs::metadata(&file).unwrap()));
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_cache_trusts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("prog");
+        std::fs::write(&file, b"one").unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        let path = file.to_string_lossy().into_owned();
+        let cache = dir.path().join("frame-pointers.json");
+        let mut known = Known::default();
+        known.update(&BTreeMap::from([(path.clone(), Check { compared: 100, agreed: 100 })]));
+        known.save(&cache).unwrap();
+        assert!(Known::load_from(&cache).trusts(&path, &meta));
+        let good = std::fs::read(&cache).unwrap();
+        let damaged: [&[u8]; 4] = [&good[..good.len() - 3], b"\xff\xfe", b"[]", b"{\"executables\": 7}"];
+        for bytes in damaged {
+            std::fs::write(&cache, bytes).unwrap();
+            assert!(!Known::load_from(&cache).trusts(&path, &meta));
+        }
+        assert!(!Known::load_from(&dir.path().join("missing.json")).trusts(&path, &meta));
     }
 }

@@ -164,3 +164,31 @@ pub fn halt(nspawn: &mut std::process::Child) -> bool {
     let _ = nspawn.wait();
     halted
 }
+
+/// `systemd-nspawn -b` of `root` with what the recorder needs and this build of coldstart
+/// bound at /usr/local/bin/coldstart, its console discarded.
+pub fn spawn_boot(root: &Path) -> std::process::Child {
+    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
+    Command::new("systemd-nspawn")
+        .args(["-b", "-D"])
+        .arg(root)
+        .args(["--register=no", "--keep-unit", "--console=pipe"])
+        .args(NSPAWN_RECORDER_OPTIONS)
+        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The pids of the processes whose root directory is `root` (a container's).
+pub fn processes_rooted_at(root: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| std::fs::read_link(e.path().join("root")).is_ok_and(|r| r == root))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}

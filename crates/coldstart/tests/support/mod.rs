@@ -39,3 +39,42 @@ pub fn can_make_devices(test: &str) -> bool {
     }
     true
 }
+
+/// Records `program` into `dir`/`name`.coldstart (its spool under `dir`), with `env` set for
+/// the recorder and `DEBUGINFOD_URLS` unset unless given.
+pub fn record_program(
+    dir: &Path,
+    name: &str,
+    program: &Path,
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> coldstart_trace::Trace {
+    let out = dir.join(format!("{name}.coldstart"));
+    let _ = std::fs::remove_file(&out);
+    coldstart()
+        .env_remove("DEBUGINFOD_URLS")
+        .envs(env.iter().copied())
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--spool-dir")
+        .arg(dir.join("spool"))
+        .args(extra)
+        .arg("--")
+        .arg(program)
+        .assert()
+        .success();
+    coldstart_trace::Trace::read(&out).unwrap()
+}
+
+/// The user frames (innermost first) of each CPU sample of the process named `comm`.
+pub fn user_stacks(trace: &coldstart_trace::Trace, comm: &str) -> Vec<Vec<String>> {
+    let pid = trace.processes.iter().find(|p| p.comm == comm).map(|p| p.pid).expect("the program's process");
+    let index = coldstart_trace::StackIndex::new(trace);
+    trace
+        .stack_samples
+        .iter()
+        .filter(|s| s.pid == pid)
+        .map(|s| index.frames(s.stack_id).into_iter().filter(|f| !f.kernel).map(|f| index.name(f)).collect())
+        .collect()
+}
