@@ -81,8 +81,10 @@ impl Known {
     }
 
     /// Whether the executable process `pid` runs now was trusted.
+    /// Most execs are of programs never trusted: those cost a map lookup, not a stat.
     pub fn trusts_process(&self, pid: i32, exe: &str) -> bool {
-        std::fs::metadata(format!("/proc/{pid}/exe")).is_ok_and(|m| self.trusts(exe, &m))
+        self.executables.get(exe).is_some_and(|e| e.check.trusted())
+            && std::fs::metadata(format!("/proc/{pid}/exe")).is_ok_and(|m| self.trusts(exe, &m))
     }
 
     /// Records `checks` for the files as they are now; a file that is gone is forgotten.
