@@ -117,7 +117,7 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
     coldstart().args(["prefetch", "plan", "--blocks"]).arg(&trace).arg("-o").arg(&plan).assert().success();
     let p = json(&plan);
     assert_eq!(p["format"], "coldstart-block-plan");
-    assert_eq!(p["version"], 1);
+    assert_eq!(p["version"], 2);
     assert_eq!(p["device"]["dev"], a.dev().to_string(), "the device read most");
     assert_eq!(p["identity"]["uuid"], "0b10c000-0000-4000-8000-00000000000a");
     assert_eq!(p["identity"]["filesystem"], "ext4");
@@ -141,7 +141,7 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
         .arg(&plan)
         .assert()
         .success()
-        .stdout(contains("format coldstart-block-plan version 1"))
+        .stdout(contains("format coldstart-block-plan version 2"))
         .stdout(contains("0b10c000-0000-4000-8000-00000000000a"));
 
     let before = a.sectors_read();
@@ -166,9 +166,9 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
     assert!(err.contains("not the plan's image") && err.contains("UUID"), "{err}");
     assert_eq!(b.sectors_read() - before, 8, "only the first block was read");
 
-    // The same image changed in one sampled block, then in its superblock.
+    // The same image changed in one sampled block, then in its superblock's size.
     let sample = p["identity"]["samples"][3]["offset"].as_u64().unwrap();
-    for (changed_at, what) in [(sample, "its block at byte"), (1024 + 0x2C, "superblock differs")] {
+    for (changed_at, what) in [(sample, "its block at byte"), (1024 + 0x04, "superblock differs")] {
         let copy = dir.path().join("a-changed.img");
         std::fs::copy(dir.path().join("a.img"), &copy).unwrap();
         let mut bytes = std::fs::read(&copy).unwrap();
@@ -182,6 +182,34 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
         assert!(err.contains(what), "{err}");
         assert!(changed.sectors_read() - before <= identity_sectors, "nothing beyond the identity's blocks");
     }
+
+    // A copy mounted read-write and unmounted (its superblock's mount time, count and
+    // checksum rewritten) is still the plan's image.
+    let mounted = dir.path().join("a-mounted.img");
+    std::fs::copy(dir.path().join("a.img"), &mounted).unwrap();
+    let at = dir.path().join("mnt");
+    std::fs::create_dir(&at).unwrap();
+    let copy = Loop::attach(&mounted);
+    for step in [
+        vec!["mount".into(), copy.path.display().to_string(), at.display().to_string()],
+        vec!["umount".into(), at.display().to_string()],
+    ] {
+        assert!(Command::new(&step[0]).args(&step[1..]).status().unwrap().success(), "{step:?}");
+    }
+    assert_ne!(
+        std::fs::read(&mounted).unwrap(),
+        std::fs::read(dir.path().join("a.img")).unwrap(),
+        "the mount wrote"
+    );
+    coldstart()
+        .args(["prefetch", "run"])
+        .arg(&plan)
+        .arg("--device")
+        .arg(&copy.path)
+        .assert()
+        .success()
+        .stderr(contains("replayed 4 ranges (6 chunks, 3.0 MiB)"));
+    drop(copy);
 
     // Without --device, the device holding the plan's UUID.
     coldstart()
@@ -224,7 +252,7 @@ fn bad_block_plans_and_options_exit_2_with_one_line() {
         .code(2);
 
     let good = serde_json::json!({
-        "format": "coldstart-block-plan", "version": 1, "tool": "t",
+        "format": "coldstart-block-plan", "version": 2, "tool": "t",
         "source": {"trace": "t", "command": [], "host": "h", "kernel": "k", "recorded_unix_ns": 0},
         "device": {"dev": "7:0", "name": null, "chosen_by": "most reads", "image": "/dev/loop0"},
         "identity": {"filesystem": "ext4", "uuid": "u", "label": null, "size_bytes": 1048576,
@@ -236,6 +264,7 @@ fn bad_block_plans_and_options_exit_2_with_one_line() {
     });
     let cases = [
         ("version", serde_json::json!(9), "newer than this coldstart"),
+        ("version", serde_json::json!(1), "make the plan again"),
         ("chunk_bytes", serde_json::json!(1000), "not a positive multiple"),
         (
             "ranges",

@@ -707,3 +707,79 @@ fn storage_run_points_a_plan_at_the_copies() {
     assert!(!replay.contains("stale"), "{replay}");
     assert!(!Path::new(lines.next().unwrap()).exists(), "the moved plan is removed with the device");
 }
+
+/// `storage mount --image`: the device holds a copy of the image (its UUID, its files), every
+/// chunk of it still to be fetched, unmounted for the command to mount; a mount the command
+/// leaves is undone; what is not an ext2/3/4 image is a one-line error.
+#[test]
+fn an_image_on_a_snapshot_volume_is_its_copy_with_every_chunk_still_to_fetch() {
+    if !can_make_devices("an_image_on_a_snapshot_volume_is_its_copy_with_every_chunk_still_to_fetch") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = support::private_dir();
+    let content = dir.path().join("content");
+    std::fs::create_dir(&content).unwrap();
+    let data: Vec<u8> = (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    std::fs::write(content.join("data"), &data).unwrap();
+    let image = dir.path().join("root.ext4");
+    let uuid = "0b10c000-0000-4000-8000-0000000000cc";
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "4096", "-U", uuid, "-d"])
+        .arg(&content)
+        .arg(&image)
+        .arg("64M")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let small_blocks = dir.path().join("1k.ext4");
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "1024"])
+        .arg(&small_blocks)
+        .arg("64M")
+        .status();
+    assert!(made.unwrap().success());
+    let at = dir.path().join("mnt");
+    std::fs::create_dir(&at).unwrap();
+    let script = format!(
+        "blkid -o value -s UUID $COLDSTART_STORAGE_DEVICE && mount $COLDSTART_STORAGE_DEVICE {at} && cmp {at}/data {src} && echo same",
+        at = at.display(),
+        src = content.join("data").display()
+    );
+    let out = coldstart()
+        .args(["storage", "mount", "custom:base=snapshot,fetch_latency=5ms", "--image"])
+        .arg(&image)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [uuid, "same"], "{stderr}");
+    assert!(stderr.contains("67108864 bytes from") && stderr.contains("not mounted"), "{stderr}");
+    let fetched: u64 = stderr
+        .split("; ")
+        .find_map(|part| {
+            part.split_once(" chunks of 512 KiB fetched").map(|(n, _)| n.trim().parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no fetch count: {stderr}"));
+    assert!(fetched >= 6, "the 3 MiB file's 6 chunks at least were fetched on first read: {stderr}");
+    assert!(
+        !std::fs::read_to_string("/proc/self/mounts").unwrap().contains(&*at.to_string_lossy()),
+        "the command's mount was undone"
+    );
+
+    let not_ext = dir.path().join("zeros.img");
+    std::fs::write(&not_ext, vec![0u8; 64 << 20]).unwrap();
+    for (image, says) in [
+        (not_ext.as_path(), "not an ext2/3/4 filesystem image"),
+        (&dir.path().join("none.img"), "not a file"),
+        (&content.join("data"), "at least 32 MiB"),
+        (&small_blocks, "1024-byte blocks"),
+    ] {
+        let out = coldstart().args(["storage", "mount", "snapshot", "--image"]).arg(image).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}

@@ -49,7 +49,6 @@ impl EmulatedDisk {
     /// Makes a device of `size_bytes` under `params`, with an empty ext4 on it. Cleans up
     /// first what disks of dead processes left. Needs root.
     pub fn create(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
-        let class = params.class;
         if size_bytes < MIN_SIZE_BYTES {
             return Err(StorageError::Setup(format!(
                 "a device of {size_bytes} bytes is too small: at least {} MiB",
@@ -57,6 +56,26 @@ impl EmulatedDisk {
             )));
         }
         let size_bytes = size_bytes / u64::from(BLOCK_SIZE) * u64::from(BLOCK_SIZE);
+        let mut disk = EmulatedDisk::blank(params, size_bytes)?;
+        make_ext4(&disk.device)?;
+        disk.ready()?;
+        Ok(disk)
+    }
+
+    /// Makes a device holding a copy of the ext2/3/4 filesystem image `image`, its size, as
+    /// the volume restored from a snapshot of it would be: the copy is written unmodelled, so
+    /// on a lazily fetched profile every chunk is still to be fetched. Needs root.
+    pub fn from_image(params: DiskParams, image: &Path) -> Result<EmulatedDisk> {
+        let size_bytes = check_ext_image(image)?;
+        let mut disk = EmulatedDisk::blank(params, size_bytes)?;
+        copy_image(image, &disk.run_dir.join("fuse").join(IMAGE_NAME))?;
+        disk.ready()?;
+        Ok(disk)
+    }
+
+    /// The FUSE image of `size_bytes` and its loop device, nothing on it, the model off.
+    fn blank(params: DiskParams, size_bytes: u64) -> Result<EmulatedDisk> {
+        let class = params.class;
         leftovers::clean_stale();
         let run_dir = leftovers::new_run_dir();
         let fuse_dir = run_dir.join("fuse");
@@ -91,10 +110,19 @@ impl EmulatedDisk {
         set_elevator(&device, elevator_for(class));
         disk.device = device;
         disk.device_file = Some(device_file);
-        make_ext4(&disk.device)?;
-        disk.apply_read_ahead()?;
-        shared.set_modelled(true);
         Ok(disk)
+    }
+
+    /// The profile's read-ahead set and the model on: from here every request is modelled.
+    fn ready(&mut self) -> Result<()> {
+        self.apply_read_ahead()?;
+        self.shared.set_modelled(true);
+        Ok(())
+    }
+
+    /// The device's size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.shared.size_bytes()
     }
 
     /// The loop device, e.g. `/dev/loop3`.
@@ -293,4 +321,82 @@ fn make_ext4(device: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The image's size when it is an ext2/3/4 filesystem image of a usable size; else why not.
+fn check_ext_image(image: &Path) -> Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let what = |e: std::io::Error| StorageError::Setup(format!("{}: {e}", image.display()));
+    let mut file = File::open(image).map_err(what)?;
+    let size = file.metadata().map_err(what)?.len();
+    if size < MIN_SIZE_BYTES || size % u64::from(BLOCK_SIZE) != 0 {
+        return Err(StorageError::Setup(format!(
+            "{}: {size} bytes: an image must be at least {} MiB and a whole number of 4 KiB blocks",
+            image.display(),
+            MIN_SIZE_BYTES >> 20
+        )));
+    }
+    let mut superblock = [0u8; 1024];
+    file.seek(SeekFrom::Start(1024)).map_err(what)?;
+    file.read_exact(&mut superblock).map_err(what)?;
+    if u16::from_le_bytes([superblock[0x38], superblock[0x39]]) != EXT_MAGIC {
+        return Err(StorageError::Setup(format!(
+            "{}: not an ext2/3/4 filesystem image (no superblock magic at byte 1080)",
+            image.display()
+        )));
+    }
+    let log_block =
+        u32::from_le_bytes([superblock[0x18], superblock[0x19], superblock[0x1A], superblock[0x1B]]);
+    let block_size = 1024u64.checked_shl(log_block).unwrap_or(0);
+    if block_size < u64::from(BLOCK_SIZE) {
+        return Err(StorageError::Setup(format!(
+            "{}: its filesystem has {block_size}-byte blocks; the device's sectors are 4 KiB: make it with mkfs.ext4 -b 4096",
+            image.display()
+        )));
+    }
+    Ok(size)
+}
+
+const EXT_MAGIC: u16 = 0xEF53;
+
+/// Copies `image` into the device's FUSE file (direct I/O: no page cache holds the copy),
+/// skipping runs of zeros, which the sparse image already reads as zeros.
+fn copy_image(image: &Path, fuse_file: &Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut source = File::open(image).map_err(StorageError::io(format!("reading {}", image.display())))?;
+    let target = File::options()
+        .write(true)
+        .open(fuse_file)
+        .map_err(StorageError::io(format!("opening {}", fuse_file.display())))?;
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut offset = 0u64;
+    loop {
+        let n = read_full(&mut source, &mut buffer)
+            .map_err(StorageError::io(format!("reading {}", image.display())))?;
+        if n == 0 {
+            return Ok(());
+        }
+        for (i, block) in buffer[..n].chunks(COPY_BLOCK).enumerate() {
+            if block.iter().any(|&b| b != 0) {
+                target
+                    .write_all_at(block, offset + (i * COPY_BLOCK) as u64)
+                    .map_err(StorageError::io(format!("writing the image onto {}", fuse_file.display())))?;
+            }
+        }
+        offset += n as u64;
+    }
+}
+
+const COPY_BLOCK: usize = 64 << 10;
+
+fn read_full(source: &mut File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match source.read(&mut buffer[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
 }

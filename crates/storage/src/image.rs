@@ -149,6 +149,10 @@ impl Shared {
         lock(&self.clock).params().clone()
     }
 
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
     pub fn stored_bytes(&self) -> u64 {
         lock(&self.image).stored_bytes()
     }

@@ -3,6 +3,7 @@
 //! command or waits for Ctrl-C, and tears everything down; `run` puts a program's files on
 //! such a device at their own paths (as `bench --storage` does) and runs a command there.
 
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +28,9 @@ Examples:
   coldstart storage show custom:base=snapshot,fetch_latency=20ms,fetch_depth=8
   sudo coldstart storage mount sd --size 2GiB --at /mnt/sd              # until Ctrl-C
   sudo coldstart storage mount hdd --size 4GiB --at /mnt/hdd -- sh -c 'cp -a /usr/lib/python3* /mnt/hdd'
+  # an image's first boot on a volume restored from its snapshot, its block plan fetched first:
+  sudo coldstart storage mount snapshot --image root.ext4 -- sh -c 'D=$COLDSTART_STORAGE_DEVICE; \
+      coldstart prefetch run boot.bplan --device $D & mount $D /mnt/root && systemd-nspawn -b -D /mnt/root'
   # record a start with the files it read (app.coldstart) on an emulated laptop disk:
   sudo coldstart storage run hdd --trace app.coldstart -- coldstart record --cold -o hdd.coldstart -- app
   # what the start still reads there after its plan was replayed ahead:
@@ -54,12 +58,19 @@ enum Action {
         /// hdd, hdd7200, ssd, nvme, sd, cloud, snapshot, custom:KEY=VALUE,… or a profile file.
         profile: String,
         /// The device's size, e.g. 4GiB (memory is spent only on what is written).
-        #[arg(long, default_value = "1GiB")]
+        #[arg(long, default_value = "1GiB", conflicts_with = "image")]
         size: String,
-        /// An existing directory to mount the device's ext4 at.
+        /// Put a copy of this ext2/3/4 filesystem image on the device (its size) instead of a
+        /// new ext4: on `snapshot`, the volume restored from the image's snapshot.
+        #[arg(long, value_name = "FILE")]
+        image: Option<PathBuf>,
+        /// An existing directory to mount the device's ext4 at. Without it the device is not
+        /// mounted: COMMAND mounts it when it wants (after starting a block plan's replay, as
+        /// a boot's early hook would); whatever is still mounted from it is unmounted at the end.
         #[arg(long, value_name = "DIR")]
-        at: PathBuf,
-        /// The command to run while the device is mounted.
+        at: Option<PathBuf>,
+        /// The command to run while the device is mounted; it finds the device (e.g.
+        /// /dev/loop3) in $COLDSTART_STORAGE_DEVICE.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
@@ -111,7 +122,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{}", describe(&params));
             Ok(ExitCode::SUCCESS)
         }
-        Action::Mount { profile, size, at, command } => mount(&profile, &size, at, command),
+        Action::Mount { profile, size, image, at, command } => {
+            mount(&profile, &size, image.as_deref(), at, command)
+        }
         Action::Run { profile, trace, files, prefetch, command } => {
             run_on(&profile, trace, files, prefetch.as_deref(), &command)
         }
@@ -202,13 +215,14 @@ pub fn served(stats: &coldstart_storage::Stats, params: &DiskParams) -> String {
 fn run_while_mounted(
     mut signals: Signals,
     command: &[String],
+    env: &[(&str, OsString)],
     then: &str,
 ) -> anyhow::Result<(ExitCode, Option<i32>)> {
     if command.is_empty() {
         eprintln!("coldstart storage: press Ctrl-C to {then}");
         return Ok((ExitCode::SUCCESS, signals.forever().next()));
     }
-    run_command(command, None, signals)
+    run_command(command, env, signals)
 }
 
 fn slowfs(
@@ -231,7 +245,7 @@ fn slowfs(
         at.display(),
         delay
     );
-    let (status, signal) = run_while_mounted(signals, &command, "unmount")?;
+    let (status, signal) = run_while_mounted(signals, &command, &[], "unmount")?;
     let stats = mount.stats();
     eprintln!(
         "coldstart storage: served {} requests, {:.3} s of delay in all",
@@ -242,33 +256,49 @@ fn slowfs(
     Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
 }
 
-fn mount(profile: &str, size: &str, at: PathBuf, command: Vec<String>) -> anyhow::Result<ExitCode> {
+fn mount(
+    profile: &str,
+    size: &str,
+    image: Option<&Path>,
+    at: Option<PathBuf>,
+    command: Vec<String>,
+) -> anyhow::Result<ExitCode> {
     let params = coldstart_storage::resolve(profile)?;
     let Some(size_bytes) = parse_disk_size(size) else {
         bail!("--size {size}: expected a size like 4GiB or 512MiB");
     };
-    if !at.is_dir() {
+    if let Some(image) = image.filter(|i| !i.is_file()) {
+        bail!("--image {}: not a file", image.display());
+    }
+    if let Some(at) = at.as_ref().filter(|at| !at.is_dir()) {
         bail!("--at {}: not a directory", at.display());
     }
     if !coldstart_bench::evict::is_root() {
         bail!("coldstart storage mount needs root (loop devices, FUSE and mounts)");
     }
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
-    let mut disk = EmulatedDisk::create(params, size_bytes).context("making the emulated device")?;
+    let mut disk = match image {
+        Some(image) => EmulatedDisk::from_image(params, image)?,
+        None => EmulatedDisk::create(params, size_bytes).context("making the emulated device")?,
+    };
     if let Some(signal) = signals.pending().next() {
         drop(disk);
         return Ok(ExitCode::from(128 + signal as u8));
     }
-    disk.mount_at(&at)?;
+    if let Some(at) = &at {
+        disk.mount_at(at)?;
+    }
     eprintln!(
-        "coldstart storage: {} ({}) on {}, {} bytes, mounted at {}",
+        "coldstart storage: {} ({}) on {}, {} bytes{}, {}",
         profile,
         disk.params().description,
         disk.device().display(),
-        size_bytes,
-        at.display()
+        disk.size_bytes(),
+        image.map(|i| format!(" from {}", i.display())).unwrap_or_default(),
+        at.map_or("not mounted".to_owned(), |at| format!("mounted at {}", at.display()))
     );
-    let (status, signal) = run_while_mounted(signals, &command, "unmount and remove the device")?;
+    let device = [("COLDSTART_STORAGE_DEVICE", disk.device().as_os_str().to_owned())];
+    let (status, signal) = run_while_mounted(signals, &command, &device, "unmount and remove the device")?;
     eprintln!("coldstart storage: {}", served(&disk.stats(), &disk.params()));
     drop(disk);
     Ok(signal.map_or(status, |s| ExitCode::from(128 + s as u8)))
@@ -332,7 +362,11 @@ fn run_on(
     );
     let (status, signal) = match signals.pending().next() {
         Some(signal) => (ExitCode::SUCCESS, Some(signal)),
-        None => run_command(command, moved_plan.as_deref(), signals)?,
+        None => {
+            let env: Vec<(&str, OsString)> =
+                moved_plan.iter().map(|plan| ("COLDSTART_PLAN", plan.as_os_str().to_owned())).collect();
+            run_command(command, &env, signals)?
+        }
     };
     if let Some(plan) = &moved_plan {
         let _ = std::fs::remove_file(plan);
@@ -346,15 +380,12 @@ fn run_on(
 /// (as a shell gives it) and the signal that ended it, if one did.
 fn run_command(
     command: &[String],
-    plan: Option<&Path>,
+    env: &[(&str, OsString)],
     mut signals: Signals,
 ) -> anyhow::Result<(ExitCode, Option<i32>)> {
     let handle = signals.handle();
     let mut child = std::process::Command::new(&command[0]);
-    child.args(&command[1..]);
-    if let Some(plan) = plan {
-        child.env("COLDSTART_PLAN", plan);
-    }
+    child.args(&command[1..]).envs(env.iter().map(|(k, v)| (k, v)));
     let mut child = child.spawn().with_context(|| format!("cannot run {:?}", command[0]))?;
     let pid = child.id();
     let forwarder = thread::spawn(move || {

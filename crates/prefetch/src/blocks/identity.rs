@@ -1,7 +1,7 @@
 //! The identity of the image a block plan was made from: its size, its filesystem's type and
 //! UUID (from an ext2/3/4 superblock; other filesystems are refused), and SHA-256 checksums of
-//! sampled 4 KiB blocks, the first block (holding the superblock) always among them. Read at
-//! plan time; before a replay the device's size is compared first, then the first block, then
+//! sampled 4 KiB blocks, the first block (holding the superblock, its fields that a mount
+//! rewrites left out) always among them. Read at plan time; before a replay the device's size is compared first, then the first block, then
 //! the other samples, so another image is refused after reading one block.
 
 use std::path::{Path, PathBuf};
@@ -92,6 +92,38 @@ fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The superblock's fields a mount, a write or an error rewrites (offset in the superblock,
+/// length): free counts, mount and write times, mount count, state, last check, last mount
+/// point, orphan list, bytes written, error records, the times' high bytes, the checksum.
+/// Left out of the first block's checksum, so that a volume mounted before its replay (by
+/// an early hook racing the mount, or a unit after it) is still its image.
+const REWRITTEN_AT_MOUNT: [(usize, usize); 11] = [
+    (0x0C, 8),
+    (0x2C, 8),
+    (0x34, 2),
+    (0x3A, 2),
+    (0x40, 4),
+    (0x88, 64),
+    (0xE8, 4),
+    (0x158, 4),
+    (0x178, 8),
+    (0x194, 0x6C),
+    (0x274, 8),
+];
+const SUPERBLOCK_CHECKSUM: (usize, usize) = (0x3FC, 4);
+
+/// SHA-256 of a sampled block; of the first block without the superblock's rewritten fields.
+fn sample_sha256(offset: u64, block: &[u8]) -> String {
+    if offset != 0 || block.len() < SUPERBLOCK_AT + 1024 {
+        return sha256_hex(block);
+    }
+    let mut masked = block.to_vec();
+    for (at, length) in REWRITTEN_AT_MOUNT.into_iter().chain([SUPERBLOCK_CHECKSUM]) {
+        masked[SUPERBLOCK_AT + at..SUPERBLOCK_AT + at + length].fill(0);
+    }
+    sha256_hex(&masked)
+}
+
 /// Where the samples lie: [`SAMPLES`] ranges spread over the plan, a 4 KiB block inside
 /// each picked by its position (so two plans of one image sample the same blocks).
 pub fn sample_offsets(ranges: &[BlockRange]) -> Vec<u64> {
@@ -124,7 +156,7 @@ pub fn probe(path: &Path, ranges: &[BlockRange]) -> Result<Identity, BlockError>
     let mut buffer = device.buffer(ALIGN as usize);
     let first = device.read_block(0, &mut buffer, ALIGN as usize)?;
     let sb = superblock(first).map_err(|reason| BlockError::Plan(format!("{}: {reason}", path.display())))?;
-    let mut samples = vec![Sample { offset: 0, length: ALIGN, sha256: sha256_hex(first) }];
+    let mut samples = vec![Sample { offset: 0, length: ALIGN, sha256: sample_sha256(0, first) }];
     for offset in sample_offsets(ranges).into_iter().filter(|&o| o != 0) {
         let block = device.read_block(offset, &mut buffer, ALIGN as usize)?;
         samples.push(Sample { offset, length: ALIGN, sha256: sha256_hex(block) });
@@ -163,10 +195,10 @@ pub fn verify(device: &DirectDevice, identity: &Identity) -> Result<u64, BlockEr
                 )));
             }
         }
-        if sha256_hex(block) != sample.sha256 {
+        if sample_sha256(sample.offset, block) != sample.sha256 {
             return Err(refuse(match sample.offset {
-                0 => "its superblock differs from the plan's image (mounted read-write or changed since: \
-                      a plan is for a volume as restored, before its first mount)"
+                0 => "its superblock differs from the plan's image (another filesystem with the same UUID, \
+                      or resized or changed since)"
                     .to_owned(),
                 at => format!(
                     "its block at byte {at} differs from the plan's image (the image was changed since)"

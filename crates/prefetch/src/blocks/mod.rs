@@ -26,7 +26,7 @@ pub use replay::{BlockReplayReport, replay_blocks};
 /// The `format` field of every block plan.
 pub const FORMAT: &str = "coldstart-block-plan";
 /// The newest block plan format this code reads and the one it writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The default chunk: a snapshot's block on the largest provider (docs/storage.md).
 pub const DEFAULT_CHUNK_BYTES: u64 = 512 * 1024;
 /// Chunks are whole multiples of this, so that direct I/O may read them.
@@ -160,6 +160,12 @@ impl BlockPlan {
         let version = head.version.unwrap_or(0);
         if version > VERSION {
             return Err(BlockError::NewerPlan { path: path.to_owned(), version });
+        }
+        if version < VERSION {
+            return Err(bad(format!(
+                "version {version} checksums the superblock as a mount rewrites it: make the plan again \
+                 (coldstart prefetch plan --blocks)"
+            )));
         }
         let plan: BlockPlan = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         plan.check().map_err(bad)?;

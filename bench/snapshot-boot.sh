@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The first boot of an image on a volume restored from its snapshot (issue 30): the Debian
+# container's root filesystem as an ext4 image, put on an emulated lazily fetched volume
+# (`storage mount snapshot --image`, every chunk still to be fetched), booted with
+# systemd-nspawn to multi-user.target. Four ways, interleaved (the order rotates each round):
+#   cold      the first boot as it is
+#   plan      the boot's block plan replayed from the boot's start (`prefetch run PLAN --device`)
+#   fio       the whole volume read the providers' way, started at the same moment
+#             (fio --rw=read --bs=1M --iodepth=32 --direct=1)
+#   hydrated  the same image on the volume once fetched (custom:base=snapshot,fetch_chunk=0),
+#             the page cache cold: what a warm volume gives
+# Each boot runs on a fresh device from the pristine image, under the exclusive bench lock.
+#
+#   bash bench/snapshot-boot.sh [ROUNDS]                 # 5 rounds by default
+#   PLAN_ARGS='--chunk 4KiB' bash bench/snapshot-boot.sh 3   # a plan of the ranges read, not whole chunks
+#   SNAPSHOT=custom:base=snapshot,fetch_latency=20ms bash bench/snapshot-boot.sh 3
+#
+# The plan comes from one recorded first boot on the same volume (`record`, then
+# `prefetch plan --blocks TRACE --image IMAGE`). Prints each way's boot times, its median
+# against cold (ratio of medians with its 95 % interval, and paired by round), the plan's
+# bytes against what the boot read, and the chunks each way fetched. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+rounds=${1:-5}
+snapshot=${SNAPSHOT:-snapshot}
+hydrated=${HYDRATED:-custom:base=snapshot,fetch_chunk=0}
+lock=/var/lock/coldstart-bench.lock
+install_packages mmdebstrap systemd-container e2fsprogs fio
+use_coldstart
+use_bench_stats
+rootfs=${ROOTFS:-/var/cache/coldstart-tests/bookworm-boot}
+ensure_boot_rootfs "$rootfs"
+work=$(mktemp -d /var/tmp/coldstart-snapshot-boot.XXXXXX)
+mnt=$work/root
+mkdir "$mnt"
+cleanup() {
+    stop_boots "$mnt"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+image=$work/root.ext4
+size_mib=$(( $(du -sm "$rootfs" | cut -f1) * 2 + 256 ))
+mkfs.ext4 -q -F -b 4096 -L coldstart-boot -E lazy_itable_init=0,lazy_journal_init=0 \
+    -d "$rootfs" "$image" "${size_mib}M"
+boot="bash $PWD/bench/nspawn-boot.sh $mnt"
+mount_then_boot="mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot"
+until=unit:multi-user.target
+echo "image: $image, ${size_mib} MiB, from $rootfs"
+
+# The device is not mounted by `storage mount` (no --at): each boot's command mounts it, as
+# the boot's root is mounted after an early hook has started the replay.
+flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- \
+    "$COLDSTART" record --until "$until" --timeout 120 -o "$work/boot.coldstart" -- \
+    sh -c "mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot" \
+    >/dev/null 2>"$work/learn.err" || { cat "$work/learn.err"; exit 1; }
+# shellcheck disable=SC2086 # PLAN_ARGS is a list of options
+"$COLDSTART" prefetch plan --blocks ${PLAN_ARGS:-} "$work/boot.coldstart" --image "$image" -o "$work/boot.bplan" 2>&1 | head -1
+
+replay="$COLDSTART prefetch run $work/boot.bplan --device \$COLDSTART_STORAGE_DEVICE >$work/replay.out 2>&1"
+fio="fio --name=hydrate --filename=\$COLDSTART_STORAGE_DEVICE --rw=read --bs=1M --iodepth=32 --ioengine=libaio --direct=1 --readonly >/dev/null 2>&1"
+declare -A command=(
+    [cold]="sh -c '$mount_then_boot'"
+    [plan]="sh -c '$replay & $mount_then_boot'"
+    [fio]="sh -c '$fio & $mount_then_boot'"
+    [hydrated]="sh -c '$mount_then_boot'"
+)
+ways=(cold plan fio hydrated)
+for round in $(seq 1 "$rounds"); do
+    shift_by=$(( (round - 1) % ${#ways[@]} ))
+    order=("${ways[@]:shift_by}" "${ways[@]:0:shift_by}")
+    for way in "${order[@]}"; do
+        profile=$snapshot
+        [ "$way" = hydrated ] && profile=$hydrated
+        flock -x "$lock" "$COLDSTART" storage mount "$profile" --image "$image" -- \
+            "$COLDSTART" bench --warm --warmup 0 --runs 1 --no-progress --until "$until" --timeout 180 \
+            --export-json "$work/$way-$round.json" -n "$way" -c "${command[$way]}" \
+            >/dev/null 2>"$work/$way-$round.err" || { cat "$work/$way-$round.err"; exit 1; }
+        fetched=$(grep -o '[0-9]* chunks\? of [0-9]* KiB fetched' "$work/$way-$round.err" || echo "no fetch")
+        printf 'round %d %-8s %6.3f s  (%s)\n' "$round" "$way" \
+            "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["median"])' "$work/$way-$round.json")" \
+            "$fetched"
+    done
+done
+
+times() { # the boot times of WAY over the rounds, comma-separated, in round order
+    python3 - "$work" "$1" "$rounds" <<'PY'
+import json, sys
+work, way, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print(",".join(f'{json.load(open(f"{work}/{way}-{r}.json"))["results"][0]["median"]:.4f}' for r in range(1, rounds + 1)))
+PY
+}
+for way in "${ways[@]}"; do
+    echo "$way: $(times "$way") s"
+done
+for way in plan fio hydrated; do
+    read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times "$way")" "$(times cold)")
+    printf '%s/cold: median ratio %.3f (95%% interval %.3f–%.3f)' "$way" "$ratio" "$low" "$high"
+    if [ "$rounds" -ge 2 ]; then
+        read -r ratio low high < <("$BENCH_STATS" paired-ratio "$(times "$way")" "$(times cold)")
+        printf ', paired by round %.3f (%.3f–%.3f)' "$ratio" "$low" "$high"
+    fi
+    echo
+done
+read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times plan)" "$(times fio)")
+printf 'plan/fio: median ratio %.3f (95%% interval %.3f–%.3f)\n' "$ratio" "$low" "$high"
+"$COLDSTART" prefetch show "$work/boot.bplan" | grep -m1 'the start read'
+echo "the last replay: $(tail -1 "$work/replay.out")"
