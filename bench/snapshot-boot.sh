@@ -5,6 +5,8 @@
 # systemd-nspawn to multi-user.target. Four ways, interleaved (the order rotates each round):
 #   cold      the first boot as it is
 #   plan      the boot's block plan replayed from the boot's start (`prefetch run PLAN --device`)
+#   exact     the same with a plan of the ranges the boot read (`--chunk 4KiB`), not whole
+#             chunks: the device still fetches whole chunks, the replay moves fewer bytes
 #   fio       the whole volume read the providers' way, started at the same moment
 #             (fio --rw=read --bs=1M --iodepth=32 --direct=1)
 #   hydrated  the same image on the volume once fetched (custom:base=snapshot,fetch_chunk=0),
@@ -12,7 +14,6 @@
 # Each boot runs on a fresh device from the pristine image, under the exclusive bench lock.
 #
 #   bash bench/snapshot-boot.sh [ROUNDS]                 # 5 rounds by default
-#   PLAN_ARGS='--chunk 4KiB' bash bench/snapshot-boot.sh 3   # a plan of the ranges read, not whole chunks
 #   SNAPSHOT=custom:base=snapshot,fetch_latency=20ms bash bench/snapshot-boot.sh 3
 #
 # The plan comes from one recorded first boot on the same volume (`record`, then
@@ -54,18 +55,19 @@ flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- \
     "$COLDSTART" record --until "$until" --timeout 120 -o "$work/boot.coldstart" -- \
     sh -c "mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot" \
     >/dev/null 2>"$work/learn.err" || { cat "$work/learn.err"; exit 1; }
-# shellcheck disable=SC2086 # PLAN_ARGS is a list of options
-"$COLDSTART" prefetch plan --blocks ${PLAN_ARGS:-} "$work/boot.coldstart" --image "$image" -o "$work/boot.bplan" 2>&1 | head -1
+"$COLDSTART" prefetch plan --blocks "$work/boot.coldstart" --image "$image" -o "$work/plan.bplan" 2>&1 | head -1
+"$COLDSTART" prefetch plan --blocks --chunk 4KiB "$work/boot.coldstart" --image "$image" -o "$work/exact.bplan" 2>&1 | head -1
 
-replay="$COLDSTART prefetch run $work/boot.bplan --device \$COLDSTART_STORAGE_DEVICE >$work/replay.out 2>&1"
+replay() { echo "$COLDSTART prefetch run $work/$1.bplan --device \$COLDSTART_STORAGE_DEVICE >$work/$1.out 2>&1"; }
 fio="fio --name=hydrate --filename=\$COLDSTART_STORAGE_DEVICE --rw=read --bs=1M --iodepth=32 --ioengine=libaio --direct=1 --readonly >/dev/null 2>&1"
 declare -A command=(
     [cold]="sh -c '$mount_then_boot'"
-    [plan]="sh -c '$replay & $mount_then_boot'"
+    [plan]="sh -c '$(replay plan) & $mount_then_boot'"
+    [exact]="sh -c '$(replay exact) & $mount_then_boot'"
     [fio]="sh -c '$fio & $mount_then_boot'"
     [hydrated]="sh -c '$mount_then_boot'"
 )
-ways=(cold plan fio hydrated)
+ways=(cold plan exact fio hydrated)
 for round in $(seq 1 "$rounds"); do
     shift_by=$(( (round - 1) % ${#ways[@]} ))
     order=("${ways[@]:shift_by}" "${ways[@]:0:shift_by}")
@@ -93,7 +95,7 @@ PY
 for way in "${ways[@]}"; do
     echo "$way: $(times "$way") s"
 done
-for way in plan fio hydrated; do
+for way in plan exact fio hydrated; do
     read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times "$way")" "$(times cold)")
     printf '%s/cold: median ratio %.3f (95%% interval %.3f–%.3f)' "$way" "$ratio" "$low" "$high"
     if [ "$rounds" -ge 2 ]; then
@@ -102,7 +104,9 @@ for way in plan fio hydrated; do
     fi
     echo
 done
-read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times plan)" "$(times fio)")
-printf 'plan/fio: median ratio %.3f (95%% interval %.3f–%.3f)\n' "$ratio" "$low" "$high"
-"$COLDSTART" prefetch show "$work/boot.bplan" | grep -m1 'the start read'
-echo "the last replay: $(tail -1 "$work/replay.out")"
+for plan in plan exact; do
+    read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times $plan)" "$(times fio)")
+    printf '%s/fio: median ratio %.3f (95%% interval %.3f–%.3f)\n' "$plan" "$ratio" "$low" "$high"
+    echo "$plan: $("$COLDSTART" prefetch show "$work/$plan.bplan" | grep -m1 'the start read')"
+    echo "$plan, its last replay: $(tail -1 "$work/$plan.out")"
+done
