@@ -51,12 +51,17 @@ echo "image: $image, ${size_mib} MiB, from $rootfs"
 
 # The device is not mounted by `storage mount` (no --at): each boot's command mounts it, as
 # the boot's root is mounted after an early hook has started the replay.
-flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- \
-    "$COLDSTART" record --until "$until" --timeout 120 -o "$work/boot.coldstart" -- \
-    sh -c "mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot" \
+dev_of='printf "%d:%d\n" 0x$(stat -c %t $COLDSTART_STORAGE_DEVICE) 0x$(stat -c %T $COLDSTART_STORAGE_DEVICE)'
+flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- sh -c "$dev_of > $work/dev && \
+    $COLDSTART record --until $until --timeout 120 -o $work/boot.coldstart -- \
+    sh -c 'mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot'" \
     >/dev/null 2>"$work/learn.err" || { cat "$work/learn.err"; exit 1; }
-"$COLDSTART" prefetch plan --blocks "$work/boot.coldstart" --image "$image" -o "$work/plan.bplan" 2>&1 | head -1
-"$COLDSTART" prefetch plan --blocks --chunk 4KiB "$work/boot.coldstart" --image "$image" -o "$work/exact.bplan" 2>&1 | head -1
+for plan in plan exact; do
+    chunk=512KiB
+    [ "$plan" = exact ] && chunk=4KiB
+    "$COLDSTART" prefetch plan --blocks --chunk "$chunk" --device "$(cat "$work/dev")" "$work/boot.coldstart" \
+        --image "$image" -o "$work/$plan.bplan" 2>&1 | sed -n 1p
+done
 
 replay() { echo "$COLDSTART prefetch run $work/$1.bplan --device \$COLDSTART_STORAGE_DEVICE >$work/$1.out 2>&1"; }
 fio="fio --name=hydrate --filename=\$COLDSTART_STORAGE_DEVICE --rw=read --bs=1M --iodepth=32 --ioengine=libaio --direct=1 --readonly >/dev/null 2>&1"

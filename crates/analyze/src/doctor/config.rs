@@ -77,6 +77,17 @@ pub struct DoctorConfig {
     /// many_short_processes: at least this many processes started and gone before ready.
     pub many_short_processes_min: u64,
 
+    /// lazy_volume: the chunk a volume fetches on its first read…
+    pub lazy_volume_chunk_bytes: u64,
+    /// …at least this many chunks first read before ready…
+    pub lazy_volume_min_chunks: u64,
+    /// …a first read's median at least this long…
+    pub lazy_volume_min_fetch_ns: Nanos,
+    /// …and its first quartile this many times a later read's median;
+    pub lazy_volume_min_ratio: f64,
+    /// fetches a block plan's replay is taken to keep in flight.
+    pub lazy_volume_replay_depth: u64,
+
     /// other_languages: the user's languages.
     pub languages: Languages,
     /// The trace file as the user named it, for the command lines of `verify`.
@@ -137,6 +148,11 @@ impl Default for DoctorConfig {
             disk_bound_min_busy: 0.5,
             disk_bound_seek_rate_share: 0.5,
             many_short_processes_min: 1000,
+            lazy_volume_chunk_bytes: 512 * 1024,
+            lazy_volume_min_chunks: 20,
+            lazy_volume_min_fetch_ns: 20_000_000,
+            lazy_volume_min_ratio: 4.0,
+            lazy_volume_replay_depth: 16,
             languages: Languages::default(),
             trace_name: "app.coldstart".to_owned(),
         }

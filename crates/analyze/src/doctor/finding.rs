@@ -49,6 +49,9 @@ pub enum FindingKind {
     /// Thousands of processes started and gone before ready, in runs of one program (a
     /// helper per device event), seen in a trace without scheduler data.
     ManyShortProcesses,
+    /// The start read a volume that fetched each chunk on its first read (restored from a
+    /// snapshot, or fetched lazily), one fetch after another.
+    LazyVolume,
 }
 
 impl FindingKind {
@@ -71,6 +74,7 @@ impl FindingKind {
             FindingKind::CpuSubtree => "cpu_subtree",
             FindingKind::DiskBound => "disk_bound",
             FindingKind::ManyShortProcesses => "many_short_processes",
+            FindingKind::LazyVolume => "lazy_volume",
         }
     }
 }

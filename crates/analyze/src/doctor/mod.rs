@@ -23,6 +23,7 @@ mod fresh_profile;
 mod intervals;
 mod known;
 mod layout;
+mod lazy_volume;
 mod locale;
 mod packed;
 mod parse;
@@ -87,7 +88,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let mut facts = facts::Facts::new(trace, analysis, config);
     whatif::calibrate(&mut facts);
-    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 16] = [
+    let detectors: [fn(&facts::Facts) -> Vec<Finding>; 17] = [
         files::many_small_files,
         files::files_in_pieces,
         processes::heavy_helpers,
@@ -104,6 +105,7 @@ pub fn diagnose(
         cpu::cpu_subtree,
         sampled::disk_bound,
         sampled::many_short_processes,
+        lazy_volume::lazy_volume,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
     for f in &mut findings {

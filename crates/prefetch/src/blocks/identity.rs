@@ -191,7 +191,10 @@ pub fn verify(device: &DirectDevice, identity: &Identity) -> Result<u64, BlockEr
         read += sample.length;
         let sb = superblock(block).map_err(refuse)?;
         if sb.uuid != identity.uuid {
-            return Err(refuse(format!("its filesystem's UUID is {}, the plan's {}", sb.uuid, identity.uuid)));
+            return Err(refuse(format!(
+                "its filesystem's UUID is {}, the plan's {}",
+                sb.uuid, identity.uuid
+            )));
         }
         if sample_sha256(0, block) != sample.sha256 {
             return Err(refuse(
