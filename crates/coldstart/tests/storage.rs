@@ -722,16 +722,8 @@ fn an_image_on_a_snapshot_volume_is_its_copy_with_every_chunk_still_to_fetch() {
     std::fs::create_dir(&content).unwrap();
     let data: Vec<u8> = (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     std::fs::write(content.join("data"), &data).unwrap();
-    let image = dir.path().join("root.ext4");
     let uuid = "0b10c000-0000-4000-8000-0000000000cc";
-    let made = std::process::Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-b", "4096", "-U", uuid, "-d"])
-        .arg(&content)
-        .arg(&image)
-        .arg("64M")
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let image = ext4_image_of(&content, &dir.path().join("root.ext4"), uuid);
     let small_blocks = dir.path().join("1k.ext4");
     let made = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F", "-b", "1024"])
@@ -782,4 +774,64 @@ fn an_image_on_a_snapshot_volume_is_its_copy_with_every_chunk_still_to_fetch() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
     }
+}
+
+/// An ext4 image (4 KiB blocks, 64 MiB) of the files under `content`, with `uuid`.
+fn ext4_image_of(content: &Path, image: &Path, uuid: &str) -> PathBuf {
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "4096", "-U", uuid, "-d"])
+        .arg(content)
+        .arg(image)
+        .arg("64M")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    image.to_owned()
+}
+
+/// A start (`cat` of 30 files of 600 KiB) recorded on an image's first read from a snapshot
+/// volume (30 ms fetches): the doctor's first finding is `lazy_volume`, with the chunks the
+/// start fetched.
+#[test]
+fn the_doctor_names_a_first_read_from_a_snapshot_volume() {
+    if !can_make_devices("the_doctor_names_a_first_read_from_a_snapshot_volume") {
+        return;
+    }
+    let _one = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = support::private_dir();
+    let content = dir.path().join("content");
+    std::fs::create_dir(&content).unwrap();
+    for i in 0..30u8 {
+        std::fs::write(content.join(format!("file{i:02}")), vec![i; 600 << 10]).unwrap();
+    }
+    let image = ext4_image_of(&content, &dir.path().join("app.ext4"), "0b10c000-0000-4000-8000-0000000000dd");
+    let at = dir.path().join("mnt");
+    std::fs::create_dir(&at).unwrap();
+    let trace = dir.path().join("first.coldstart");
+    let start = format!(
+        "mount $COLDSTART_STORAGE_DEVICE {at} && {coldstart} record -o {trace} -- cat {at}/file* >/dev/null",
+        at = at.display(),
+        coldstart = env!("CARGO_BIN_EXE_coldstart"),
+        trace = trace.display()
+    );
+    let out = coldstart()
+        .args(["storage", "mount", "custom:base=snapshot,fetch_latency=30ms", "--image"])
+        .arg(&image)
+        .args(["--", "sh", "-c", &start])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = coldstart().args(["doctor", "--format", "json"]).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &report["doctor"]["findings"][0];
+    assert_eq!(first["kind"], "lazy_volume", "{:#}", report["doctor"]["findings"]);
+    let figure = |name: &str| {
+        first["evidence"]["figures"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(figure("chunks") >= 30.0, "each file's first chunk at least: {first:#}");
+    assert!(figure("first_read_ns") >= 30e6, "{first:#}");
+    assert!(figure("repeat_read_ns") < 10e6, "{first:#}");
 }
