@@ -1,6 +1,8 @@
 //! Replaying a block plan: the device's identity checked first (another or a changed image is
 //! refused having read only the identity's blocks), then every planned chunk read once with
-//! direct I/O by `depth` threads, taken in plan order, so `depth` requests are in flight.
+//! direct I/O by `depth` threads, taken in plan order, so `depth` requests are in flight. A
+//! plan of small ranges is read by fetch unit (512 KiB, a snapshot's block): one thread reads
+//! all the ranges of one unit, so the threads wait on `depth` different fetches, not on one.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +45,28 @@ impl BlockReplayReport {
     }
 }
 
+/// What a lazily fetched volume fetches at once on a first read: a snapshot's block on AWS.
+pub const FETCH_UNIT: u64 = 512 * 1024;
+
+/// The chunks grouped by the fetch unit they lie in, units in the order of their first chunk,
+/// adjacent chunks of a unit merged into one read (each at most `unit` long).
+fn fetch_units(chunks: &[(u64, u64)], unit: u64) -> Vec<Vec<(u64, u64)>> {
+    let mut index: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut jobs: Vec<Vec<(u64, u64)>> = Vec::new();
+    for &(offset, length) in chunks {
+        let at = *index.entry(offset / unit).or_insert_with(|| {
+            jobs.push(Vec::new());
+            jobs.len() - 1
+        });
+        let job = &mut jobs[at];
+        match job.last_mut() {
+            Some(last) if last.0 + last.1 == offset && last.1 + length <= unit => last.1 += length,
+            _ => job.push((offset, length)),
+        }
+    }
+    jobs
+}
+
 /// Checks that `device` is the plan's image, then reads every planned chunk once.
 pub fn replay_blocks(
     plan: &BlockPlan,
@@ -54,7 +78,9 @@ pub fn replay_blocks(
     let started = Instant::now();
     let identity_bytes = identity::verify(&device, &plan.identity)?;
     let chunks = plan.chunks();
-    let depth = depth.clamp(1, chunks.len().max(1));
+    let unit = FETCH_UNIT.max(plan.chunk_bytes);
+    let jobs = fetch_units(&chunks, unit);
+    let depth = depth.clamp(1, jobs.len().max(1));
     let next = AtomicUsize::new(0);
     let read = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -68,16 +94,19 @@ pub fn replay_blocks(
                             source,
                         })?;
                     }
-                    let mut buffer = device.buffer(plan.chunk_bytes as usize);
+                    let mut buffer = device.buffer(unit as usize);
                     while !failed.load(Ordering::Relaxed) {
-                        let Some(&(offset, length)) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
-                        let got =
-                            device.read_block(offset, &mut buffer, length as usize).inspect_err(|_| {
-                                failed.store(true, Ordering::Relaxed);
-                            })?;
-                        read.fetch_add(got.len() as u64, Ordering::Relaxed);
+                        for &(offset, length) in job {
+                            let got = device.read_block(offset, &mut buffer, length as usize).inspect_err(
+                                |_| {
+                                    failed.store(true, Ordering::Relaxed);
+                                },
+                            )?;
+                            read.fetch_add(got.len() as u64, Ordering::Relaxed);
+                        }
                     }
                     Ok(())
                 })
@@ -96,4 +125,33 @@ pub fn replay_blocks(
         depth,
         elapsed_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn small_ranges_are_read_by_fetch_unit_in_first_need_order_adjacent_ones_merged() {
+        let chunks = [
+            (600 * K, 4 * K),
+            (8 * K, 4 * K),
+            (604 * K, 4 * K),
+            (12 * K, 8 * K),
+            (700 * K, 4 * K),
+            (0, 4 * K),
+        ];
+        assert_eq!(
+            fetch_units(&chunks, 512 * K),
+            vec![vec![(600 * K, 8 * K), (700 * K, 4 * K)], vec![(8 * K, 12 * K), (0, 4 * K)]]
+        );
+    }
+
+    #[test]
+    fn whole_chunks_are_one_unit_each() {
+        let chunks = [(512 * K, 512 * K), (0, 512 * K), (1024 * K, 512 * K)];
+        assert_eq!(fetch_units(&chunks, 512 * K), chunks.iter().map(|&c| vec![c]).collect::<Vec<_>>());
+    }
 }
