@@ -9,6 +9,15 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1048576.0)
 }
 
+/// A chunk's size in whole KiB or MiB (`4 KiB`, `512 KiB`, `1 MiB`, `1.5 MiB`).
+fn chunk_size(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        mib(bytes).replace(".0 MiB", " MiB")
+    }
+}
+
 /// The plan as text; `max_ranges` ranges listed (`None`: all).
 pub fn render(plan: &BlockPlan, max_ranges: Option<usize>) -> String {
     let mut out = String::new();
@@ -53,7 +62,7 @@ pub fn render(plan: &BlockPlan, max_ranges: Option<usize>) -> String {
         mib(s.planned_bytes),
         plan.ranges.len(),
         s.chunks,
-        mib(plan.chunk_bytes).replace(".0 MiB", " MiB"),
+        chunk_size(plan.chunk_bytes),
         if s.distinct_read_bytes > 0 { s.planned_bytes as f64 / s.distinct_read_bytes as f64 } else { 0.0 }
     );
     for (dev, bytes) in &s.other_devices {
