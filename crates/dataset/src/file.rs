@@ -307,7 +307,8 @@ mod tests {
         let times: Vec<i64> = (0..10_000).map(|i| 1_000_000 + i * 37 + i % 5).collect();
         let pages: Vec<i32> = (0..10_000).map(|i| i / 3).collect();
         let sizes: Vec<i64> = (0..10_000).map(|i| 4096 * (i % 9)).collect();
-        let paths: Vec<ByteArray> = (0..10_000).map(|i| ByteArray::from(format!("/usr/lib/{}.so", i % 7).as_str())).collect();
+        let paths: Vec<ByteArray> =
+            (0..10_000).map(|i| ByteArray::from(format!("/usr/lib/{}.so", i % 7).as_str())).collect();
         let table = Table {
             columns: vec![
                 column("t_ns", Values::I64(times)),
