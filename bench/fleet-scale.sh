@@ -6,7 +6,8 @@
 # deleted as they are folded, as a fleet's dataset grows day by day). At each size of
 # SIZES it times, each step alone under LOCK:
 #   (compact)   the compaction of each batch: traces folded, seconds, bytes before → after
-#   (size)      the dataset's bytes per trace, compacted (and a batch's, uncompacted)
+#   (size)      the dataset's bytes per trace, compacted (and a batch's, uncompacted: written
+#               by synthesize.py --snappy, quicker to make and 2.3x larger than an export's)
 #   (coldstart) `coldstart fleet ready`: the survey of every footer, then DuckDB
 #   (plan)      `prefetch plan --dataset` on the whole dataset
 #   DuckDB      the five shipped questions in one process, RUNS times (each question's
@@ -133,11 +134,11 @@ printf '%-8s %-13s %-7s %-6s %12s %10s %14s\n' traces step engine layout rows_re
 made=0
 if [ -d "$ds/traces" ]; then made=$(rows_of "$ds" | awk '$1 == "traces" { print $2 }'); fi
 # room_for TRACES: true when the disk keeps MIN_FREE_GB free with TRACES more exported
-# (0.4 MiB each, a margin over what synthesize.py writes) and compacted (0.25 MiB).
+# (0.9 MiB each as synthesize.py --snappy writes them) and compacted (0.25 MiB).
 room_for() {
     local free_kb need_kb
     free_kb=$(df -Pk "$(dirname "$ds")" | awk 'NR == 2 { print $4 }')
-    need_kb=$(($1 * 650 / 1000 * 1024 + MIN_FREE_GB * 1024 * 1024))
+    need_kb=$(($1 * 1150 + MIN_FREE_GB * 1024 * 1024))
     [ "$free_kb" -ge "$need_kb" ]
 }
 
@@ -158,7 +159,7 @@ for n in $SIZES; do
             exit 3
         fi
         start=$(date +%s.%N)
-        $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch"
+        $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch" --snappy
         echo "# synthesized traces $made..$((made + batch - 1)) in $(echo "$(date +%s.%N) - $start" | bc) s"
         new_bytes=$(find "$ds" -name '[0-9a-f]*.parquet' -printf '%s\n' | paste -sd+ | bc)
         new_bytes=${new_bytes:-0}
