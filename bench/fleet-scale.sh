@@ -19,7 +19,7 @@
 # first size, the questions are also timed on the dataset before its compaction (when it
 # holds no part yet).
 # BENCHMARKS.md, "Fleet datasets". A compaction appends each batch as new parts (it does
-# not rewrite the dataset), so `(compact)` should stay flat as the dataset grows; the
+# not rewrite the dataset), so `(compact)` follows the batch more than the dataset; the
 # exported files of a batch are deleted as it folds them, so the disk holds the dataset
 # and one batch. Before each batch it checks that MIN_FREE_GB (default 12) stay free
 # with the batch and its parts added, and stops (status 3, figures so far printed) if not.
