@@ -6,23 +6,31 @@
 # deleted as they are folded, as a fleet's dataset grows day by day). At each size of
 # SIZES it times, each step alone under LOCK:
 #   (compact)   the compaction of each batch: traces folded, seconds, bytes before → after
-#   (size)      the dataset's bytes per trace, compacted (and a batch's, uncompacted)
+#   (size)      the dataset's bytes per trace, compacted (and a batch's, uncompacted: written
+#               by synthesize.py --snappy, quicker to make and 2.3x larger than an export's)
 #   (coldstart) `coldstart fleet ready`: the survey of every footer, then DuckDB
 #   (plan)      `prefetch plan --dataset` on the whole dataset
 #   DuckDB      the five shipped questions in one process, RUNS times (each question's
-#               seconds with the session and views made; `(process)` the whole run)
+#               seconds with the session and views made; `(process)` the whole run), and
+#   (per-trace) the median `(process)` run's seconds per 1,000 traces, to compare sizes
 #   Spark       the same on a standalone cluster of a master and two workers started on
 #               this machine (fleet/spark_cluster.py), at the sizes of SPARK_SIZES
 # with rows per second (the rows of the tables a question reads / its seconds). At the
 # first size, the questions are also timed on the dataset before its compaction (when it
 # holds no part yet).
-# BENCHMARKS.md, "Fleet datasets".
+# BENCHMARKS.md, "Fleet datasets". A compaction appends each batch as new parts (it does
+# not rewrite the dataset), so `(compact)` follows the batch more than the dataset; the
+# exported files of a batch are deleted as it folds them, so the disk holds the dataset
+# and one batch. Before each batch it checks that MIN_FREE_GB (default 12) stay free
+# with the batch and its parts added, and stops (status 3, figures so far printed) if not.
 #
 #   bash bench/fleet-scale.sh                              # SIZES="1000 10000 100000"
+#   SIZES="1000 10000 100000" BATCH=5000 SPARK_SIZES= bash bench/fleet-scale.sh   # DuckDB only
 #   SIZES="1000 10000" SPARK_SIZES=10000 bash bench/fleet-scale.sh
 #   KEEP=/var/tmp/fleet-ds bash bench/fleet-scale.sh       # keep the dataset (and reuse it)
 #
-# Disk: a batch of 10,000 exported traces takes about 8 GB until it is folded; check
+# Disk: about 0.2 MiB per trace compacted, and a batch of 10,000 exported traces about
+# 3 GB until it is folded; check
 # `df -h /var/tmp` (WORK sets the folder). Needs a Python with duckdb, pyarrow and pyspark
 # (PYTHON, default the tests' venv that .ci/run makes) and Java 17. On a shared machine,
 # set LOCK to a command prefix that takes the benchmark lock around each timed step only:
@@ -41,6 +49,7 @@ RUNS=${RUNS:-3}
 LOCK=${LOCK:-}
 GENERATE_LOCK=${GENERATE_LOCK:-}
 WORK=${WORK:-/var/tmp}
+MIN_FREE_GB=${MIN_FREE_GB:-12}
 install_packages bc openjdk-17-jre-headless
 "$PYTHON" -c 'import duckdb, pyarrow, pyspark' || {
     echo "fleet-scale: $PYTHON lacks duckdb, pyarrow or pyspark (.ci/run makes that venv; or set PYTHON)" >&2
@@ -104,6 +113,7 @@ questions() {
         $LOCK "$wall" "$work/wall.txt" "$@" "${args[@]}" > /dev/null 2> "$work/timings.txt" \
             || { cat "$work/timings.txt"; exit 1; }
         printf '%-8s %-13s %-7s %-6s %12s %10s\n' "$n" "(process)" "$engine" "$label" - "$(cat "$work/wall.txt")"
+        process_seconds+=("$(cat "$work/wall.txt")")
         while IFS=$'\t' read -r tag path seconds _; do
             [ "$tag" = timing ] || continue
             q=$(basename "$path" .sql)
@@ -123,12 +133,33 @@ spark_runner=("$PYTHON" fleet/spark_cluster.py --workers 2 --cores 1 --memory 3g
 printf '%-8s %-13s %-7s %-6s %12s %10s %14s\n' traces step engine layout rows_read seconds rows_per_s
 made=0
 if [ -d "$ds/traces" ]; then made=$(rows_of "$ds" | awk '$1 == "traces" { print $2 }'); fi
+# room_for TRACES: true when the disk keeps MIN_FREE_GB free with TRACES more exported
+# (0.9 MiB each as synthesize.py --snappy writes them) and compacted (0.25 MiB).
+room_for() {
+    local free_kb need_kb
+    free_kb=$(df -Pk "$(dirname "$ds")" | awk 'NR == 2 { print $4 }')
+    need_kb=$(($1 * 1150 + MIN_FREE_GB * 1024 * 1024))
+    [ "$free_kb" -ge "$need_kb" ]
+}
+
+# per_trace N: the median of the last RUNS `(process)` seconds, per 1,000 traces.
+per_trace() {
+    local median
+    median=$(printf '%s\n' "${process_seconds[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    printf '%-8s %-13s %-7s %-6s %12s %10s %14s\n' "$1" "(per-trace)" duckdb parts - \
+        "$(echo "$median * 1000 / $1" | bc -l | xargs printf '%.4f')" "s/1000 traces"
+}
+
 first=1
 for n in $SIZES; do
     while [ "$made" -lt "$n" ]; do
         batch=$((n - made < BATCH ? n - made : BATCH))
+        if ! room_for "$batch"; then
+            echo "fleet-scale: stopping at $made traces: $batch more would leave under $MIN_FREE_GB GB free on $(dirname "$ds")" >&2
+            exit 3
+        fi
         start=$(date +%s.%N)
-        $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch"
+        $GENERATE_LOCK "$PYTHON" fleet/synthesize.py --source "$work/real" --out "$ds" --first "$made" --traces "$batch" --snappy
         echo "# synthesized traces $made..$((made + batch - 1)) in $(echo "$(date +%s.%N) - $start" | bc) s"
         new_bytes=$(find "$ds" -name '[0-9a-f]*.parquet' -printf '%s\n' | paste -sd+ | bc)
         new_bytes=${new_bytes:-0}
@@ -160,7 +191,9 @@ for n in $SIZES; do
     total=$((${rows[traces]} + ${rows[file]} + ${rows[page_used]} + ${rows[page_use]} + ${rows[file_open]}))
     printf '%-8s %-13s %-7s %-6s %12s %10s %14.0f\n' "$n" "(plan)" coldstart - "$total" "$(cat "$work/wall.txt")" \
         "$(echo "$total / $(cat "$work/wall.txt")" | bc -l)"
+    process_seconds=()
     questions "$n" parts duckdb "${duckdb_runner[@]}"
+    per_trace "$n"
     if [[ " $SPARK_SIZES " == *" $n "* ]]; then
         questions "$n" parts spark "${spark_runner[@]}"
     fi

@@ -9,7 +9,7 @@ written as an export writes one (a file per table in its build's folder), so a
 compaction folds it like any other. Used by bench/fleet-scale.sh and the fleet tests;
 needs pyarrow.
 
-    python3 fleet/synthesize.py --source DATASET --out DIR --traces 1000 [--seed 1] [--first 0] [--jobs 2]
+    python3 fleet/synthesize.py --source DATASET --out DIR --traces 1000 [--seed 1] [--first 0] [--jobs 2] [--snappy]
 
 Trace i (from --first on) is the same whatever the batches it is made in, so a dataset
 grows from 10 to 10,000 traces by adding 10, then 90, …
@@ -114,8 +114,22 @@ def make(i):
         os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, new_id + ".parquet")
         temp = os.path.join(folder, "." + new_id + ".parquet.tmp")
-        pq.write_table(out, temp, compression="snappy")
+        if ARGS.snappy:
+            pq.write_table(out, temp, compression="snappy")
+        else:
+            write_as_export(out, temp)
         os.replace(temp, path)
+
+
+def write_as_export(table, path):
+    """Writes `table` encoded as coldstart's writer does (crates/dataset/src/file.rs): zstd
+    level 3, integer columns of mostly distinct values delta-encoded, the others
+    dictionary-encoded."""
+    delta = [f.name for f in table.schema if pa.types.is_integer(f.type)
+             and pc.count_distinct(table[f.name]).as_py() * 4 > table.num_rows - table[f.name].null_count]
+    others = [f.name for f in table.schema if f.name not in delta]
+    pq.write_table(table, path, compression="zstd", compression_level=3, use_dictionary=others,
+                   column_encoding={name: "DELTA_BINARY_PACKED" for name in delta})
 
 
 def main():
@@ -126,6 +140,8 @@ def main():
     parser.add_argument("--traces", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="the index of the first trace to make")
+    parser.add_argument("--snappy", action="store_true",
+                        help="write Snappy with pyarrow's encodings: 40%% quicker, 2.3x larger (for files a compaction folds at once)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes writing traces")
     ARGS = parser.parse_args()
     TABLES = load(ARGS.source)

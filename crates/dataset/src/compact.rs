@@ -10,9 +10,12 @@
 //! point leaves a dataset the survey accepts and queries answer correctly, and the next
 //! compaction removes what it left and does the rest.
 //!
-//! Which parts are rewritten: every part under [`Options::small_part_bytes`], and a part
-//! no larger than twice what is being folded with it, so each trace is rewritten a few
-//! times as its part grows (sizes double), not at every compaction.
+//! Which parts are rewritten: by default only parts under [`Options::small_part_bytes`]
+//! (so that small batches do not leave many small files and row groups stay large); the
+//! exported files become new parts beside the large ones, which stay as they are, so a
+//! compaction costs about the batch it folds, not the dataset. [`Options::rewrite`] also
+//! folds every part not yet full ([`Options::part_bytes`]): a whole rewrite, for a table
+//! left with many mid-sized parts.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,6 +45,8 @@ pub struct Options {
     pub small_part_bytes: u64,
     /// Tables compacted at once.
     pub threads: usize,
+    /// Also fold every part under `part_bytes` (a rewrite of the dataset, not of the batch).
+    pub rewrite: bool,
 }
 
 impl Default for Options {
@@ -52,6 +57,7 @@ impl Default for Options {
             part_bytes: 1 << 30,
             small_part_bytes: 64 << 20,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            rewrite: false,
         }
     }
 }
@@ -146,23 +152,14 @@ fn remove_staging(dir: &Path) -> Result<(), DatasetError> {
     }
 }
 
-/// The files of `table` and `build` to rewrite, or `None` when they are compact already.
+/// The files of `table` and `build` to fold, or `None` when they are compact already:
+/// the exported files and the small parts (all parts not yet full under `rewrite`).
 fn plan_job(table: &str, build: &Option<String>, files: &[Held], options: &Options) -> Option<Job> {
-    let mut fold: Vec<Held> = files.iter().filter(|h| !h.part).cloned().collect();
-    let mut bytes: u64 = fold.iter().map(|h| h.bytes).sum();
-    let mut parts: Vec<&Held> = files.iter().filter(|h| h.part).collect();
-    parts.sort_by_key(|h| (h.bytes, h.path.clone()));
-    let mut absorbed = 0;
-    for part in parts {
-        let small = part.bytes < options.small_part_bytes;
-        if small || (part.bytes < options.part_bytes && part.bytes <= 2 * bytes) {
-            bytes += part.bytes;
-            fold.push(part.clone());
-            absorbed += 1;
-        }
-    }
-    let exported = fold.len() - absorbed;
-    (exported > 0 || absorbed > 1).then(|| Job { table: table.to_owned(), build: build.clone(), fold })
+    let limit = if options.rewrite { options.part_bytes } else { options.small_part_bytes };
+    let fold: Vec<Held> = files.iter().filter(|h| !h.part || h.bytes < limit).cloned().collect();
+    let exported = fold.iter().filter(|h| !h.part).count();
+    let parts = fold.len() - exported;
+    (exported > 0 || parts > 1).then(|| Job { table: table.to_owned(), build: build.clone(), fold })
 }
 
 /// Runs `jobs` on `options.threads` threads; per job, the bytes and number of parts written.

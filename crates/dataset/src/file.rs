@@ -2,14 +2,16 @@
 //! writers and readers: a [`Table`]'s columns become a row group, a row group's chosen
 //! columns come back as a [`Table`].
 //!
-//! Every file is Snappy-compressed with the writer's default encodings and page
-//! statistics, and carries coldstart's key-value metadata (docs/dataset-format.md).
+//! Every file is zstd-compressed (level 3), its integer columns of mostly distinct values
+//! delta-encoded (times and page indexes mostly grow row after row, so their differences
+//! take a few bits) and its other columns dictionary-encoded, with page statistics; and it
+//! carries coldstart's key-value metadata (docs/dataset-format.md).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::{BoolType, ByteArrayType, DataType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
@@ -17,6 +19,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
+use parquet::schema::types::ColumnPath;
 
 use crate::DatasetError;
 use crate::columns::{Column, Table, Values};
@@ -36,11 +39,7 @@ impl TableWriter {
         schema: &Table,
         metadata: Vec<KeyValue>,
     ) -> Result<Self, DatasetError> {
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_key_value_metadata(Some(metadata))
-            .build();
-        let writer = SerializedFileWriter::new(file, schema.schema(), Arc::new(props))
+        let writer = SerializedFileWriter::new(file, schema.schema(), Arc::new(properties(schema, metadata)))
             .map_err(|source| DatasetError::Parquet { path: path.to_owned(), source })?;
         Ok(TableWriter { writer, path: path.to_owned() })
     }
@@ -76,6 +75,42 @@ impl TableWriter {
         let path = self.path;
         self.writer.into_inner().map_err(|source| DatasetError::Parquet { path, source })
     }
+}
+
+/// Level 3: most of zstd's gain on these files (level 9 saves under 2% more) at a
+/// fraction of its time.
+const ZSTD_LEVEL: i32 = 3;
+
+/// How `schema`'s columns are encoded and compressed: an integer column whose values in
+/// `schema`'s rows (a file's first trace) are mostly distinct (times, sectors) is
+/// delta-encoded; one of few values (counts, sizes, file times) keeps its dictionary.
+fn properties(schema: &Table, metadata: Vec<KeyValue>) -> WriterProperties {
+    let level = ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default();
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_key_value_metadata(Some(metadata));
+    for column in &schema.columns {
+        let mostly_distinct = match &column.values {
+            Values::I32(v) => mostly_distinct(v.iter().map(|&x| i64::from(x))),
+            Values::I64(v) => mostly_distinct(v.iter().copied()),
+            _ => false,
+        };
+        if mostly_distinct {
+            let path = ColumnPath::from(column.name.as_str());
+            builder = builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    builder.build()
+}
+
+/// True when over a quarter of `values` are distinct: a dictionary would hold most of
+/// them, and differences from the value before take fewer bits.
+fn mostly_distinct(values: impl ExactSizeIterator<Item = i64>) -> bool {
+    let rows = values.len();
+    let distinct: std::collections::HashSet<i64> = values.collect();
+    rows > 0 && distinct.len() * 4 > rows
 }
 
 fn write_column(writer: &mut SerializedColumnWriter<'_>, column: &Column) -> Result<(), ParquetError> {
@@ -254,4 +289,53 @@ fn read_records<T: DataType>(
         done += records;
     }
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::data_type::ByteArray;
+
+    fn column(name: &str, values: Values) -> Column {
+        Column { name: name.to_owned(), nullable: false, values, levels: Vec::new() }
+    }
+
+    #[test]
+    fn distinct_integers_are_delta_encoded_the_rest_dictionary_encoded_all_zstd_and_rows_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let times: Vec<i64> = (0..10_000).map(|i| 1_000_000 + i * 37 + i % 5).collect();
+        let pages: Vec<i32> = (0..10_000).map(|i| i / 3).collect();
+        let sizes: Vec<i64> = (0..10_000).map(|i| 4096 * (i % 9)).collect();
+        let paths: Vec<ByteArray> =
+            (0..10_000).map(|i| ByteArray::from(format!("/usr/lib/{}.so", i % 7).as_str())).collect();
+        let table = Table {
+            columns: vec![
+                column("t_ns", Values::I64(times)),
+                column("page_index", Values::I32(pages)),
+                column("path", Values::Str(paths)),
+                column("size", Values::I64(sizes)),
+            ],
+            rows: 10_000,
+        };
+        let mut writer = TableWriter::new(File::create(&path).unwrap(), &path, &table, Vec::new()).unwrap();
+        writer.write(&[&table]).unwrap();
+        writer.finish().unwrap();
+        let reader = TableReader::open(&path).unwrap();
+        let chunks = reader.reader.metadata().row_group(0).columns().to_vec();
+        for chunk in &chunks {
+            assert!(matches!(chunk.compression(), Compression::ZSTD(_)), "{chunk:?}");
+        }
+        for chunk in &chunks[..2] {
+            assert!(chunk.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED), "{chunk:?}");
+            assert!(!chunk.encodings().any(|e| e == Encoding::RLE_DICTIONARY), "{chunk:?}");
+        }
+        for chunk in &chunks[2..] {
+            assert!(chunk.encodings().any(|e| e == Encoding::RLE_DICTIONARY), "{chunk:?}");
+            assert!(!chunk.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED), "{chunk:?}");
+        }
+        // Ten thousand growing times in a few bytes each, not eight.
+        assert!(chunks[0].compressed_size() < 20_000, "{}", chunks[0].compressed_size());
+        assert_eq!(reader.read_all(&[0, 1, 2, 3]).unwrap(), table);
+    }
 }

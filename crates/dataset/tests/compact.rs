@@ -49,9 +49,10 @@ fn small() -> Options {
     Options {
         row_group_rows: 30_000,
         min_row_group_rows: 10_000,
-        part_bytes: 600_000,
+        part_bytes: 150_000,
         small_part_bytes: 1,
         threads: 2,
+        rewrite: false,
     }
 }
 
@@ -108,6 +109,74 @@ fn traces_exported_after_a_compaction_count_once_and_the_next_one_folds_them() {
     let found = survey(dataset.path()).unwrap();
     assert_eq!(found.traces, 7);
     // Small parts are merged with what is folded: one part per table and build.
+    for ((table, build), files) in &found.catalog.files {
+        assert_eq!(files.len(), 1, "{table} {build:?}: {files:?}");
+    }
+}
+
+/// Every part of the dataset: path relative to it, and its inode.
+fn parts(dataset: &Path) -> BTreeMap<std::path::PathBuf, u64> {
+    use std::os::unix::fs::MetadataExt;
+    let found = survey(dataset).unwrap();
+    found
+        .catalog
+        .files
+        .values()
+        .flatten()
+        .filter(|h| h.part)
+        .map(|h| (h.path.clone(), std::fs::metadata(dataset.join(&h.path)).unwrap().ino()))
+        .collect()
+}
+
+#[test]
+fn a_batch_is_added_as_new_parts_and_the_large_parts_are_not_rewritten() {
+    let (dataset, traces) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    exported(dataset.path(), traces.path(), 0, 4);
+    compact(dataset.path(), &small(), &mut || {}, &quiet).unwrap();
+    let old = parts(dataset.path());
+    // A batch as large as the dataset: a compaction that doubles parts would rewrite them.
+    exported(dataset.path(), traces.path(), 4, 4);
+    let batch_bytes: u64 = survey(dataset.path())
+        .unwrap()
+        .catalog
+        .files
+        .values()
+        .flatten()
+        .filter(|h| !h.part)
+        .map(|h| h.bytes)
+        .sum();
+    let before = rows(dataset.path());
+    let report = compact(dataset.path(), &small(), &mut || {}, &quiet).unwrap();
+    assert_eq!(report.traces, 4, "only the batch's traces moved");
+    assert_eq!(report.bytes_before, batch_bytes);
+    let now = parts(dataset.path());
+    for (path, inode) in &old {
+        assert_eq!(now.get(path), Some(inode), "{path:?} was rewritten");
+    }
+    assert!(now.len() > old.len());
+    assert_eq!(rows(dataset.path()), before);
+    let found = survey(dataset.path()).unwrap();
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    assert_eq!(found.traces, 8);
+    assert!(found.catalog.files.values().flatten().all(|h| h.part));
+}
+
+#[test]
+fn a_rewrite_folds_the_parts_that_are_not_full_into_full_ones() {
+    let (dataset, traces) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let options = Options { part_bytes: 1 << 30, ..small() };
+    exported(dataset.path(), traces.path(), 0, 4);
+    compact(dataset.path(), &options, &mut || {}, &quiet).unwrap();
+    exported(dataset.path(), traces.path(), 4, 4);
+    compact(dataset.path(), &options, &mut || {}, &quiet).unwrap();
+    let before = rows(dataset.path());
+    let found = survey(dataset.path()).unwrap();
+    assert!(found.catalog.files.values().all(|files| files.len() == 2), "two batches, two parts each");
+    let report = compact(dataset.path(), &Options { rewrite: true, ..options }, &mut || {}, &quiet).unwrap();
+    assert_eq!(report.traces, 8);
+    assert_eq!(rows(dataset.path()), before);
+    let found = survey(dataset.path()).unwrap();
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
     for ((table, build), files) in &found.catalog.files {
         assert_eq!(files.len(), 1, "{table} {build:?}: {files:?}");
     }

@@ -17,11 +17,13 @@ use coldstart_dataset::compact::{Event, Options, Report, compact};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   coldstart fleet compact fleet/
+  coldstart fleet compact --rewrite fleet/
   coldstart export --format parquet -o fleet/ --build 41.3 new-boots/*.coldstart && coldstart fleet compact fleet/
 
-Each table's exported files (one trace each) and its small parts become parts of many
-traces, sorted by trace id, in row groups of at least 100,000 rows where the table has
-that many, in the table's folder of each build (build=41.2/). Each table and build is
+Each table's exported files (one trace each) and its parts under 64 MiB become parts of
+many traces, sorted by trace id, in row groups of at least 100,000 rows where the table
+has that many, in the table's folder of each build (build=41.2/); larger parts stay as
+they are, so a compaction costs about what it folds, not the dataset. Each table and build is
 switched to its new files at once: queries running meanwhile see every trace once, and a
 compaction that is killed leaves a dataset that answers correctly; run it again to finish.
 New exports wait for a running compaction. Needs a filesystem with renameat2's
@@ -30,6 +32,10 @@ pub struct Args {
     /// The dataset's folder (from `coldstart export --format parquet`).
     #[arg(value_name = "DIR")]
     pub dataset: PathBuf,
+    /// Also rewrite every part under 1 GiB into full parts (reads and writes the whole
+    /// dataset: for a table left with many mid-sized parts).
+    #[arg(long)]
+    pub rewrite: bool,
 }
 
 const KILL_AFTER: &str = "COLDSTART_TEST_COMPACT_KILL_AFTER";
@@ -73,9 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = &args.dataset;
     let started = Instant::now();
     let steps = AtomicUsize::new(0);
+    let options = Options { rewrite: args.rewrite, ..Options::default() };
     let on_wait =
         &mut || eprintln!("coldstart: {}: waiting for an export or compaction to finish", dir.display());
-    let report: Report = compact(dir, &Options::default(), on_wait, &progress(kill_after, &steps))
+    let report: Report = compact(dir, &options, on_wait, &progress(kill_after, &steps))
         .with_context(|| format!("cannot compact {}", dir.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     if report.jobs == 0 {
