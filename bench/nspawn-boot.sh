@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Boots the Debian container ROOTFS with systemd-nspawn, the way the benchmarks start it:
-#   bash bench/nspawn-boot.sh ROOTFS            # bash bench/nspawn-boot.sh --clean ROOTFS: only the first step
+#   bash bench/nspawn-boot.sh ROOTFS [NSPAWN-OPTION…]   # bash bench/nspawn-boot.sh --clean ROOTFS: only the first step
 # First removes what an earlier boot left on this host: `systemd-nspawn --keep-unit` on a host
 # whose PID 1 is not systemd leaves its `payload` and `supervisor` cgroups (in the name=systemd
 # and unified hierarchies) and its propagation directory, and the next boot may trip on them.
@@ -8,6 +8,7 @@ set -euo pipefail
 clean_only=false
 if [ "${1:-}" = --clean ]; then clean_only=true; shift; fi
 rootfs=$1
+shift
 remove_tree() { # a cgroup directory, depth first
     [ -d "$1" ] || return 0
     local sub
@@ -19,4 +20,4 @@ for hierarchy in systemd unified; do
 done
 rmdir "/run/systemd/nspawn/propagate/$(basename "$rootfs")" 2>/dev/null || true
 $clean_only && exit 0
-exec systemd-nspawn -b -D "$rootfs" --register=no --keep-unit --console=passive
+exec systemd-nspawn -b -D "$rootfs" --register=no --keep-unit --console=passive "$@"

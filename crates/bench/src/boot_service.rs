@@ -111,7 +111,7 @@ pub struct Params {
     pub verify_boots: usize,
     /// Boots after a verdict before the next verification round.
     pub reverify_every: usize,
-    /// Learning boots a plan is made from.
+    /// Learning boots a plan is made from (the pages more than half of them used).
     pub learn_boots: usize,
     /// Re-learn when more than this share of the planned bytes is stale.
     pub max_stale: f64,
@@ -121,7 +121,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Params {
-        Params { verify_boots: 3, reverify_every: 20, learn_boots: 1, max_stale: 0.1, min_used: 0.5 }
+        Params { verify_boots: 3, reverify_every: 20, learn_boots: 2, max_stale: 0.1, min_used: 0.5 }
     }
 }
 
@@ -172,9 +172,9 @@ pub fn decide(
     coin: bool,
 ) -> Decision {
     let Some(plan) = plan else {
-        let learned = history.iter().rev().take_while(|r| r.role == Role::Learn && r.plan.is_none()).count();
+        let learned = learning_traces(history).len();
         return learning(
-            format!("no plan yet: learning boot {} of {}", learned + 1, params.learn_boots),
+            format!("no plan yet: learning boot {} of {}", learned + 1, params.learn_boots.max(1)),
             false,
         );
     };
@@ -217,6 +217,31 @@ pub fn decide(
             }
         }
     }
+}
+
+/// The traces of the learning boots since the last plan (oldest first): those that wrote
+/// one. A boot that learned without a trace does not count.
+fn learning_traces(history: &[BootRow]) -> Vec<&str> {
+    let mut traces: Vec<&str> = history
+        .iter()
+        .rev()
+        .take_while(|r| r.role == Role::Learn && r.plan.is_none())
+        .filter_map(|r| r.trace.as_deref())
+        .collect();
+    traces.reverse();
+    traces
+}
+
+/// The traces a plan is made from once this learning boot (whose trace is `this_trace`) is
+/// over: the last `learn_boots` learning boots' traces, this one's last, when there are that
+/// many; `None` while the service still learns. The plan keeps the pages more than half of
+/// them used, so a page one boot happened to read is left out.
+pub fn plan_from(history: &[BootRow], this_trace: Option<&str>, params: &Params) -> Option<Vec<String>> {
+    let this_trace = this_trace?;
+    let mut traces: Vec<String> = learning_traces(history).into_iter().map(str::to_owned).collect();
+    traces.push(this_trace.to_owned());
+    let need = params.learn_boots.max(1);
+    (traces.len() >= need).then(|| traces.split_off(traces.len() - need))
 }
 
 fn learning(reason: String, drop_plan: bool) -> Decision {
@@ -355,13 +380,41 @@ mod tests {
         decide(history, plan, now, params, true)
     }
 
+    fn learned(trace: Option<&str>) -> BootRow {
+        BootRow { trace: trace.map(str::to_owned), plan_used: None, ..row(Role::Learn, 9.0) }
+    }
+
     #[test]
     fn without_a_plan_the_boot_learns() {
         let d = check(&[], None, &machine(), &Params::default());
         assert_eq!((d.role, d.state.word(), d.drop_plan), (Role::Learn, "learning", false));
         let params = Params { learn_boots: 3, ..Params::default() };
-        let d = check(&[row(Role::Learn, 9.0)], None, &machine(), &params);
+        let d = check(&[learned(Some("boot-1.coldstart"))], None, &machine(), &params);
         assert!(d.reason.contains("learning boot 2 of 3"), "{}", d.reason);
+    }
+
+    #[test]
+    fn the_plan_is_made_from_the_last_learning_boots_that_wrote_a_trace() {
+        let params = Params { learn_boots: 2, ..Params::default() };
+        assert_eq!(plan_from(&[], Some("b1"), &params), None, "one learning boot of two");
+        let history = [learned(Some("b1"))];
+        assert_eq!(plan_from(&history, Some("b2"), &params), Some(vec!["b1".into(), "b2".into()]));
+        assert_eq!(plan_from(&history, None, &params), None, "this boot wrote no trace");
+        let d = check(&[learned(Some("b1")), learned(None)], None, &machine(), &params);
+        assert!(
+            d.reason.contains("learning boot 2 of 2"),
+            "a boot without a trace does not count: {}",
+            d.reason
+        );
+        // Three learning boots, two wanted: the last two.
+        let history = [learned(Some("b1")), learned(Some("b2"))];
+        assert_eq!(plan_from(&history, Some("b3"), &params), Some(vec!["b2".into(), "b3".into()]));
+        // Boots that learned an earlier plan do not count for the next one.
+        let mut history = verified(&[4.0; 3], &[8.0; 3]);
+        history[0].trace = Some("b0".into());
+        assert_eq!(plan_from(&history, Some("b9"), &params), None, "{history:?}");
+        let one = Params { learn_boots: 1, ..params };
+        assert_eq!(plan_from(&history, Some("b9"), &one), Some(vec!["b9".into()]));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The boot prefetch service's whole cycle on the container boot: `boot enable --prefetch`
-//! with one verification boot each way, four boots (learn; with and without the plan in a
-//! random order; the decision), `boot status` showing them, and `boot disable` leaving no
-//! unit file and nothing running.
+//! with two learning boots and one verification boot each way, five boots (learn twice, the
+//! plan made from both; with and without the plan in a random order; the decision), `boot
+//! status` showing them, and `boot disable` leaving no unit file and nothing running.
 
 mod support;
 use support::container::{Overlay, bootable_rootfs, halt, processes_rooted_at, spawn_boot};
@@ -51,7 +51,7 @@ fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
 }
 
 #[test]
-fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() {
+fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() {
     let test = "the_prefetch_service_learns_verifies_and_decides";
     let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
@@ -60,7 +60,18 @@ fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() 
     let out = coldstart()
         .args(["boot", "enable", "--prefetch", "--root"])
         .arg(merged)
-        .args(["--timeout", "60", "--verify-boots", "1", "--reverify-every", "10", "--keep-traces", "2"])
+        .args([
+            "--timeout",
+            "60",
+            "--verify-boots",
+            "1",
+            "--reverify-every",
+            "10",
+            "--keep-traces",
+            "2",
+            "--learn-boots",
+            "2",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -81,17 +92,21 @@ fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() 
     let history_path = overlay.upper.join("var/lib/coldstart/boot/history.jsonl");
 
     let mut rows = Vec::new();
-    for boot in 1..=4 {
+    for boot in 1..=5 {
         rows = boot_once(merged, &history_path, boot);
     }
     let roles: Vec<Role> = rows.iter().map(|r| r.role).collect();
-    assert_eq!(roles[0], Role::Learn, "{rows:#?}");
-    let mut verifying = [roles[1], roles[2]];
+    assert_eq!(roles[..2], [Role::Learn, Role::Learn], "{rows:#?}");
+    assert!(rows[1].reason.contains("learning boot 2 of 2"), "{rows:#?}");
+    let mut verifying = [roles[2], roles[3]];
     verifying.sort_by_key(|r| *r == Role::WithoutPlan);
     assert_eq!(verifying, [Role::WithPlan, Role::WithoutPlan], "one boot each way: {rows:#?}");
     let states: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
-    assert_eq!(states[..3], ["learning", "verifying", "verifying"], "{rows:#?}");
-    let last = &rows[3];
+    assert_eq!(states[..4], ["learning", "learning", "verifying", "verifying"], "{rows:#?}");
+    let meta = std::fs::read_to_string(overlay.upper.join("var/lib/coldstart/boot/plan-meta.json")).unwrap();
+    let (first, second) = (rows[0].trace.clone().unwrap(), rows[1].trace.clone().unwrap());
+    assert!(meta.contains(&format!("{first} {second}")), "the plan of both learning boots: {meta}");
+    let last = &rows[4];
     let verdict = last.verdict.unwrap_or_else(|| panic!("no verdict after one boot each way: {rows:#?}"));
     assert_eq!((verdict.with, verdict.without), (1, 1));
     let expected = if verdict.keeps() { ("kept", Role::WithPlan) } else { ("off", Role::WithoutPlan) };
@@ -101,9 +116,11 @@ fn the_prefetch_service_learns_verifies_and_decides_over_four_container_boots() 
         assert!(t > 0.0 && t < 60.0, "{row:?}");
         assert!(row.machine.kernel.len() > 1, "{row:?}");
     }
-    assert!(rows[0].plan.is_none() && rows[0].plan_used.is_none(), "{:?}", rows[0]);
-    let plan = rows[1].plan.clone().expect("the plan made after learning");
-    for row in &rows[1..] {
+    for row in &rows[..2] {
+        assert!(row.plan.is_none() && row.plan_used.is_none(), "{row:?}");
+    }
+    let plan = rows[2].plan.clone().expect("the plan made after learning");
+    for row in &rows[2..] {
         assert_eq!(row.plan.as_ref(), Some(&plan), "{row:?}");
         let used = row.plan_used.unwrap_or_else(|| panic!("no share of the plan used: {row:?}"));
         assert!(used > 0.0 && used <= 1.0, "{row:?}");

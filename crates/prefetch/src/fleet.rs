@@ -19,7 +19,7 @@ use coldstart_trace::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::build::{build_plan, exclusion};
+use crate::build::{build_plan, command_start, exclusion, used_by_file};
 use crate::error::{PrefetchError, Result};
 use crate::plan::{Exclusion, Plan, PlanSettings, UsedPagesFrom};
 
@@ -61,6 +61,68 @@ pub struct FleetTrace {
     pub filled: Vec<PageRun>,
     /// Opens of files: (file id, time), the dataset's `file_open`.
     pub opened: Vec<(u32, Nanos)>,
+}
+
+impl FleetTrace {
+    /// What a trace recorded here contributes to a plan of several traces (the last few
+    /// learning boots of `boot enable --prefetch`): its used pages as [`build_plan`] counts
+    /// them, its fills and opens, all timed from the command's start, as a dataset's
+    /// `page_used`, `page_use` and `file_open` rows would give them back.
+    pub fn from_trace(trace: &Trace, id: &str) -> FleetTrace {
+        let t0 = command_start(trace);
+        let (used_from, used) = used_by_file(trace);
+        let meta = &trace.meta;
+        FleetTrace {
+            id: id.to_owned(),
+            host: meta.host.clone(),
+            build: None,
+            command: meta.command.join(" "),
+            kernel: meta.kernel.clone(),
+            start_unix_ns: meta.start_unix_ns,
+            page_size: meta.page_size,
+            used_from,
+            files: trace
+                .files
+                .iter()
+                .map(|f| FleetFile {
+                    file_id: f.id,
+                    path: f.path.clone(),
+                    kind: f.kind,
+                    size: f.size,
+                    mtime_ns: f.mtime_ns,
+                })
+                .collect(),
+            used: used
+                .iter()
+                .flat_map(|(&file_id, pieces)| {
+                    pieces.iter().map(move |p| PageRun {
+                        file_id,
+                        first_page: p.start,
+                        pages: p.end - p.start,
+                        t_ns: p.t,
+                    })
+                })
+                .collect(),
+            filled: trace
+                .page_fills
+                .iter()
+                .map(|f| PageRun {
+                    file_id: f.file_id,
+                    first_page: f.index,
+                    pages: f.pages.into(),
+                    t_ns: f.t_ns - t0,
+                })
+                .collect(),
+            opened: trace.file_opens.iter().map(|o| (o.file_id, o.t_ns - t0)).collect(),
+        }
+    }
+}
+
+/// The share of `traces` traces that is more than half of them (1 of 1, 2 of 2, 2 of 3, 3
+/// of 4), as [`FleetPages::plan`] takes it.
+pub fn more_than_half(traces: usize) -> f64 {
+    let traces = traces.max(1);
+    (traces / 2 + 1) as f64 / traces as f64
 }
 
 /// A path as this machine has it.

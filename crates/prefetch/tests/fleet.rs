@@ -304,7 +304,6 @@ mod one_trace_is_its_own_fleet {
     //! ranges with the same first needs (the fleet's path goes through `used_by_file`, as
     //! the dataset's `page_used` does).
     use super::*;
-    use coldstart_prefetch::build::used_by_file;
     use coldstart_prefetch::build_plan;
     use coldstart_trace::{AccessKind, File, FileOpen, Meta, PageAccess, PageFill, Process, Trace};
     use proptest::prelude::*;
@@ -373,53 +372,6 @@ mod one_trace_is_its_own_fleet {
         })
     }
 
-    /// The trace as a dataset would give it back.
-    fn as_fleet_trace(t: &Trace, id: &str) -> FleetTrace {
-        let (used_from, used) = used_by_file(t);
-        let t0 = MS;
-        FleetTrace {
-            id: id.into(),
-            host: id.into(),
-            start_unix_ns: t.meta.start_unix_ns,
-            page_size: 4096,
-            used_from,
-            files: t
-                .files
-                .iter()
-                .map(|f| FleetFile {
-                    file_id: f.id,
-                    path: f.path.clone(),
-                    kind: f.kind,
-                    size: f.size,
-                    mtime_ns: f.mtime_ns,
-                })
-                .collect(),
-            used: used
-                .iter()
-                .flat_map(|(&file_id, pieces)| {
-                    pieces.iter().map(move |p| PageRun {
-                        file_id,
-                        first_page: p.start,
-                        pages: p.end - p.start,
-                        t_ns: p.t,
-                    })
-                })
-                .collect(),
-            filled: t
-                .page_fills
-                .iter()
-                .map(|f| PageRun {
-                    file_id: f.file_id,
-                    first_page: f.index,
-                    pages: f.pages.into(),
-                    t_ns: f.t_ns - t0,
-                })
-                .collect(),
-            opened: t.file_opens.iter().map(|o| (o.file_id, o.t_ns - t0)).collect(),
-            ..FleetTrace::default()
-        }
-    }
-
     fn same_disk(t: &Trace) -> FakeImage {
         let mut image = FakeImage::default();
         for f in &t.files {
@@ -470,12 +422,73 @@ mod one_trace_is_its_own_fleet {
             let own = build_plan(&t, "own", &settings, "test").unwrap();
             let mut fleet = FleetPages::new();
             for i in 0..copies {
-                fleet.add(&as_fleet_trace(&t, &format!("copy{i}"))).unwrap();
+                fleet.add(&FleetTrace::from_trace(&t, &format!("copy{i}"))).unwrap();
             }
             let from_fleet = fleet.plan(&same_disk(&t), 1.0, &settings, "fleet/", "test").unwrap();
             prop_assert_eq!(planned(&from_fleet), planned(&own));
             prop_assert_eq!(from_fleet.stats.used_bytes, own.stats.used_bytes);
             prop_assert_eq!(from_fleet.stats.read_bytes, own.stats.read_bytes);
         }
+    }
+}
+
+mod several_boots_of_one_machine {
+    //! The boot service's plan from its last learning boots (`FleetTrace::from_trace`, the
+    //! pages more than half of the boots used): a page one boot read alone is left out.
+    use super::*;
+    use coldstart_prefetch::fleet::more_than_half;
+    use coldstart_trace::{AccessKind, File, Meta, PageAccess, PageFill, Trace};
+
+    /// A boot that read pages `pages` of /usr/lib/libc.so.6 (400 pages), each used.
+    fn boot(pages: &[(u64, u32)]) -> Trace {
+        let mut t = Trace {
+            meta: Meta { page_size: 4096, start_unix_ns: RECORDED, ..Meta::default() },
+            ..Trace::default()
+        };
+        t.files.push(File {
+            id: 1,
+            dev: Dev::new(8, 1),
+            ino: 100,
+            path: Some("/usr/lib/libc.so.6".into()),
+            kind: FileKind::Regular,
+            size: Some(400 * PAGE),
+            mtime_ns: Some(MTIME),
+        });
+        for (i, &(index, n)) in pages.iter().enumerate() {
+            let t_ns = (i as i64 + 1) * MS;
+            t.page_fills.push(PageFill { t_ns, pid: 1, file_id: 1, index, pages: n, ..PageFill::default() });
+            let kind = AccessKind::Read;
+            t.page_accesses.push(PageAccess {
+                t_ns,
+                pid: 1,
+                file_id: 1,
+                index,
+                pages: n,
+                kind,
+                ..PageAccess::default()
+            });
+        }
+        t
+    }
+
+    fn planned_pages(boots: &[Trace]) -> Vec<(u64, u64)> {
+        let mut fleet = FleetPages::new();
+        for (i, b) in boots.iter().enumerate() {
+            fleet.add(&FleetTrace::from_trace(b, &format!("boot-{i}"))).unwrap();
+        }
+        let image = FakeImage::default().with("/usr/lib/libc.so.6", 400, MTIME, 1 << 30);
+        let settings = PlanSettings { max_gap_bytes: 0, ..PlanSettings::default() };
+        let plan = fleet.plan(&image, more_than_half(boots.len()), &settings, "boots", "test").unwrap();
+        ranges(&plan).into_iter().flat_map(|(_, r)| r).map(|(o, l)| (o / PAGE, l / PAGE)).collect()
+    }
+
+    #[test]
+    fn a_page_one_boot_read_is_left_out_and_pages_all_read_are_kept() {
+        let both = [boot(&[(0, 10), (200, 1)]), boot(&[(0, 10), (300, 4)])];
+        assert_eq!(planned_pages(&both), [(0, 10)], "pages 200 and 300 were read by one boot each");
+        let three = [boot(&[(0, 10), (200, 1)]), boot(&[(0, 10), (300, 4)]), boot(&[(0, 10), (200, 1)])];
+        assert_eq!(planned_pages(&three), [(0, 10), (200, 1)], "page 200: 2 of 3 boots");
+        assert_eq!(planned_pages(&three[..1]), [(0, 10), (200, 1)], "one boot: all it used");
+        assert_eq!([more_than_half(1), more_than_half(2), more_than_half(4)], [1.0, 1.0, 0.75]);
     }
 }

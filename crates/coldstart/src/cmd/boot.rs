@@ -72,10 +72,12 @@ pub enum Action {
   sudo coldstart boot enable --root /var/lib/machines/deb --install-binary
   sudo coldstart boot enable --prefetch            # a boot plan that verifies and renews itself
   sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50 --keep-traces 8
+  sudo coldstart boot enable --prefetch --learn-boots 3   # plan the pages 2 of 3 boots used
   sudo coldstart boot disable --purge              # and the prefetch service's state
 
 With --prefetch the unit runs the prefetch service instead of a plain recording: the first
-boot is recorded lightly and planned; the next boots replay the plan alongside the boot or
+--learn-boots boots (2) are recorded lightly and planned (the pages more than half of them
+used); the next boots replay the plan alongside the boot or
 not, in a random but balanced order, until --verify-boots of each are timed to the target;
 the plan is kept when the boots with it are faster (the 95% interval of the ratio of medians
 below 1), otherwise switched off; it is verified again every --reverify-every boots, and
@@ -267,7 +269,9 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     }
     boot_conditions(&args.until)?;
     if !args.prefetch && args.tuning.is_set() {
-        bail!("--verify-boots, --reverify-every and --keep-traces set the prefetch service: add --prefetch");
+        bail!(
+            "--verify-boots, --reverify-every, --keep-traces and --learn-boots set the prefetch service: add --prefetch"
+        );
     }
     if exists(&drop_in_path(root)) {
         disable_quietly(root)?;

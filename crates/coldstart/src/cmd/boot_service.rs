@@ -15,13 +15,16 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use coldstart_bench::boot_service::{BootRow, Decision, Machine, Params, PlanNow, Role, decide};
+use coldstart_bench::boot_service::{BootRow, Machine, Params, PlanNow, Role, decide, plan_from};
 use coldstart_launch::Until;
+use coldstart_prefetch::fleet::{FleetPages, FleetTrace, more_than_half};
 use coldstart_prefetch::plan::{Plan, PlanFile, PlanFileKind};
+use coldstart_prefetch::{Order, PlanSettings};
 use coldstart_trace::{Dev, Trace};
 use serde::{Deserialize, Serialize};
 
 use crate::cmd::boot::{DEFAULT_UNTIL, exec_word};
+use crate::cmd::prefetch_fleet::LiveImage;
 use crate::cmd::values;
 
 /// The service's state: history.jsonl, the plan and what it was made on, recent traces.
@@ -43,26 +46,33 @@ pub struct Tuning {
     /// Boots after a verdict before the plan is verified again.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REVERIFY_EVERY, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub reverify_every: u32,
-    /// Traces of the last boots kept under /var/lib/coldstart/boot/traces.
+    /// Traces of the last boots kept under /var/lib/coldstart/boot/traces (never fewer than
+    /// --learn-boots).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_TRACES, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub keep_traces: u32,
+    /// Learning boots the plan is made from: it keeps the pages more than half of them used
+    /// (all of 1 or 2, 2 of 3, 3 of 4), so what one boot happened to read is left out.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LEARN_BOOTS, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub learn_boots: u32,
 }
 
 const DEFAULT_VERIFY_BOOTS: u32 = 3;
 const DEFAULT_REVERIFY_EVERY: u32 = 20;
 const DEFAULT_KEEP_TRACES: u32 = 4;
+const DEFAULT_LEARN_BOOTS: u32 = 2;
 
 impl Tuning {
     /// Whether any option differs from its default (they mean something with --prefetch only).
     pub fn is_set(&self) -> bool {
-        (self.verify_boots, self.reverify_every, self.keep_traces)
-            != (DEFAULT_VERIFY_BOOTS, DEFAULT_REVERIFY_EVERY, DEFAULT_KEEP_TRACES)
+        (self.verify_boots, self.reverify_every, self.keep_traces, self.learn_boots)
+            != (DEFAULT_VERIFY_BOOTS, DEFAULT_REVERIFY_EVERY, DEFAULT_KEEP_TRACES, DEFAULT_LEARN_BOOTS)
     }
 
     pub fn params(&self) -> Params {
         Params {
             verify_boots: self.verify_boots as usize,
             reverify_every: self.reverify_every as usize,
+            learn_boots: self.learn_boots as usize,
             ..Params::default()
         }
     }
@@ -76,6 +86,8 @@ impl Tuning {
             self.reverify_every.to_string(),
             "--keep-traces".into(),
             self.keep_traces.to_string(),
+            "--learn-boots".into(),
+            self.learn_boots.to_string(),
         ]
     }
 }
@@ -153,18 +165,17 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         trace: trace.is_some().then(|| file_name(&trace_path)),
     };
     coldstart_record::boot::create_trace_dir(dir)?;
-    append_row(&dir.join(HISTORY), &row)?;
-    if learned_enough(&decision, &history, &args.tuning.params()) && trace.is_some() {
-        make_plan(dir, &trace_path, &now);
+    let params = args.tuning.params();
+    if decision.role == Role::Learn
+        && let Some(learned) = plan_from(&history, row.trace.as_deref(), &params)
+    {
+        let traces: Vec<PathBuf> = learned.iter().map(|name| dir.join(TRACES).join(name)).collect();
+        make_plan(dir, &traces, &now);
     }
-    prune_traces(&dir.join(TRACES), args.tuning.keep_traces as usize);
+    prune_traces(&dir.join(TRACES), (args.tuning.keep_traces as usize).max(params.learn_boots));
+    // The row last: once it is there, the boot's work (plan included) is done.
+    append_row(&dir.join(HISTORY), &row)?;
     recorded
-}
-
-/// Whether this learning boot completes the learning (its trace is then planned).
-fn learned_enough(decision: &Decision, history: &[BootRow], params: &Params) -> bool {
-    let before = history.iter().rev().take_while(|r| r.role == Role::Learn && r.plan.is_none()).count();
-    decision.role == Role::Learn && before + 1 >= params.learn_boots
 }
 
 fn file_name(path: &Path) -> String {
@@ -406,34 +417,60 @@ fn figures(trace: &Trace, plan: Option<&[PlanFile]>, replay_pid: Option<i32>) ->
     (share.map(|s| s.min(1.0)), read_left)
 }
 
-/// The plan of this learning boot's trace (`prefetch plan`), and what it was made on.
-fn make_plan(dir: &Path, trace: &Path, now: &Machine) {
+/// The plan of the learning boots' traces, and what it was made on: of one trace, as
+/// `prefetch plan` makes it; of several, the pages more than half of them used
+/// (`coldstart_prefetch::fleet`, as `prefetch plan --dataset --min-share` plans a fleet).
+fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
+    let names: Vec<String> = traces.iter().map(|t| file_name(t)).collect();
     let made = (|| -> anyhow::Result<()> {
         let new = dir.join(format!("{PLAN}.new"));
-        let me = std::env::current_exe()?;
-        let out = Command::new(me)
-            .args(["prefetch", "plan", "--force", "-o"])
-            .arg(&new)
-            .arg(trace)
-            .stdin(Stdio::null())
-            .output()?;
-        if !out.status.success() {
-            anyhow::bail!("prefetch plan: {}", String::from_utf8_lossy(&out.stderr).trim());
+        match traces {
+            [one] => plan_one(one, &new)?,
+            several => plan_several(several)?.save(&new)?,
         }
         std::fs::rename(&new, dir.join(PLAN))?;
         let meta = PlanMeta {
             id: format!("plan-{}", unix_now_s()),
             made_on: now.clone(),
-            from_trace: file_name(trace),
+            from_trace: names.join(" "),
         };
         write_atomically(&dir.join(PLAN_META), serde_json::to_string_pretty(&meta)?.as_bytes())
     })();
     match made {
-        Ok(()) => eprintln!("coldstart: made the boot's plan from {}", trace.display()),
+        Ok(()) => eprintln!("coldstart: made the boot's plan from {}", names.join(", ")),
         Err(e) => {
-            eprintln!("coldstart: no plan made from {}: {e:#}; the next boot learns again", trace.display())
+            eprintln!("coldstart: no plan made from {}: {e:#}; the next boot learns again", names.join(", "))
         }
     }
+}
+
+/// `prefetch plan` of one trace.
+fn plan_one(trace: &Path, output: &Path) -> anyhow::Result<()> {
+    let me = std::env::current_exe()?;
+    let out = Command::new(me)
+        .args(["prefetch", "plan", "--force", "-o"])
+        .arg(output)
+        .arg(trace)
+        .stdin(Stdio::null())
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!("prefetch plan: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// The plan of the pages more than half of `traces` used, for this machine's files, in disk
+/// order (a boot's).
+pub fn plan_several(traces: &[PathBuf]) -> anyhow::Result<Plan> {
+    let mut pages = FleetPages::new();
+    for path in traces {
+        let trace = Trace::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        pages.add(&FleetTrace::from_trace(&trace, &file_name(path)))?;
+    }
+    let settings = PlanSettings { order: Order::Disk, ..PlanSettings::default() };
+    let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
+    let share = more_than_half(traces.len());
+    Ok(pages.plan(&LiveImage, share, &settings, "the learning boots", &tool)?)
 }
 
 /// Removes all but the newest `keep` traces.

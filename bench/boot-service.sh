@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The boot prefetch service's own targets, by the service alone (docs/boot.md, "Prefetch that
+# runs itself"): the Debian container's boot (systemd-nspawn) with its files on an emulated disk,
+# BOOTS consecutive boots with nothing but `coldstart boot enable --prefetch` acting inside the
+# container (learn, verify, keep or switch off), then a file the boot reads rewritten and dpkg's
+# status touched, as a package upgrade does, and AFTER more boots (the service must learn again).
+#
+#   COLDSTART=target/release/coldstart bash bench/boot-service.sh          # hdd: 12 boots, then 6
+#   PROFILE=nvme bash bench/boot-service.sh                                # the fast device
+#   BOOTS=12 AFTER=6 SERVICE_ARGS='--verify-boots 4' bash bench/boot-service.sh
+#
+# Each boot starts with the page cache empty (sync and drop_caches, as after a reboot: the
+# emulated device keeps no cache of its own), holds `flock -x /var/lock/coldstart-bench.lock`
+# from the eviction to the container's halt (SIGTERM, then SIGKILL after 5 s: systemd's shutdown
+# in the container waits on the storage's bind mounts), and is timed by the service itself: its history's
+# time from systemd's start of userspace to multi-user.target. The boots without a plan replayed
+# (learning, and the verification's boots without) are the cold ones; the script prints
+# `boot status`, each boot's time, the boots with the plan against the cold ones before the
+# upgrade (ratio of medians, 95% bootstrap interval), and the slowest boot against the cold median.
+#
+# Staging as bench/storage-boot.sh does: a copy of the cached rootfs (the tests' one is left as it
+# is) gets the service; one boot of it recorded from the host, cold, on the real disk, names the
+# files the boot reads; `coldstart storage run PROFILE --trace` copies them onto the emulated
+# device, bind-mounted over their paths, and the boots run there. Needs root; installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+install_packages mmdebstrap systemd-container e2fsprogs python3
+use_coldstart
+use_bench_stats
+profile=${PROFILE:-hdd}
+boots=${BOOTS:-12}
+after=${AFTER:-6}
+lock=/var/lock/coldstart-bench.lock
+cached=${ROOTFS:-/var/cache/coldstart-tests/bookworm-boot}
+ensure_boot_rootfs "$cached"
+work=$(mktemp -d /var/tmp/coldstart-boot-service.XXXXXX)
+rootfs=$work/rootfs
+cleanup() {
+    stop_boots "$rootfs"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+cp -a "$cached" "$rootfs"
+# shellcheck disable=SC2086 # SERVICE_ARGS is a list of options
+"$COLDSTART" boot enable --prefetch --root "$rootfs" ${SERVICE_ARGS:-} >/dev/null
+state=$rootfs/var/lib/coldstart/boot
+boot=(bash "$PWD/bench/nspawn-boot.sh" "$rootfs" --capability=all
+    "--system-call-filter=fanotify_init fanotify_mark perf_event_open bpf"
+    "--bind-ro=$COLDSTART:/usr/local/bin/coldstart")
+flock -x "$lock" "$COLDSTART" record --cold --until unit:multi-user.target --timeout 120 \
+    -o "$work/stage.coldstart" -- "${boot[@]}" >/dev/null 2>&1 || true
+stop_boots "$rootfs"
+rm -rf "$state"
+# The library the boot reads most of, rewritten in place (a rename over a bind-mounted copy is
+# refused) with its own bytes: a new modification time, as an upgrade's new file has.
+upgraded=/usr/lib/x86_64-linux-gnu/libsystemd-shared-252.so
+[ -f "$rootfs$upgraded" ] || upgraded=$(cd "$rootfs" && ls usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-*.so | head -1 | sed 's|^|/|')
+
+cat > "$work/boots.sh" <<INNER
+set -u
+history=$state/history.jsonl
+one_boot() { # waits for the service's row N, then halts the container
+    local want=\$1 waited=0 pid
+    sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1
+    $(printf '%q ' "${boot[@]}") </dev/null >/dev/null 2>&1 &
+    pid=\$!
+    while [ "\$(cat "\$history" 2>/dev/null | wc -l)" -lt "\$want" ] && [ \$waited -lt 1800 ]; do
+        sleep 0.1; waited=\$((waited + 1))
+    done
+    # systemd's shutdown in the container hangs on the storage's bind mounts: a short grace.
+    kill -TERM \$pid 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 \$pid 2>/dev/null && sleep 0.5; done
+    kill -KILL \$pid 2>/dev/null
+    wait \$pid 2>/dev/null
+    echo "boot \$want: \$(tail -n 1 "\$history" 2>/dev/null | cut -c 1-160)"
+}
+for n in \$(seq 1 $boots); do flock -x $lock bash -c "\$(declare -f one_boot); history=\$history; one_boot \$n"; done
+cat "$rootfs$upgraded" > $work/upgraded.so && cat $work/upgraded.so > "$rootfs$upgraded"
+touch "$rootfs/var/lib/dpkg/status"
+echo "upgraded: $upgraded rewritten, /var/lib/dpkg/status touched"
+for n in \$(seq \$(( $boots + 1 )) \$(( $boots + $after ))); do flock -x $lock bash -c "\$(declare -f one_boot); history=\$history; one_boot \$n"; done
+cp "\$history" $work/history.jsonl
+INNER
+"$COLDSTART" storage run "$profile" --trace "$work/stage.coldstart" -- bash "$work/boots.sh"
+"$COLDSTART" boot status --root "$rootfs"
+python3 - "$work/history.jsonl" "$boots" <<'PY'
+import json, os, subprocess, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+before = int(sys.argv[2])
+def stats(kind, a, b):
+    out = subprocess.run([os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))],
+                         capture_output=True, text=True).stdout.split()
+    return tuple(map(float, out)) if len(out) == 3 else None
+for i, r in enumerate(rows, 1):
+    t = r["target_s"]
+    used = r.get("plan_used")
+    print(f"  {i:2} {r['role']:<13} {('%.2f s' % t) if t else 'not reached':>11}  plan used "
+          f"{('%3.0f%%' % (100 * used)) if used is not None else '   —'}  {r['state']}: {r['reason'][:90]}")
+first = rows[:before]
+cold = [r["target_s"] for r in first if r["role"] != "with-plan" and r["target_s"]]
+withp = [r["target_s"] for r in first if r["role"] == "with-plan" and r["target_s"]]
+cold.sort(); median = cold[len(cold) // 2] if len(cold) % 2 else (cold[len(cold) // 2 - 1] + cold[len(cold) // 2]) / 2
+print(f"cold (learning and without the plan) before the upgrade: {len(cold)} boots, median {median:.2f} s")
+if withp and len(cold) > 1:
+    r = stats("median-ratio", withp, cold)
+    print(f"with the plan: {len(withp)} boots, {r[0]:.3f}x of cold [{r[1]:.3f} … {r[2]:.3f}] (ratio of medians)")
+slowest = max((r["target_s"] or 0, i) for i, r in enumerate(rows, 1))
+print(f"slowest boot: boot {slowest[1]}, {slowest[0]:.2f} s = {slowest[0] / median:.3f}x the cold median")
+relearn = [i for i, r in enumerate(rows[before:], before + 1) if r["role"] == "learn"]
+print(f"after the upgrade: learning boots {relearn or 'none'}; "
+      f"the boots with the plan after it: {[i for i, r in enumerate(rows[before:], before + 1) if r['role'] == 'with-plan']}")
+PY
