@@ -11,11 +11,7 @@ fn mib(bytes: u64) -> String {
 
 /// A chunk's size in whole KiB or MiB (`4 KiB`, `512 KiB`, `1 MiB`, `1.5 MiB`).
 fn chunk_size(bytes: u64) -> String {
-    if bytes < 1 << 20 {
-        format!("{} KiB", bytes / 1024)
-    } else {
-        mib(bytes).replace(".0 MiB", " MiB")
-    }
+    if bytes < 1 << 20 { format!("{} KiB", bytes / 1024) } else { mib(bytes).replace(".0 MiB", " MiB") }
 }
 
 /// The plan as text; `max_ranges` ranges listed (`None`: all).
