@@ -59,3 +59,47 @@ fn seeks_slow_volumes_and_a_few_slow_reads_are_not_fetches() {
         assert!(of_kind(&d, FindingKind::LazyVolume).is_empty(), "{what}: {:?}", d.findings[0].title);
     }
 }
+
+/// `app` starts the helper `setup` at 5 ms and sleeps until it exits; `setup` spends its
+/// time waiting for 30 first reads of the lazily fetched volume (100 ms each, then three 1 ms
+/// reads of the same chunk); `app` then runs 3.5 s to ready.
+fn helper_waiting_on_fetches() -> Trace {
+    let mut b = Builder::start().program(200, 100, "setup", 5 * MS, None).run(100, 0, 5 * MS);
+    let mut t = 5 * MS;
+    for c in 0..30u64 {
+        let sector = c * 3 * CHUNK_SECTORS;
+        b = b.raw_request(VOLUME, t, t + 100 * MS, sector, 4096, 200, "setup").sched(
+            200,
+            t,
+            t + 100 * MS,
+            coldstart_trace::ThreadState::IoWait,
+        );
+        t += 100 * MS;
+        for r in 1..=3 {
+            b = b.raw_request(VOLUME, t, t + MS, sector + r * 64, 4096, 200, "setup").sched(
+                200,
+                t,
+                t + MS,
+                coldstart_trace::ThreadState::IoWait,
+            );
+            t += MS;
+        }
+    }
+    b.exits(200, t)
+        .sleep(100, 5 * MS, t, Some(200))
+        .run(100, t, t + 3_500 * MS)
+        .ready_at_exit(t + 3_500 * MS)
+        .build()
+}
+
+#[test]
+fn a_helper_slow_because_of_the_fetches_says_so() {
+    let d = diagnose(&helper_waiting_on_fetches());
+    check_invariants(&d);
+    let lazy = one(&d, FindingKind::LazyVolume);
+    assert_eq!(figure(lazy, "chunks"), 30.0);
+    let helper = one(&d, FindingKind::HeavyHelper);
+    assert_eq!(helper.confidence, coldstart_analyze::doctor::Confidence::Low);
+    let caveat = helper.caveat.as_deref().unwrap_or_default();
+    assert!(caveat.contains("while the volume fetched chunks") && caveat.contains("lazy_volume"), "{caveat}");
+}

@@ -7,6 +7,7 @@
 use coldstart_trace::{BlockOp, Dev, Nanos};
 use rustc_hash::FxHashMap;
 
+use crate::analysis::SegmentKind;
 use crate::doctor::facts::{Facts, shell_quote};
 use crate::doctor::finding::{
     Audience, Confidence, Evidence, EvidenceInterval, Figure, Finding, FindingKind, Gain,
@@ -107,6 +108,57 @@ fn union_ns(intervals: &[(Nanos, Nanos)]) -> Nanos {
     total
 }
 
+/// Disjoint, sorted intervals covering the same time as `intervals`.
+fn merged(intervals: &[(Nanos, Nanos)]) -> Vec<(Nanos, Nanos)> {
+    let mut sorted: Vec<(Nanos, Nanos)> = intervals.iter().copied().filter(|(s, e)| e > s).collect();
+    sorted.sort_unstable();
+    let mut out: Vec<(Nanos, Nanos)> = Vec::new();
+    for (s, e) in sorted {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// The time covered by both `a` and `b`.
+fn overlap_ns(a: &[(Nanos, Nanos)], b: &[(Nanos, Nanos)]) -> Nanos {
+    let (a, b) = (merged(a), merged(b));
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        total += (a[i].1.min(b[j].1) - a[i].0.max(b[j].0)).max(0);
+        if a[i].1 < b[j].1 { i += 1 } else { j += 1 }
+    }
+    total
+}
+
+/// A helper on the critical path that spent most of its time there while the volume fetched
+/// chunks is slow because of the volume: each such `heavy_helper` finding says so in its
+/// caveat and drops to low confidence, as an expert would not remove a service for waits a
+/// block plan takes away. Runs on the findings before their intervals are merged and cut.
+pub(crate) fn note_fetches_in_helpers(findings: &mut [Finding]) {
+    let Some(lazy) = findings.iter().find(|f| f.kind == FindingKind::LazyVolume) else { return };
+    let fetches: Vec<(Nanos, Nanos)> =
+        lazy.evidence.intervals.iter().map(|i| (i.start_ns, i.end_ns)).collect();
+    for f in findings.iter_mut().filter(|f| f.kind == FindingKind::HeavyHelper) {
+        let on_path: Vec<(Nanos, Nanos)> =
+            f.evidence.intervals.iter().map(|i| (i.start_ns, i.end_ns)).collect();
+        let (path_ns, during) = (union_ns(&on_path), overlap_ns(&on_path, &fetches));
+        if path_ns == 0 || during * 2 < path_ns {
+            continue;
+        }
+        let before = f.caveat.take().map(|c| format!("; {c}")).unwrap_or_default();
+        f.caveat = Some(format!(
+            "{} of its {} on the critical path passed while the volume fetched chunks on their first read \
+             (lazy_volume): a block plan replayed early takes most of that time away without removing it{before}",
+            duration(during),
+            duration(path_ns)
+        ));
+        f.confidence = Confidence::Low;
+    }
+}
+
 fn quantile(values: &[Nanos], q: f64) -> Nanos {
     let mut v = values.to_vec();
     v.sort_unstable();
@@ -134,9 +186,18 @@ fn lazy_device(f: &Facts) -> Option<Fetches> {
 
 pub(crate) fn lazy_volume(f: &Facts) -> Vec<Finding> {
     let Some(d) = lazy_device(f) else { return Vec::new() };
-    let union = union_ns(&d.intervals);
-    let path_io: Nanos = f.wait.values().sum();
-    let wait_ns = if f.path.is_some() { union.min(path_io) } else { union };
+    let wait_ns = match f.path {
+        Some(path) => {
+            let io_waits: Vec<(Nanos, Nanos)> = path
+                .segments
+                .iter()
+                .filter(|s| s.kind == SegmentKind::IoWait)
+                .map(|s| (s.start_ns, s.end_ns))
+                .collect();
+            overlap_ns(&d.intervals, &io_waits)
+        }
+        None => union_ns(&d.intervals),
+    };
     if wait_ns < f.min_gain {
         return Vec::new();
     }

@@ -108,6 +108,7 @@ pub fn diagnose(
         lazy_volume::lazy_volume,
     ];
     let mut findings: Vec<Finding> = detectors.iter().flat_map(|detect| detect(&facts)).collect();
+    lazy_volume::note_fetches_in_helpers(&mut findings);
     for f in &mut findings {
         f.evidence.intervals =
             intervals::merged(std::mem::take(&mut f.evidence.intervals), config.max_listed);
