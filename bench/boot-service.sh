@@ -8,6 +8,8 @@
 #   COLDSTART=target/release/coldstart bash bench/boot-service.sh          # hdd: 12 boots, then 6
 #   PROFILE=nvme bash bench/boot-service.sh                                # the fast device
 #   BOOTS=12 AFTER=6 SERVICE_ARGS='--verify-boots 4' bash bench/boot-service.sh
+#   WRAPPER=1 bash bench/boot-service.sh     # PID 1 is the init= wrapper (`coldstart boot init`),
+#                                            # which runs the service before systemd
 #
 # Each boot starts with the page cache empty (sync and drop_caches, as after a reboot: the
 # emulated device keeps no cache of its own), holds `flock -x /var/lock/coldstart-bench.lock`
@@ -45,7 +47,9 @@ cp -a "$cached" "$rootfs"
 # shellcheck disable=SC2086 # SERVICE_ARGS is a list of options
 "$COLDSTART" boot enable --prefetch --root "$rootfs" ${SERVICE_ARGS:-} >/dev/null
 state=$rootfs/var/lib/coldstart/boot
-boot=(bash "$PWD/bench/nspawn-boot.sh" "$rootfs" --capability=all
+wrapper=()
+[ "${WRAPPER:-0}" = 1 ] && wrapper=(--init-wrapper)
+boot=(bash "$PWD/bench/nspawn-boot.sh" "${wrapper[@]}" "$rootfs" --capability=all
     "--system-call-filter=fanotify_init fanotify_mark perf_event_open bpf"
     "--bind-ro=$COLDSTART:/usr/local/bin/coldstart")
 flock -x "$lock" "$COLDSTART" record --cold --until unit:multi-user.target --timeout 120 \

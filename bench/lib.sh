@@ -104,7 +104,7 @@ ensure_boot_rootfs() {
 # stop_boots ROOTFS: stops a container boot of ROOTFS still running and removes what
 # systemd-nspawn leaves behind (bench/nspawn-boot.sh --clean).
 stop_boots() {
-    pkill -KILL -f "systemd-nspawn -b -D $1" 2>/dev/null || true
+    pkill -KILL -f "systemd-nspawn (-b )?-D $1 " 2>/dev/null || true
     sleep 1
     bash bench/nspawn-boot.sh --clean "$1"
 }

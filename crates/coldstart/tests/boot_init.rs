@@ -4,12 +4,12 @@
 //! /var/log/coldstart holds systemd from its exec, before its first unit.
 
 mod support;
-use support::container::{NSPAWN_RECORDER_OPTIONS, Overlay, bootable_rootfs, halt, wait_for_trace};
+use support::container::{Overlay, bootable_rootfs, halt, spawn_wrapper_boot, wait_for_trace};
 use support::{coldstart, private_dir};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use coldstart_trace::{Scope, Trace};
@@ -62,29 +62,11 @@ fn boot_init_records_a_container_boot_from_before_systemd() {
     let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
     std::fs::write(overlay.merged.join("usr/local/bin/coldstart"), "").unwrap();
     let console_path = dir.path().join("console");
-    let console = std::fs::File::create(&console_path).unwrap();
-    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
-    // Without -b, systemd-nspawn runs the command as the container's PID 1.
-    let mut nspawn = Command::new("systemd-nspawn")
-        .arg("-D")
-        .arg(&overlay.merged)
-        .args(["--register=no", "--keep-unit", "--console=pipe", "--kill-signal=SIGRTMIN+3"])
-        .args(NSPAWN_RECORDER_OPTIONS)
-        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
-        .args([
-            "/usr/local/bin/coldstart",
-            "boot",
-            "init",
-            "--until",
-            "unit:multi-user.target",
-            "--timeout",
-            "60",
-        ])
-        .stdin(Stdio::null())
-        .stdout(console.try_clone().unwrap())
-        .stderr(console)
-        .spawn()
-        .unwrap();
+    let mut nspawn = spawn_wrapper_boot(
+        &overlay.merged,
+        &console_path,
+        &["--until", "unit:multi-user.target", "--timeout", "60"],
+    );
     let found =
         wait_for_trace(&overlay.upper.join("var/log/coldstart"), &mut nspawn, Duration::from_secs(120));
     let halted = halt(&mut nspawn);

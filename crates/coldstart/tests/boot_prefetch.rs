@@ -4,7 +4,9 @@
 //! status` showing them, and `boot disable` leaving no unit file and nothing running.
 
 mod support;
-use support::container::{Overlay, bootable_rootfs, halt, processes_rooted_at, spawn_boot};
+use support::container::{
+    Overlay, bootable_rootfs, halt, processes_rooted_at, spawn_boot, spawn_wrapper_boot,
+};
 use support::{coldstart, private_dir};
 
 use std::path::Path;
@@ -25,9 +27,28 @@ fn history(path: &Path) -> Vec<BootRow> {
         .collect()
 }
 
+/// The journal of the prefetch unit in the container.
+fn unit_journal(merged: &Path) -> String {
+    Command::new("journalctl")
+        .arg("-D")
+        .arg(merged.join("var/log/journal"))
+        .args(["--no-pager", "-u", "coldstart-boot.service"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 /// Boots the container until the service has written row `rows` of its history; halts it.
 fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
-    let mut nspawn = spawn_boot(merged);
+    boot_until_row(spawn_boot(merged), merged, history_path, rows)
+}
+
+fn boot_until_row(
+    mut nspawn: std::process::Child,
+    merged: &Path,
+    history_path: &Path,
+    rows: usize,
+) -> Vec<BootRow> {
     let started = Instant::now();
     while history(history_path).len() < rows
         && started.elapsed() < Duration::from_secs(90)
@@ -38,14 +59,7 @@ fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
     halt(&mut nspawn);
     let got = history(history_path);
     if got.len() < rows {
-        let journal = Command::new("journalctl")
-            .arg("-D")
-            .arg(merged.join("var/log/journal"))
-            .args(["--no-pager", "-u", "coldstart-boot.service"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        panic!("boot {rows} wrote no row to the history:\n{journal}");
+        panic!("boot {rows} wrote no row to the history:\n{}", unit_journal(merged));
     }
     got
 }
@@ -146,5 +160,63 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
     let out = coldstart().args(["boot", "disable", "--purge", "--root"]).arg(merged).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(!merged.join("var/lib/coldstart/boot").exists());
+    assert_eq!(processes_rooted_at(merged), Vec::<String>::new(), "processes left in the container's root");
+}
+
+/// Under the init= wrapper the service runs before systemd (its replay too), the unit steps
+/// aside, and each boot is one row: learn, then one boot with the plan and one without.
+#[test]
+fn the_init_wrapper_runs_the_prefetch_service_before_systemd() {
+    let test = "the_init_wrapper_runs_the_prefetch_service";
+    let Some(root) = bootable_rootfs(test) else { return };
+    let dir = private_dir();
+    let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
+    let merged = &overlay.merged;
+    let out = coldstart()
+        .args(["boot", "enable", "--prefetch", "--root"])
+        .arg(merged)
+        .args(["--timeout", "60", "--verify-boots", "1", "--learn-boots", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    let history_path = overlay.upper.join("var/lib/coldstart/boot/history.jsonl");
+    let mut consoles = Vec::new();
+    let mut rows = Vec::new();
+    for boot in 1..=3 {
+        let console = dir.path().join(format!("console-{boot}"));
+        let nspawn = spawn_wrapper_boot(merged, &console, &[]);
+        rows = boot_until_row(nspawn, merged, &history_path, boot);
+        consoles.push(std::fs::read_to_string(&console).unwrap_or_default());
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(history(&history_path).len(), 3, "one row a boot, none from the unit: {rows:#?}");
+    for console in &consoles {
+        assert!(console.contains("coldstart-init: the prefetch service runs this boot (pid"), "{console}");
+    }
+    let roles: Vec<Role> = rows.iter().map(|r| r.role).collect();
+    assert_eq!(roles[0], Role::Learn, "{rows:#?}");
+    let mut verifying = [roles[1], roles[2]];
+    verifying.sort_by_key(|r| *r == Role::WithoutPlan);
+    assert_eq!(verifying, [Role::WithPlan, Role::WithoutPlan], "{rows:#?}");
+    let with = if roles[1] == Role::WithPlan { 1 } else { 2 };
+    assert!(consoles[with].contains("coldstart: this boot: with plan"), "{}", consoles[with]);
+    for row in &rows {
+        let t = row.target_s.unwrap_or_else(|| panic!("no time to target: {row:?}"));
+        assert!(t > 0.0 && t < 60.0, "{row:?}");
+    }
+    let used = rows[with].plan_used.unwrap_or_else(|| panic!("no share of the plan used: {rows:#?}"));
+    assert!(used > 0.0 && used <= 1.0, "{rows:#?}");
+    let journal = unit_journal(merged);
+    assert!(journal.contains("the init= wrapper runs the prefetch service this boot"), "{journal}");
+    let trace = rows[2].trace.clone().unwrap();
+    let trace =
+        coldstart_trace::Trace::read(&overlay.upper.join("var/lib/coldstart/boot/traces").join(trace))
+            .unwrap();
+    assert!(trace.meta.command.iter().any(|a| a == "--init-started-ns"), "{:?}", trace.meta.command);
+    let init = trace.execs.iter().find(|e| e.path == "/sbin/init").expect("systemd's exec in the trace");
+    assert!(init.t_ns >= 0, "the recording began before systemd: {init:?}");
+    let out = coldstart().args(["boot", "disable", "--purge", "--root"]).arg(merged).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(processes_rooted_at(merged), Vec::<String>::new(), "processes left in the container's root");
 }

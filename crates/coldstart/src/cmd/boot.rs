@@ -197,6 +197,45 @@ pub(crate) fn exec_word(word: &str) -> String {
     quoted.replace('%', "%%").replace('$', "$$")
 }
 
+/// The words of an `ExecStart=` line as `exec_word` wrote them: split on spaces, double
+/// quotes removed with their backslash escapes, `%%` and `$$` read as `%` and `$`.
+pub(crate) fn exec_line_words(line: &str) -> Vec<String> {
+    let line = line.replace("%%", "%").replace("$$", "$");
+    let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            '\\' if quoted => word.extend(chars.next()),
+            c if c.is_whitespace() && !quoted => {
+                if std::mem::take(&mut any) {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+/// The prefetch service's options (the words after `boot service`) when `boot enable
+/// --prefetch` installed it under `root`: what the init= wrapper runs before systemd.
+pub fn enabled_service_words(root: &Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(drop_in_path(root)).ok()?;
+    let line = text.lines().filter_map(|l| l.strip_prefix("ExecStart=")).rfind(|l| !l.trim().is_empty())?;
+    let words = exec_line_words(line);
+    (words.get(1..3) == Some(&["boot".to_owned(), "service".to_owned()][..])).then(|| words[3..].to_vec())
+}
+
 /// The `ExecStart=` command of `enable`'s options.
 fn exec_start(args: &EnableArgs) -> String {
     if args.prefetch {
@@ -513,6 +552,37 @@ mod tests {
         assert_eq!(exec_word("window-name:/a b/"), "\"window-name:/a b/\"");
         assert_eq!(exec_word("mark:50%"), "\"mark:50%%\"");
         assert_eq!(exec_word("mark:$HOME\"x"), "\"mark:$$HOME\\\"x\"");
+    }
+
+    #[test]
+    fn exec_line_words_read_back_what_exec_word_wrote() {
+        let words =
+            ["/usr/local/bin/coldstart", "window-name:/My App/", "mark:50%", "mark:$HOME\"x", "a\\b", "3"];
+        let line = words.iter().map(|w| exec_word(w)).collect::<Vec<_>>().join(" ");
+        assert_eq!(exec_line_words(&line), words);
+        assert_eq!(exec_line_words("  a   \"\"  b "), ["a", "", "b"]);
+    }
+
+    #[test]
+    fn the_wrapper_finds_the_services_options_that_enable_wrote() {
+        #[derive(clap::Parser)]
+        struct Line {
+            #[command(flatten)]
+            enable: EnableArgs,
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().to_str().unwrap();
+        assert_eq!(enabled_service_words(root.path()), None);
+        let enable_with = |extra: &[&str]| {
+            let line = <Line as clap::Parser>::parse_from([&["enable", "--root", dir][..], extra].concat());
+            enable(&line.enable).unwrap();
+        };
+        enable_with(&[]);
+        assert_eq!(enabled_service_words(root.path()), None, "a plain recording is not the service");
+        enable_with(&["--prefetch", "--until", "window-name:/My App/", "--verify-boots", "4"]);
+        let words = enabled_service_words(root.path()).unwrap();
+        assert_eq!(words[..4], ["--until", "window-name:/My App/", "--timeout", "120"], "{words:?}");
+        assert!(words.windows(2).any(|w| w == ["--verify-boots", "4"]), "{words:?}");
     }
 
     /// The packaged binary is found where it is the only one; a hand-installed one, or

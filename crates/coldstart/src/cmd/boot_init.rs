@@ -6,8 +6,10 @@
 //! of the kernel command line (`coldstart.until=`, `coldstart.timeout=`, `coldstart.init=`,
 //! `coldstart.off`), waits for its `READY=1` (sd_notify's datagram, on a socket of its own
 //! in /run) and then execs the real init with PID 1's arguments, so the recording covers
-//! systemd from its first instruction. Nothing the recorder does may stop the boot: any
-//! failure is one line on the console and the exec of the real init all the same.
+//! systemd from its first instruction. Where `boot enable --prefetch` installed the prefetch
+//! service, the wrapper runs the service instead (its replay then starts before systemd, and
+//! the unit's own start of it that boot steps aside). Nothing the recorder does may stop the
+//! boot: any failure is one line on the console and the exec of the real init all the same.
 
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
@@ -222,6 +224,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
 /// Mounts, starts the recorder, waits for it, execs the real init; returns only when no
 /// init at all could be exec'd.
 fn wrap(args: &InitArgs) -> ExitCode {
+    let started_ns = monotonic_ns();
     for line in mount_api_filesystems() {
         eprintln!("{SAY} {line}");
     }
@@ -236,11 +239,19 @@ fn wrap(args: &InitArgs) -> ExitCode {
         options_from_cmdline(&cmdline).0
     });
     if options.record {
-        match start_recorder(&options) {
-            Ok(pid) => eprintln!(
-                "{SAY} recording the boot (recorder pid {pid}); starting {}",
-                options.init.display()
-            ),
+        let mut service = crate::cmd::boot::enabled_service_words(Path::new("/"));
+        if service.is_some() && !Path::new("/var/lib").is_dir() {
+            eprintln!(
+                "{SAY} /var/lib is not there before systemd (a /var of its own?): the unit runs the prefetch service"
+            );
+            service = None;
+        }
+        let what = match service {
+            Some(_) => "the prefetch service runs this boot (pid",
+            None => "recording the boot (recorder pid",
+        };
+        match start_recorder(&options, service.as_deref(), started_ns) {
+            Ok(pid) => eprintln!("{SAY} {what} {pid}); starting {}", options.init.display()),
             Err(e) => eprintln!(
                 "{SAY} the boot is not recorded: {}; starting {}",
                 coldstart_trace::error_chain(e.as_ref()),
@@ -302,8 +313,16 @@ fn mount_api_filesystems() -> Vec<String> {
     said
 }
 
-/// Starts `coldstart record --boot` and waits for its `READY=1`; returns its pid.
-fn start_recorder(options: &InitOptions) -> anyhow::Result<u32> {
+/// CLOCK_MONOTONIC, the clock of systemd's unit timestamps.
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
+/// Starts `coldstart record --boot`, or the prefetch service with its enabled options
+/// `service` (it replays, records and learns as the unit would, from before systemd), and
+/// waits for its `READY=1`; returns its pid.
+fn start_recorder(options: &InitOptions, service: Option<&[String]>, started_ns: u64) -> anyhow::Result<u32> {
     let me = std::env::current_exe().context("cannot find the running coldstart binary (/proc/self/exe)")?;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -317,10 +336,18 @@ fn start_recorder(options: &InitOptions) -> anyhow::Result<u32> {
     let _remove = RemoveOnDrop(socket_path.clone());
     socket.set_read_timeout(Some(Duration::from_millis(100)))?;
     let mut command = Command::new(&me);
-    command.args(["record", "--boot", "--under-init-wrapper", "--timeout"]);
-    command.arg(format!("{}", options.timeout.as_secs_f64()));
-    for until in &options.until {
-        command.arg("--until").arg(until.to_string());
+    match service {
+        Some(words) => {
+            command.args(["boot", "service"]).args(words);
+            command.arg("--init-started-ns").arg(started_ns.to_string());
+        }
+        None => {
+            command.args(["record", "--boot", "--under-init-wrapper", "--timeout"]);
+            command.arg(format!("{}", options.timeout.as_secs_f64()));
+            for until in &options.until {
+                command.arg("--until").arg(until.to_string());
+            }
+        }
     }
     command
         .env("NOTIFY_SOCKET", &socket_path)

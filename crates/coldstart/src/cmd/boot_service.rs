@@ -3,8 +3,9 @@
 //! takes the boot's decision (`coldstart_bench::boot_service`), replays the plan alongside
 //! the boot when the decision says so (`prefetch run`, its device-aware mode), records the
 //! boot lightly, appends the boot's row to the history once the target is reached, and after
-//! a learning boot makes the plan (`prefetch plan`). Nothing here stops a boot: a bad or
-//! missing state is said in one journal line, and the boot learns.
+//! a learning boot makes the plan (`prefetch plan`). Under the init= wrapper (`boot init`)
+//! the same runs before systemd, and the unit's run of that boot steps aside. Nothing here
+//! stops a boot: a bad or missing state is said in one journal line, and the boot learns.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
@@ -106,7 +107,15 @@ pub struct ServiceArgs {
     /// Where the service keeps its state.
     #[arg(long, value_name = "DIR", default_value = STATE_DIR)]
     pub state_dir: PathBuf,
+    /// Set by the init= wrapper, which runs the service before systemd: when the wrapper
+    /// started (CLOCK_MONOTONIC ns), the origin of the boot's time to target.
+    #[arg(long, hide = true, value_name = "NS")]
+    pub init_started_ns: Option<u64>,
 }
+
+/// Left in /run by the service the init= wrapper started, so the unit's start of the
+/// service that boot steps aside.
+const WRAPPER_MARK: &str = "/run/coldstart/prefetch-service-under-init";
 
 /// What `plan-meta.json` says of the plan.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -117,6 +126,17 @@ struct PlanMeta {
 }
 
 pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
+    if args.init_started_ns.is_some() {
+        if let Err(e) = std::fs::write(WRAPPER_MARK, std::process::id().to_string()) {
+            eprintln!("coldstart: cannot write {WRAPPER_MARK} ({e}): the unit may run the service again");
+        }
+    } else if let Ok(pid) = std::fs::read_to_string(WRAPPER_MARK) {
+        eprintln!(
+            "coldstart: the init= wrapper runs the prefetch service this boot (pid {pid}): nothing to do"
+        );
+        let _ = coldstart_record::boot::notify("READY=1");
+        return Ok(ExitCode::SUCCESS);
+    }
     let dir = &args.state_dir;
     let history = read_history(&dir.join(HISTORY));
     let plan = read_plan(dir);
@@ -155,7 +175,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         at_unix_s: unix_now_s(),
         role: decision.role,
         plan: plan.as_ref().map(|(meta, _)| meta.id.clone()),
-        target_s: time_to_target(&args.until, trace.as_ref()),
+        target_s: time_to_target(&args.until, trace.as_ref(), args.init_started_ns),
         plan_used,
         read_left_bytes,
         machine: now.clone(),
@@ -338,6 +358,9 @@ fn record(args: &ServiceArgs, output: &Path) -> anyhow::Result<ExitCode> {
         .map(String::from)
         .collect();
     words.extend(["--without".into(), "scheduler".into(), "--sample-hz".into(), "10".into()]);
+    if args.init_started_ns.is_some() {
+        words.push("--under-init-wrapper".into());
+    }
     for until in &args.until {
         words.extend(["--until".into(), until.to_string()]);
     }
@@ -347,14 +370,15 @@ fn record(args: &ServiceArgs, output: &Path) -> anyhow::Result<ExitCode> {
     crate::cmd::record::run(line.record)
 }
 
-/// From the boot's start to its target: systemd's own timestamps for a `unit:` target,
+/// From the boot's start to its target: systemd's own timestamps for a `unit:` target (from
+/// the init= wrapper's start `init_started_ns` when it ran the service, else from systemd's),
 /// otherwise the trace's readiness plus the time before the recording.
-fn time_to_target(until: &[Until], trace: Option<&Trace>) -> Option<f64> {
+fn time_to_target(until: &[Until], trace: Option<&Trace>, init_started_ns: Option<u64>) -> Option<f64> {
     let unit = until.iter().find_map(|u| match u {
         Until::Unit(spec) => Some(spec.name.clone()),
         _ => None,
     });
-    if let Some(seconds) = unit.and_then(|u| systemd_time_to(&u)) {
+    if let Some(seconds) = unit.and_then(|u| systemd_time_to(&u, init_started_ns.map(|ns| ns / 1000))) {
         return Some(seconds);
     }
     let trace = trace?;
@@ -363,14 +387,17 @@ fn time_to_target(until: &[Until], trace: Option<&Trace>) -> Option<f64> {
     Some((ready + before) as f64 / 1e9)
 }
 
-fn systemd_time_to(unit: &str) -> Option<f64> {
+fn systemd_time_to(unit: &str, origin_us: Option<u64>) -> Option<f64> {
     let show = |args: &[&str]| -> Option<u64> {
         let out = Command::new("systemctl").args(["show", "--value"]).args(args).output().ok()?;
         String::from_utf8_lossy(&out.stdout).trim().parse().ok()
     };
-    let userspace = show(&["-p", "UserspaceTimestampMonotonic"])?;
+    let origin = match origin_us {
+        Some(us) => us,
+        None => show(&["-p", "UserspaceTimestampMonotonic"])?,
+    };
     let active = show(&["-p", "ActiveEnterTimestampMonotonic", unit])?;
-    (userspace > 0 && active > userspace).then(|| (active - userspace) as f64 / 1e6)
+    (origin > 0 && active > origin).then(|| (active - origin) as f64 / 1e6)
 }
 
 /// The share of the plan's pages the boot itself used (its page accesses and fills, the

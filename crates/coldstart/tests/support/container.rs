@@ -182,6 +182,26 @@ pub fn spawn_boot(root: &Path) -> std::process::Child {
         .unwrap()
 }
 
+/// `systemd-nspawn` of `root` without `-b`: PID 1 is `coldstart boot init INIT_ARGS…`, the
+/// init= wrapper, which execs the container's systemd; the console goes to `console`.
+pub fn spawn_wrapper_boot(root: &Path, console: &Path, init_args: &[&str]) -> std::process::Child {
+    let binary = assert_cmd::cargo::cargo_bin!("coldstart");
+    let console = std::fs::File::create(console).unwrap();
+    Command::new("systemd-nspawn")
+        .arg("-D")
+        .arg(root)
+        .args(["--register=no", "--keep-unit", "--console=pipe", "--kill-signal=SIGRTMIN+3"])
+        .args(NSPAWN_RECORDER_OPTIONS)
+        .arg(format!("--bind-ro={}:/usr/local/bin/coldstart", binary.display()))
+        .args(["/usr/local/bin/coldstart", "boot", "init"])
+        .args(init_args)
+        .stdin(std::process::Stdio::null())
+        .stdout(console.try_clone().unwrap())
+        .stderr(console)
+        .spawn()
+        .unwrap()
+}
+
 /// The pids of the processes whose root directory is `root` (a container's).
 pub fn processes_rooted_at(root: &Path) -> Vec<String> {
     std::fs::read_dir("/proc")
