@@ -67,7 +67,7 @@ history=$state/history.jsonl
 one_boot() { # waits for the service's row N, then halts the container
     local want=\$1 waited=0 pid
     sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1
-    $(printf '%q ' "${boot[@]}") </dev/null >/dev/null 2>&1 &
+    $(printf '%q ' "${boot[@]}") </dev/null >$work/console-\$want.log 2>&1 &
     pid=\$!
     while [ "\$(cat "\$history" 2>/dev/null | wc -l)" -lt "\$want" ] && [ \$waited -lt 1800 ]; do
         sleep 0.1; waited=\$((waited + 1))
@@ -78,6 +78,10 @@ one_boot() { # waits for the service's row N, then halts the container
     kill -KILL \$pid 2>/dev/null
     wait \$pid 2>/dev/null
     echo "boot \$want: \$(tail -n 1 "\$history" 2>/dev/null | cut -c 1-160)"
+    if [ "\$(cat "\$history" 2>/dev/null | wc -l)" -lt "\$want" ]; then
+        echo "boot \$want wrote no row; its console's coldstart lines:"
+        grep -a coldstart $work/console-\$want.log | tail -n 20
+    fi
 }
 for n in \$(seq 1 $boots); do flock -x $lock bash -c "\$(declare -f one_boot); history=\$history; one_boot \$n"; done
 cat "$rootfs$upgraded" > $work/upgraded.so && cat $work/upgraded.so > "$rootfs$upgraded"

@@ -25,7 +25,7 @@ done
 rmdir "/run/systemd/nspawn/propagate/$(basename "$rootfs")" 2>/dev/null || true
 $clean_only && exit 0
 if $wrapper; then
-    exec systemd-nspawn -D "$rootfs" --register=no --keep-unit --console=passive --kill-signal=SIGRTMIN+3 \
+    exec systemd-nspawn -D "$rootfs" --register=no --keep-unit --console=pipe --kill-signal=SIGRTMIN+3 \
         "$@" /usr/local/bin/coldstart boot init
 fi
 exec systemd-nspawn -b -D "$rootfs" --register=no --keep-unit --console=passive "$@"

@@ -7,6 +7,9 @@
 #
 #   sudo bash bench/qemu-boot.sh                 # both modes
 #   sudo bash bench/qemu-boot.sh init            # one: unit or init
+#   sudo bash bench/qemu-boot.sh service         # BOOTS (4) boots of one disk with the prefetch
+#     service (`boot enable --prefetch --learn-boots 1 --verify-boots 1`) run by the init= wrapper:
+#     learn, then the verification's boots with and without the plan; `boot status` at the end
 #   COLDSTART=/path/to/coldstart OUT=/tmp/qb MEM=8192 sudo -E bash bench/qemu-boot.sh   # guest MiB (2048)
 #
 # Not run by CI: QEMU emulates the CPU here (TCG, there is no usable /dev/kvm), so each boot
@@ -26,7 +29,7 @@ source bench/lib.sh
 if [ $# -eq 0 ]; then set -- unit init; fi
 modes=("$@")
 for m in "${modes[@]}"; do
-    case $m in unit | init) ;; *) echo "qemu-boot.sh: unknown mode $m (unit or init)" >&2; exit 2 ;; esac
+    case $m in unit | init | service) ;; *) echo "qemu-boot.sh: unknown mode $m (unit, init or service)" >&2; exit 2 ;; esac
 done
 install_packages qemu-system-x86 mmdebstrap e2fsprogs
 use_coldstart
@@ -63,7 +66,14 @@ stage() {
 #!/bin/sh
 # Test image only (bench/qemu-boot.sh): power off once the boot trace is written, or once no
 # recorder runs and none was written (it failed), keeping the journal and a trace left in /run.
+rows=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^coldstart_test\.rows=//p')
 for i in $(seq 400); do
+    if [ -n "$rows" ]; then
+        # The prefetch service: its history's row for this boot is its last word.
+        [ "$(cat /var/lib/coldstart/boot/history.jsonl 2>/dev/null | wc -l)" -ge "$rows" ] && break
+        sleep 1
+        continue
+    fi
     for f in /var/log/coldstart/*.coldstart /run/coldstart/*.coldstart; do [ -e "$f" ] && break 2; done
     rec=
     for c in /proc/[0-9]*/cmdline; do
@@ -101,7 +111,60 @@ EOF
     case $mode in
         unit) "$COLDSTART" boot enable --root "$s" --until unit:multi-user.target --timeout 300 >/dev/null ;;
         init) ln -s ../bin/coldstart "$s/usr/local/sbin/coldstart-init" ;;
+        service)
+            "$COLDSTART" boot enable --prefetch --root "$s" --until unit:multi-user.target --timeout 300 \
+                --learn-boots 1 --verify-boots 1 >/dev/null
+            ln -s ../bin/coldstart "$s/usr/local/sbin/coldstart-init"
+            ;;
     esac
+}
+
+# run_guest CONSOLE APPEND: boots $work/disk.img until the guest powers off (900 s at most).
+run_guest() {
+    exec 9>/var/lock/coldstart-bench.lock
+    if [ -z "${NO_LOCK:-}" ]; then flock -x 9; fi
+    local started status=0
+    started=$(date +%s)
+    qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m "${MEM:-2048}" \
+        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$2" \
+        -drive "file=$work/disk.img,format=raw,if=virtio" -nic none \
+        -display none -monitor none -serial "file:$1" -no-reboot &
+    qemu_pid=$!
+    for _ in $(seq 900); do
+        kill -0 "$qemu_pid" 2>/dev/null || break
+        sleep 1
+    done
+    if kill -0 "$qemu_pid" 2>/dev/null; then
+        echo "== the guest did not power off within 900 s" >&2
+        kill -KILL "$qemu_pid"
+        status=1
+    fi
+    wait "$qemu_pid" || true
+    qemu_pid=
+    flock -u 9
+    echo "== the guest ran $(($(date +%s) - started)) s"
+    return $status
+}
+
+# service_boots DEST APPEND: BOOTS boots of one disk under the prefetch service; each waits for
+# its row of the service's history; then `boot status` of the history and `info` of each trace.
+service_boots() {
+    local dest=$1 n state=/var/lib/coldstart/boot
+    for n in $(seq "${BOOTS:-4}"); do
+        echo "== service: boot $n (TCG; minutes)"
+        run_guest "$dest/console-$n.log" "$2 coldstart_test.rows=$n" || true
+        debugfs -R "dump $state/history.jsonl $dest/history.jsonl" "$work/disk.img" 2>/dev/null || true
+        echo "   history: $(wc -l <"$dest/history.jsonl" 2>/dev/null || echo 0) rows; $(tail -n 1 "$dest/history.jsonl" 2>/dev/null | cut -c 1-200)"
+        grep -a -E 'coldstart(-init)?:' "$dest/console-$n.log" | head -8 || true
+    done
+    mkdir -p "$dest/root$state/traces"
+    cp "$dest/history.jsonl" "$dest/root$state/"
+    "$COLDSTART" boot status --root "$dest/root" | tee "$dest/status.txt"
+    for name in $(debugfs -R "ls -p $state/traces" "$work/disk.img" 2>/dev/null | awk -F/ '$6 ~ /\.coldstart$/ {print $6}'); do
+        debugfs -R "dump $state/traces/$name $dest/root$state/traces/$name" "$work/disk.img" 2>/dev/null
+        echo "== $name"
+        "$COLDSTART" info "$dest/root$state/traces/$name" | grep -i -E 'lost|records|duration|spool' || true
+    done
 }
 
 for mode in "${modes[@]}"; do
@@ -121,30 +184,14 @@ for mode in "${modes[@]}"; do
     if [ "$mode" = init ]; then
         append+=" init=/usr/local/sbin/coldstart-init coldstart.until=unit:multi-user.target coldstart.timeout=300"
     fi
-    echo "== $mode: booting (TCG; minutes) with: $append"
-    exec 9>/var/lock/coldstart-bench.lock
-    # NO_LOCK=1: the caller keeps the machine quiet its own way.
-    if [ -z "${NO_LOCK:-}" ]; then flock -x 9; fi
-    started=$(date +%s)
-    qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m "${MEM:-2048}" \
-        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$append" \
-        -drive "file=$work/disk.img,format=raw,if=virtio" -nic none \
-        -display none -monitor none -serial "file:$dest/console.log" -no-reboot &
-    qemu_pid=$!
-    status=0
-    for _ in $(seq 900); do
-        kill -0 "$qemu_pid" 2>/dev/null || break
-        sleep 1
-    done
-    if kill -0 "$qemu_pid" 2>/dev/null; then
-        echo "== $mode: the guest did not power off within 900 s" >&2
-        kill -KILL "$qemu_pid"
-        status=1
+    if [ "$mode" = service ]; then
+        append+=" init=/usr/local/sbin/coldstart-init"
+        service_boots "$dest" "$append"
+        continue
     fi
-    wait "$qemu_pid" || true
-    qemu_pid=
-    flock -u 9
-    echo "== $mode: the guest ran $(($(date +%s) - started)) s"
+    echo "== $mode: booting (TCG; minutes) with: $append"
+    status=0
+    run_guest "$dest/console.log" "$append" || status=1
     debugfs -R 'dump /var/log/coldstart-journal.txt '"$dest/journal.txt" "$work/disk.img" 2>/dev/null || true
     trace=
     for dir in /var/log/coldstart /var/log/coldstart-run; do

@@ -83,7 +83,9 @@ the plan is kept when the boots with it are faster (the 95% interval of the rati
 below 1), otherwise switched off; it is verified again every --reverify-every boots, and
 learnt again when it goes stale (files changed, a package manager ran, another kernel or root
 device, the boots use less of it). State and the last traces: /var/lib/coldstart/boot
-(`disable --purge` removes it). `boot status` shows the boots and the decisions.
+(`disable --purge` removes it). `boot status` shows the boots and the decisions. Booted
+with init=/usr/local/sbin/coldstart-init, the wrapper runs the service before systemd (its
+replay starts earlier, which pays on slow disks) and the unit steps aside.
 
 Writes etc/systemd/system/coldstart-boot.service (contrib/systemd's file as it is), its
 drop-in coldstart-boot.service.d/coldstart-options.conf with the ExecStart of these options,

@@ -123,6 +123,10 @@ struct PlanMeta {
     id: String,
     made_on: Machine,
     from_trace: String,
+    /// Planned files the learning boots wrote (a journal, wtmp): the machine's state, which
+    /// every boot changes. The replay skips them once changed; they never make the plan stale.
+    #[serde(default)]
+    written_by_boots: Vec<String>,
 }
 
 pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
@@ -144,7 +148,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
     let plan_now = plan.as_ref().map(|(meta, plan)| PlanNow {
         id: meta.id.clone(),
         made_on: meta.made_on.clone(),
-        stale_share: stale_share(plan),
+        stale_share: stale_share(&plan.files, &meta.written_by_boots),
     });
     let decision = decide(&history, plan_now.as_ref(), &now, &args.tuning.params(), coin());
     eprintln!("coldstart: this boot: {} ({})", decision.role.name(), decision.reason);
@@ -299,10 +303,13 @@ pub fn this_machine() -> Machine {
 }
 
 /// The share of the planned bytes whose files are gone or changed (another inode, size or
-/// modification time), as the replay would skip them.
-fn stale_share(plan: &Plan) -> f64 {
+/// modification time), as the replay would skip them; the boots' own files (`written`) left out.
+fn stale_share(files: &[PlanFile], written: &[String]) -> f64 {
+    let written: HashSet<&str> = written.iter().map(String::as_str).collect();
     let (mut stale, mut all) = (0u64, 0u64);
-    for file in plan.files.iter().filter(|f| f.kind == PlanFileKind::Regular) {
+    let image =
+        files.iter().filter(|f| f.kind == PlanFileKind::Regular && !written.contains(f.path.as_str()));
+    for file in image {
         let bytes: u64 = file.ranges.iter().map(|r| r.length).sum();
         all += bytes;
         let same = std::fs::metadata(&file.path).is_ok_and(|m| {
@@ -460,6 +467,7 @@ fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
             id: format!("plan-{}", unix_now_s()),
             made_on: now.clone(),
             from_trace: names.join(" "),
+            written_by_boots: written_since(&Plan::load(&dir.join(PLAN))?.files, first_start_ns(traces)),
         };
         write_atomically(&dir.join(PLAN_META), serde_json::to_string_pretty(&meta)?.as_bytes())
     })();
@@ -469,6 +477,23 @@ fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
             eprintln!("coldstart: no plan made from {}: {e:#}; the next boot learns again", names.join(", "))
         }
     }
+}
+
+/// When the first of the learning boots began (ns since 1970; `i64::MAX` if no trace reads).
+fn first_start_ns(traces: &[PathBuf]) -> i64 {
+    traces.iter().filter_map(|t| Trace::read(t).ok()).map(|t| t.meta.start_unix_ns).min().unwrap_or(i64::MAX)
+}
+
+/// The plan's files modified since `since_ns`: written by the boots the plan was made from.
+fn written_since(files: &[PlanFile], since_ns: i64) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| f.kind == PlanFileKind::Regular)
+        .filter(|f| {
+            std::fs::metadata(&f.path).is_ok_and(|m| m.mtime() * 1_000_000_000 + m.mtime_nsec() >= since_ns)
+        })
+        .map(|f| f.path.clone())
+        .collect()
 }
 
 /// `prefetch plan` of one trace.
@@ -615,6 +640,39 @@ mod tests {
         assert_eq!(left, 2 * 4096, "pages 100-101, outside the plan");
         let (used, left) = figures(&trace(), None, None);
         assert_eq!((used, left), (None, 6 * 4096), "no plan: every page the boot read");
+    }
+
+    fn planned(path: &Path, bytes: u64) -> PlanFile {
+        let m = std::fs::metadata(path).unwrap();
+        let range = PlanRange { offset: 0, length: bytes, ..Default::default() };
+        PlanFile {
+            path: path.to_string_lossy().into_owned(),
+            dev: Dev::from_user(m.dev()),
+            ino: m.ino(),
+            size: Some(m.size()),
+            mtime_ns: Some(m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+            ranges: vec![range],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn files_the_boots_write_never_make_the_plan_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let (library, journal) = (dir.path().join("libx.so"), dir.path().join("system.journal"));
+        std::fs::write(&library, vec![1u8; 3 * 4096]).unwrap();
+        std::fs::write(&journal, vec![2u8; 4096]).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        std::fs::File::options().write(true).open(&library).unwrap().set_modified(old).unwrap();
+        let plan = vec![planned(&library, 3 * 4096), planned(&journal, 4096)];
+        let learning_began = 2_000_000 * 1_000_000_000;
+        let written = written_since(&plan, learning_began);
+        assert_eq!(written, [journal.to_string_lossy().into_owned()], "the library predates the boots");
+        std::fs::write(&journal, vec![3u8; 2 * 4096]).unwrap();
+        assert_eq!(stale_share(&plan, &[]), 0.25, "the journal's 4 KiB of 16 changed");
+        assert_eq!(stale_share(&plan, &written), 0.0, "but the boots write it");
+        std::fs::write(&library, vec![4u8; 4096]).unwrap();
+        assert_eq!(stale_share(&plan, &written), 1.0, "the library replaced: all of what counts");
     }
 
     #[test]
