@@ -498,6 +498,7 @@ fn off_cpu_stacks_are_moved_to_boot_time_kept_in_scope_and_their_losses_counted(
             sample_type: off_cpu_type,
             clockid: CLOCK_MONOTONIC,
             filter: Some("prev_state & 3".into()),
+            kernel_filter: None,
         }),
         frame_pointer_sample_type: None,
     };
