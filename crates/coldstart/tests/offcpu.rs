@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use coldstart_analyze::SyscallWait;
 use coldstart_storage::SlowMount;
-use coldstart_trace::{StackIndex, Trace};
+use coldstart_trace::{StackIndex, ThreadState, Trace};
 use support::{can_record, coldstart, private_dir, record_program, unavailable};
 
 /// Records the python `script` (written to `dir`/`name`.py) into `dir`/`name`.coldstart.
@@ -191,11 +191,15 @@ for _ in range(5):
 ";
 
 /// The program's off-CPU samples in nanosleep: (all of them, those of 30 ms sleeps), the
-/// long ones told by the sched interval that begins nearest the sample.
+/// long ones told by the sleep (in `sched`) that begins nearest the sample.
 fn nanosleep_samples(trace: &Trace) -> (usize, usize) {
     let root = trace.meta.root_pid.expect("the command's pid");
     let index = StackIndex::new(trace);
-    let sleeps: Vec<_> = trace.sched.iter().filter(|s| s.tid == root).collect();
+    let sleeps: Vec<_> = trace
+        .sched
+        .iter()
+        .filter(|s| s.tid == root && matches!(s.state, ThreadState::Sleeping | ThreadState::IoWait))
+        .collect();
     let mut counts = (0, 0);
     for s in trace.off_cpu_samples.iter().filter(|s| s.tid == root) {
         let frames = index.frames(s.stack_id);
