@@ -969,7 +969,8 @@ fn start_perf(
             }
             if let Some(why) = &capture.off_cpu_fallback {
                 notes.push(format!(
-                    "off-CPU kernel stacks were taken by a perf event at every sleep, however short                      (`--off-cpu-min` not applied): the eBPF program was refused: {why}"
+                    "off-CPU kernel stacks were taken by a perf event at every sleep, however short \
+                     (`--off-cpu-min` not applied): the eBPF program was refused: {why}"
                 ));
             }
             let stop = stop.clone();

@@ -12,7 +12,9 @@
 //! It replaces a per-task perf event on the same tracepoint, which the kernel schedules
 //! in and out at every context switch of every recorded thread (about 1.8 µs a switch on
 //! this project's VM) and which writes a record with its callchain for every sleep,
-//! however short. The perf event stays the fallback when the program is refused, and the
+//! however short. Per sleep the program is not measurably cheaper (BENCHMARKS.md): it still
+//! walks the stack at every switch to sleep, before the sleep's length is known; what it
+//! saves is the records of short sleeps. The perf event stays the fallback when the program is refused, and the
 //! path of `--system` and `--also`: there it watches whole CPUs (no per-task switching
 //! cost), and a program would have to keep a pending entry and a stack for every thread
 //! of the machine, in maps of a fixed size that a boot's thousands of threads and stacks
