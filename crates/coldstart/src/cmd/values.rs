@@ -39,11 +39,11 @@ pub fn slow_call_threshold(text: &str) -> Result<SlowThreshold, String> {
 /// unit (`200us`); zero keeps every sleep.
 pub fn off_cpu_min(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        duration(&format!("{text}ms"))
-    } else {
-        duration(text)
-    }
+    let span = match text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        true => duration(&format!("{text}ms")),
+        false => duration(text),
+    };
+    span.map_err(|_| "not a duration: milliseconds, or a number with ns, us, ms or s".to_owned())
 }
 
 /// A `--slow-syscalls` value: the threshold, or `None` for off.
