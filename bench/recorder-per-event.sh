@@ -4,7 +4,8 @@
 # under `coldstart record` with the floor's parts (`--no-cpu-samples --slow-syscalls off`)
 # with and without one part (`--without PART`), and with CPU samples and off-CPU stacks
 # on, interleaved round by round; the program's task-clock (`perf stat`, inside the
-# recording) per operation. Multiplied by a start's event counts (`perf stat -e` of its
+# recording) per operation; `switch` (a pipe ping-pong) and `sleep` (20 µs nanosleeps) are
+# the sleep-heavy ones. Multiplied by a start's event counts (`perf stat -e` of its
 # tracepoints), it says what each part costs that start, with far less noise than timing
 # the cold start itself.
 #
@@ -46,6 +47,8 @@ if os.fork() == 0:
     os._exit(0)
 for i in range($N): os.write(w1, b'x'); os.read(r2, 1)
 os.wait()"
+    [sleep]="import time
+for i in range($N): time.sleep(0.00002)"
 )
 FLOOR="--no-cpu-samples --slow-syscalls off"
 declare -A ARGS=(
@@ -58,7 +61,7 @@ declare -A ARGS=(
     [defaults]=""
 )
 read -r -a CONFIGS <<< "${CONFIGS:-untraced bare floor no-fanotify no-access no-sched stacks defaults}"
-read -r -a RUN_PROGRAMS <<< "${ONLY:-open stat read fault switch}"
+read -r -a RUN_PROGRAMS <<< "${ONLY:-open stat read fault switch sleep}"
 BASELINE=${BASELINE:-}
 results=${RESULTS:-/var/tmp/recorder-per-event.tsv}   # appended as each run ends: a stopped run keeps its rows
 run_one() {

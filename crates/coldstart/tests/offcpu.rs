@@ -2,7 +2,10 @@
 //! then blocks 0.3 s on a pipe another process fills has both waits named by the kernel
 //! function it slept in and the call it came from ("do_nanosleep (clock_nanosleep)",
 //! "anon_pipe_read (read)"), and stats on the slow FUSE rig without `--syscalls` are put
-//! on a `fuse_` function in the stat call. No mount or daemon outlives a test.
+//! on a `fuse_` function in the stat call. The eBPF filter keeps the long sleeps of a
+//! program that also sleeps 2,000 times briefly, and only those (all with
+//! `--off-cpu-min 0`); two recordings at once keep their own. No mount or daemon outlives
+//! a test.
 
 mod support;
 
@@ -11,22 +14,15 @@ use std::time::Duration;
 
 use coldstart_analyze::SyscallWait;
 use coldstart_storage::SlowMount;
-use coldstart_trace::{StackIndex, Trace};
-use support::{can_record, coldstart, private_dir, unavailable};
+use coldstart_trace::{StackIndex, ThreadState, Trace};
+use support::{can_record, coldstart, private_dir, record_program, unavailable};
 
+/// Records the python `script` (written to `dir`/`name`.py) into `dir`/`name`.coldstart.
 fn record(dir: &Path, name: &str, script: &str, extra: &[&str]) -> Trace {
-    let out = dir.join(format!("{name}.coldstart"));
-    coldstart()
-        .arg("record")
-        .arg("-o")
-        .arg(&out)
-        .arg("--spool-dir")
-        .arg(dir.join("spool"))
-        .args(extra)
-        .args(["--", "python3", "-c", script])
-        .assert()
-        .success();
-    Trace::read(&out).unwrap()
+    let program = dir.join(format!("{name}.py"));
+    std::fs::write(&program, format!("#!/usr/bin/env python3\n{script}")).unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    record_program(dir, name, &program, extra, &[])
 }
 
 /// False (and the test says why) when the recorder could not take off-CPU stacks.
@@ -183,4 +179,103 @@ fn off_cpu_stacks_are_taken_with_the_slow_calls_on() {
         "{} off-CPU stacks, none of the program in do_nanosleep",
         trace.off_cpu_samples.len()
     );
+}
+
+/// 2,000 sleeps of about 20 µs, then 5 of 30 ms.
+const SHORT_AND_LONG_SLEEPS: &str = "\
+import time
+for _ in range(2000):
+    time.sleep(0.00002)
+for _ in range(5):
+    time.sleep(0.03)
+";
+
+/// The program's off-CPU samples in nanosleep: (all of them, those of 30 ms sleeps), the
+/// long ones told by the sleep (in `sched`) that begins nearest the sample.
+fn nanosleep_samples(trace: &Trace) -> (usize, usize) {
+    let root = trace.meta.root_pid.expect("the command's pid");
+    let index = StackIndex::new(trace);
+    let sleeps: Vec<_> = trace
+        .sched
+        .iter()
+        .filter(|s| s.tid == root && matches!(s.state, ThreadState::Sleeping | ThreadState::IoWait))
+        .collect();
+    let mut counts = (0, 0);
+    for s in trace.off_cpu_samples.iter().filter(|s| s.tid == root) {
+        let frames = index.frames(s.stack_id);
+        if !frames.iter().any(|f| f.symbol.as_deref() == Some("do_nanosleep")) {
+            continue;
+        }
+        counts.0 += 1;
+        let nearest = sleeps.iter().min_by_key(|i| (i.start_ns - s.t_ns).abs());
+        let long = nearest
+            .is_some_and(|i| (i.start_ns - s.t_ns).abs() < 500_000 && i.end_ns - i.start_ns >= 25_000_000);
+        counts.1 += usize::from(long);
+    }
+    counts
+}
+
+#[test]
+fn only_the_long_sleeps_keep_their_stacks_unless_the_threshold_is_zero() {
+    let test = "offcpu-threshold";
+    if !can_record(test) {
+        return;
+    }
+    let dir = private_dir();
+    let trace = record(dir.path(), test, SHORT_AND_LONG_SLEEPS, &["--slow-syscalls", "off"]);
+    if !has_off_cpu_stacks(test, &trace) {
+        return;
+    }
+    assert!(
+        trace.notes.iter().any(|n| n.text.contains("kept by the eBPF filter")),
+        "the eBPF program took the stacks: {:?}",
+        trace.notes
+    );
+    let (all, long) = nanosleep_samples(&trace);
+    assert_eq!(long, 5, "the five 30 ms sleeps, each with its nanosleep stack ({all} in all)");
+    // A 20 µs sleep that a busy CPU stretches past 1 ms may pass: a handful at most.
+    assert!(all - long <= 20, "{} short sleeps kept", all - long);
+
+    let every = record(dir.path(), "offcpu-threshold-0", SHORT_AND_LONG_SLEEPS, &["--off-cpu-min", "0"]);
+    let (all, long) = nanosleep_samples(&every);
+    assert_eq!(long, 5);
+    assert!(all >= 2_000, "{all} nanosleep stacks with --off-cpu-min 0, for 2,005 sleeps");
+}
+
+#[test]
+fn two_recordings_at_once_keep_their_own_off_cpu_stacks() {
+    let test = "offcpu-two-at-once";
+    if !can_record(test) {
+        return;
+    }
+    let dir = private_dir();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| record(dir.path(), "offcpu-a", SHORT_AND_LONG_SLEEPS, &[]));
+        let b = s.spawn(|| record(dir.path(), "offcpu-b", SLEEP_THEN_PIPE, &["--slow-syscalls", "off"]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    if !has_off_cpu_stacks(test, &a) || !has_off_cpu_stacks(test, &b) {
+        return;
+    }
+    let root = a.meta.root_pid.expect("the command's pid");
+    let long: Vec<_> =
+        a.sched.iter().filter(|s| s.tid == root && s.end_ns - s.start_ns > 20_000_000).collect();
+    let samples: Vec<_> =
+        a.off_cpu_samples.iter().filter(|s| s.tid == root).map(|s| (s.t_ns, s.stack_id)).collect();
+    assert_eq!(nanosleep_samples(&a).1, 5, "the first recording's five long sleeps: {long:?} {samples:?}");
+    for (trace, name) in [(&a, "first"), (&b, "second")] {
+        let pids: std::collections::HashSet<i32> = trace.processes.iter().map(|p| p.pid).collect();
+        let strays: Vec<_> = trace.off_cpu_samples.iter().filter(|s| !pids.contains(&s.pid)).collect();
+        assert!(strays.is_empty(), "the {name} recording has others' stacks: {strays:?}");
+    }
+    let root = b.meta.root_pid.expect("the command's pid");
+    let index = StackIndex::new(&b);
+    let functions: Vec<String> = b
+        .off_cpu_samples
+        .iter()
+        .filter(|s| s.tid == root)
+        .flat_map(|s| index.frames(s.stack_id))
+        .filter_map(|f| f.symbol.clone())
+        .collect();
+    assert!(functions.iter().any(|f| f.contains("pipe_read")), "no pipe_read among {functions:?}");
 }

@@ -15,6 +15,7 @@ use crate::assemble::{Assembled, Summary, assemble};
 use crate::capture::bpf::{PathCapture, PathLosses, PathMode, SampleRoute, ScopeMap};
 use crate::capture::connector::{FramePointerMarks, ProcWatch};
 use crate::capture::fanotify::OpenWatch;
+use crate::capture::off_cpu::{KernelFilter, OffCpuProbe};
 use crate::capture::pages::PageSource;
 use crate::capture::perf::PerfCapture;
 use crate::capture::perf::SampleFilters;
@@ -643,9 +644,24 @@ fn complete_end(
     let opens = joined.opens.transpose()?.unwrap_or_default();
     joined.samples.transpose()?;
     let mut perf_loss = None;
+    let mut off_cpu_losses = Vec::new();
     if let Some(copied) = joined.perf {
         let copied = copied?;
         notes.push(format!("{} KiB of CPU samples with stacks copied", copied.bytes / 1024));
+        if let Some(kept) = copied.off_cpu {
+            notes.push(format!(
+                "{} off-CPU stacks kept by the eBPF filter ({} distinct)",
+                kept.records, kept.stacks
+            ));
+            off_cpu_losses.push(("bpf".into(), "off-CPU stacks: ring buffer full".into(), kept.ring_full));
+            if kept.scope_full > 0 {
+                off_cpu_losses.push((
+                    "bpf".into(),
+                    "threads not followed: scope map full".into(),
+                    kept.scope_full,
+                ));
+            }
+        }
         if copied.stopped_early {
             perf_loss = Some((
                 "perf".into(),
@@ -660,6 +676,7 @@ fn complete_end(
     }
     let paths = joined.paths.transpose()?;
     end.losses.extend(perf_loss);
+    end.losses.extend(off_cpu_losses);
     end.losses.extend(instance_losses(instances, cpus));
     end.losses.push(("fanotify".into(), "queue overflows".into(), opens.overflows));
     if procs_lost > 0 {
@@ -937,11 +954,23 @@ fn start_perf(
         },
         _ => None,
     };
-    match PerfCapture::open(spool, pid, cpus, options, tracefs, filter.as_ref()) {
+    // A command's tree: the eBPF program keeps the sleeps that pass the threshold (see
+    // `capture::off_cpu` for why whole CPUs keep the perf event).
+    let probe = pid.filter(|_| options.off_cpu).map(|root| {
+        let filter = KernelFilter::new(options.off_cpu_min_ns);
+        OffCpuProbe::start(tracefs, scope_map, root, filter)
+    });
+    match PerfCapture::open(spool, pid, cpus, options, tracefs, filter.as_ref(), probe) {
         Ok(capture) => {
             if let Some(why) = &capture.off_cpu_refused {
                 notes.push(format!(
                     "off-CPU kernel stacks (what a sleeping thread waited in) are not recorded: {why}"
+                ));
+            }
+            if let Some(why) = &capture.off_cpu_fallback {
+                notes.push(format!(
+                    "off-CPU kernel stacks were taken by a perf event at every sleep, however short \
+                     (`--off-cpu-min` not applied): the eBPF program was refused: {why}"
                 ));
             }
             let stop = stop.clone();

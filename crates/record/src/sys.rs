@@ -345,6 +345,7 @@ pub(crate) enum BpfCmd {
     MapCreate = 0,
     MapLookupElem = 1,
     MapUpdateElem = 2,
+    MapGetNextKey = 4,
     ProgLoad = 5,
 }
 

@@ -498,6 +498,7 @@ fn off_cpu_stacks_are_moved_to_boot_time_kept_in_scope_and_their_losses_counted(
             sample_type: off_cpu_type,
             clockid: CLOCK_MONOTONIC,
             filter: Some("prev_state & 3".into()),
+            kernel_filter: None,
         }),
         frame_pointer_sample_type: None,
     };
@@ -528,4 +529,53 @@ fn off_cpu_stacks_are_moved_to_boot_time_kept_in_scope_and_their_losses_counted(
         trace.notes
     );
     assert!(trace.stack_samples.is_empty());
+}
+
+#[test]
+fn off_cpu_stacks_kept_by_the_kernel_filter_become_the_same_rows() {
+    use coldstart_record::capture::off_cpu::{KernelFilter, SPOOL_FILE, STACKS_FILE};
+    use coldstart_record::capture::perf::{OffCpuSetup, PerfSetup};
+    let dir = tempfile::tempdir().unwrap();
+    let spool = write_spool(dir.path(), true);
+    let setup = PerfSetup {
+        sample_type: 0,
+        regs_user_mask: 0,
+        stack_bytes: 0,
+        hz: 1000,
+        per_task: false,
+        cpus: vec![0],
+        off_cpu: Some(OffCpuSetup {
+            sample_type: 0,
+            clockid: 7,
+            filter: None,
+            kernel_filter: Some(KernelFilter::new(1_000_000)),
+        }),
+        frame_pointer_sample_type: None,
+    };
+    std::fs::write(dir.path().join("perf.json"), serde_json::to_vec(&setup).unwrap()).unwrap();
+    std::fs::write(dir.path().join("perf-cpu0.raw"), b"").unwrap();
+    // tid, tgid, switch-out and switch-in (boot clock), stack id (-14: none), state.
+    let record = |pid: u32, off: i64, stack: i32| {
+        let mut r = [pid.to_le_bytes(), pid.to_le_bytes()].concat();
+        r.extend((off as u64).to_le_bytes());
+        r.extend((off as u64 + 5_000_000).to_le_bytes());
+        r.extend(stack.to_le_bytes());
+        r.extend(1u32.to_le_bytes());
+        r
+    };
+    let records =
+        [record(100, T0 + 20 * MS, 3), record(4242, T0 + 21 * MS, 3), record(100, T0 + 30 * MS, -14)];
+    std::fs::write(dir.path().join(SPOOL_FILE), records.concat()).unwrap();
+    let mut stacks = [3u32.to_le_bytes(), 2u32.to_le_bytes()].concat();
+    stacks.extend(words(&[0xffff_ffff_8100_0100, 0xffff_ffff_8100_0200]).iter());
+    std::fs::write(dir.path().join(STACKS_FILE), stacks).unwrap();
+
+    let trace = assemble_with(&spool, &FakeSystem::new()).unwrap().trace;
+    let rows: Vec<(i64, i32, bool)> =
+        trace.off_cpu_samples.iter().map(|s| (s.t_ns, s.pid, s.stack_id.is_some())).collect();
+    assert_eq!(rows, [(20 * MS, 100, true), (30 * MS, 100, false)], "the other process's sleep left out");
+    let index = coldstart_trace::StackIndex::new(&trace);
+    let addresses: Vec<(bool, u64)> =
+        index.frames(trace.off_cpu_samples[0].stack_id).iter().map(|f| (f.kernel, f.address)).collect();
+    assert_eq!(addresses, [(true, 0xffff_ffff_8100_0100), (true, 0xffff_ffff_8100_01ff)]);
 }

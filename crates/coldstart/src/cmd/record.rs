@@ -80,6 +80,13 @@ pub struct Args {
     /// its waits: "pipe_read in read", "fuse_simple_request in newfstatat"); CPU samples stay.
     #[arg(long, conflicts_with = "no_cpu_samples")]
     pub no_offcpu_stacks: bool,
+    /// Keep the kernel stack of a recorded thread's sleep only if it lasted this long (an
+    /// uninterruptible sleep, an I/O wait, also if it lasted 0.1 ms): shorter sleeps are
+    /// dropped in the kernel (eBPF) and cost no record. Milliseconds, or a duration with its
+    /// unit; 0 keeps every sleep. Example: --off-cpu-min 0.5 (or 200us, or 0). Applies to a
+    /// command's tree; with --system or --also every sleep is kept.
+    #[arg(long, value_name = "MS", default_value = "1", value_parser = values::off_cpu_min, conflicts_with_all = ["no_cpu_samples", "no_offcpu_stacks"])]
+    pub off_cpu_min: std::time::Duration,
     /// Copy the user stack at every CPU sample, also for programs whose frame-pointer chain
     /// earlier recordings found the same as DWARF unwinding of the copy (those are sampled
     /// without a copy by default, which costs them less; the verdicts are kept in
@@ -170,6 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }),
             off_cpu: !args.no_offcpu_stacks,
             frame_pointers: !args.copy_user_stacks,
+            off_cpu_min_ns: u64::try_from(args.off_cpu_min.as_nanos()).unwrap_or(u64::MAX),
             ..Default::default()
         }),
         syscalls: args.syscalls,

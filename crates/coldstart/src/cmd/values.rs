@@ -35,6 +35,17 @@ pub fn slow_call_threshold(text: &str) -> Result<SlowThreshold, String> {
     Ok(SlowThreshold((!span.is_zero()).then_some(span)))
 }
 
+/// The `record --off-cpu-min` threshold: milliseconds (`1`, `0.2`) or a duration with its
+/// unit (`200us`); zero keeps every sleep.
+pub fn off_cpu_min(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let span = match text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        true => duration(&format!("{text}ms")),
+        false => duration(text),
+    };
+    span.map_err(|_| "not a duration: milliseconds, or a number with ns, us, ms or s".to_owned())
+}
+
 /// A `--slow-syscalls` value: the threshold, or `None` for off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlowThreshold(pub Option<Duration>);
@@ -103,6 +114,16 @@ mod tests {
         assert_eq!(ok("0"), Ok(None));
         for bad in ["-1", "nan", "fast", "", "1e3"] {
             assert!(slow_call_threshold(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn off_cpu_thresholds_are_milliseconds_or_carry_a_unit_and_zero_keeps_all() {
+        assert_eq!(off_cpu_min("1"), Ok(Duration::from_millis(1)));
+        assert_eq!(off_cpu_min("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(off_cpu_min("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "off", "", "1e3"] {
+            assert!(off_cpu_min(bad).is_err(), "{bad:?}");
         }
     }
 

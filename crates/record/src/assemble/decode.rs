@@ -33,7 +33,8 @@ pub struct SpoolData {
     pub marks: Option<String>,
     /// The perf capture's setup and the bytes of each CPU's stream, if it ran.
     pub perf: Option<(PerfSetup, Vec<Vec<u8>>)>,
-    /// The bytes of each CPU's off-CPU stacks stream, when the perf setup has them.
+    /// The bytes of each CPU's off-CPU stacks stream, when the perf setup has them; when the
+    /// eBPF program took them, the bytes of its records and of its stacks.
     pub off_cpu: Vec<Vec<u8>>,
     /// The bytes of each CPU's stream of samples taken without a stack copy.
     pub frame_pointer_streams: Vec<Vec<u8>>,
@@ -85,6 +86,12 @@ impl SpoolData {
             _ => Vec::new(),
         };
         let off_cpu = match &perf {
+            Some((setup, _)) if setup.off_cpu.as_ref().is_some_and(|o| o.kernel_filter.is_some()) => {
+                [crate::capture::off_cpu::SPOOL_FILE, crate::capture::off_cpu::STACKS_FILE]
+                    .iter()
+                    .map(|name| spool.read_file(name).unwrap_or_default())
+                    .collect()
+            }
             Some((setup, _)) if setup.off_cpu.is_some() => setup
                 .cpus
                 .iter()

@@ -300,6 +300,10 @@ fn off_cpu_samples(
         stack_bytes: 0,
         ..setup.clone()
     };
+    if off.kernel_filter.is_some() {
+        let [records, stacks] = [0, 1].map(|i| data.off_cpu.get(i).map_or(&[][..], Vec::as_slice));
+        return kernel_filtered_off_cpu(records, stacks);
+    }
     let mut decoded = perf::PerfData::default();
     for (i, bytes) in data.off_cpu.iter().enumerate() {
         decoded.decode(i, bytes, &off_setup);
@@ -310,6 +314,23 @@ fn off_cpu_samples(
         }
     }
     decoded
+}
+
+/// The sleeps the eBPF program kept, as samples with their kernel stacks (already on the
+/// boot clock); a sleep whose stack was not taken has none.
+fn kernel_filtered_off_cpu(records: &[u8], stacks: &[u8]) -> perf::PerfData {
+    let stacks: HashMap<u32, Vec<u64>> = crate::capture::off_cpu::decode_stacks(stacks).into_iter().collect();
+    let samples = crate::capture::off_cpu::decode_all(records)
+        .into_iter()
+        .map(|r| perf::RawSample {
+            time: r.off_ns,
+            pid: r.pid,
+            tid: r.tid,
+            kernel: r.stack_id.and_then(|id| stacks.get(&id)).cloned().unwrap_or_default(),
+            ..perf::RawSample::default()
+        })
+        .collect();
+    perf::PerfData { samples, ..perf::PerfData::default() }
 }
 
 /// The figures `coldstart record` prints.

@@ -97,6 +97,7 @@ pub(super) const HELPER_MAP_LOOKUP: i32 = 1;
 pub(super) const HELPER_MAP_UPDATE: i32 = 2;
 pub(super) const HELPER_MAP_DELETE: i32 = 3;
 pub(super) const HELPER_GET_CURRENT_PID_TGID: i32 = 14;
+pub(super) const HELPER_GET_STACKID: i32 = 27;
 pub(super) const HELPER_PROBE_READ_USER_STR: i32 = 114;
 pub(super) const HELPER_KTIME_GET_BOOT_NS: i32 = 125;
 pub(super) const HELPER_RINGBUF_RESERVE: i32 = 131;
@@ -515,7 +516,7 @@ fn load_program_of_type(insns: &[u64], name: &str, prog_type: u64) -> Result<Own
     }
 }
 
-fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+pub(super) fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
     map_update_flags(map, key, value, 0)
 }
 
@@ -547,7 +548,7 @@ pub(super) fn tracepoint_id(tracefs: &Path, system: &str, event: &str) -> Result
 }
 
 /// The offset and size of a field of a tracefs event, from its `format` file.
-fn field_at(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<(i16, usize)> {
+pub(super) fn field_at(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<(i16, usize)> {
     let path = tracefs.join("events").join(system).join(event).join("format");
     let text =
         crate::tracefs::read_text(&path).map_err(|e| RecordError::Bpf(format!("{}: {e}", path.display())))?;
@@ -559,7 +560,7 @@ fn field_at(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<(i
 }
 
 /// The offset of a 4-byte field of a tracefs event.
-fn field_offset(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<i16> {
+pub(super) fn field_offset(tracefs: &Path, system: &str, event: &str, field: &str) -> Result<i16> {
     match field_at(tracefs, system, event, field)? {
         (offset, 4) => Ok(offset),
         _ => Err(RecordError::Bpf(format!("{system}:{event} field {field} is not 4 bytes"))),
@@ -660,6 +661,48 @@ impl ScopeMap {
     }
 }
 
+/// Loads `insns` as a tracepoint program and attaches it to `system:event`.
+pub(super) fn attach_program(
+    tracefs: &Path,
+    insns: Vec<u64>,
+    name: &str,
+    system: &str,
+    event: &str,
+) -> Result<OwnedFd> {
+    let prog = load_program(&insns, name)?;
+    let id = tracepoint_id(tracefs, system, event)?;
+    attach_tracepoint(id, &prog).map_err(|e| RecordError::Bpf(format!("attaching to {system}:{event}: {e}")))
+}
+
+/// A new scope map and the attached programs that keep it: a forked child joins its
+/// parent's scope, an exiting thread leaves it, an exec clears the frame-pointer mark.
+/// Children the map has no room for are counted in `counters`' `LOST_SCOPE_FULL` slot.
+pub(super) fn follow_scope(tracefs: &Path, counters: &OwnedFd) -> Result<(OwnedFd, Vec<OwnedFd>)> {
+    const HASH: u32 = 1;
+    let scope = create_map(HASH, 4, 4, SCOPE_ENTRIES, "cs_scope")?;
+    let parent = field_offset(tracefs, "sched", "sched_process_fork", "parent_pid")?;
+    let child = field_offset(tracefs, "sched", "sched_process_fork", "child_pid")?;
+    let attached = vec![
+        attach_program(
+            tracefs,
+            fork_program(&scope, counters, parent, child)?,
+            "cs_fork",
+            "sched",
+            "sched_process_fork",
+        )?,
+        attach_program(tracefs, exit_program(&scope)?, "cs_exit", "sched", "sched_process_exit")?,
+        attach_program(tracefs, exec_program(&scope)?, "cs_exec", "sched", "sched_process_exec")?,
+    ];
+    Ok((scope, attached))
+}
+
+impl ScopeMap {
+    /// The map itself, for programs that check the scope.
+    pub(super) fn fd(&self) -> &OwnedFd {
+        &self.0
+    }
+}
+
 /// What the path capture lost.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PathLosses {
@@ -675,26 +718,18 @@ impl PathCapture {
         const RINGBUF: u32 = 27;
         let counters = create_map(ARRAY, 4, 8, 2, "cs_lost")?;
         let ring_map = create_map(RINGBUF, 0, 0, RING_BYTES as u32, "cs_paths")?;
-        let scope = if system { None } else { Some(create_map(HASH, 4, 4, SCOPE_ENTRIES, "cs_scope")?) };
         let mut attached = Vec::new();
-        let attach = |insns: Vec<u64>, name: &str, system_name: &str, event: &str| -> Result<OwnedFd> {
-            let prog = load_program(&insns, name)?;
-            let id = tracepoint_id(tracefs, system_name, event)?;
-            attach_tracepoint(id, &prog)
-                .map_err(|e| RecordError::Bpf(format!("attaching to {system_name}:{event}: {e}")))
+        let scope = match system {
+            true => None,
+            false => {
+                let (scope, followers) = follow_scope(tracefs, &counters)?;
+                attached.extend(followers);
+                Some(scope)
+            }
         };
-        if let Some(scope) = &scope {
-            let parent = field_offset(tracefs, "sched", "sched_process_fork", "parent_pid")?;
-            let child = field_offset(tracefs, "sched", "sched_process_fork", "child_pid")?;
-            attached.push(attach(
-                fork_program(scope, &counters, parent, child)?,
-                "cs_fork",
-                "sched",
-                "sched_process_fork",
-            )?);
-            attached.push(attach(exit_program(scope)?, "cs_exit", "sched", "sched_process_exit")?);
-            attached.push(attach(exec_program(scope)?, "cs_exec", "sched", "sched_process_exec")?);
-        }
+        let attach = |insns: Vec<u64>, name: &str, system_name: &str, event: &str| -> Result<OwnedFd> {
+            attach_program(tracefs, insns, name, system_name, event)
+        };
         let (record_size, spool_file) = match mode {
             PathMode::EveryCall => {
                 let retry = create_map(HASH, 4, RETRY_VALUE_SIZE, SCOPE_ENTRIES, "cs_retry")?;

@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod connector;
 pub mod fanotify;
 pub mod host_path;
+pub mod off_cpu;
 pub mod pages;
 pub mod perf;
 pub mod sampler;

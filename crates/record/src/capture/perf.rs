@@ -11,8 +11,11 @@
 //! busy 2-CPU machine: 3.6 MiB copied per task, 13.1 MiB per CPU, most of it other
 //! processes' stacks.)
 //!
-//! Off-CPU stacks: a second event per CPU on the `sched:sched_switch` tracepoint, opened
-//! in the same way, takes the kernel callchain of each recorded thread that leaves a CPU
+//! Off-CPU stacks of a command's tree are taken by an eBPF program that keeps only the
+//! sleeps that can matter (`super::off_cpu`, drained by this module's capture thread).
+//! Elsewhere (`--system`, `--also`), or when the program is refused: a second event per
+//! CPU on the `sched:sched_switch` tracepoint, opened in the same way, takes the kernel
+//! callchain of each recorded thread that leaves a CPU
 //! to sleep. The tracepoint fires in the context of the task leaving the CPU, so the chain
 //! is the blocked thread's own: what it waited in. Only the kernel chain is taken (the
 //! user stack is known from the CPU samples and costs much more), and a filter on
@@ -28,6 +31,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde::{Deserialize, Serialize};
 
 use crate::capture::Stop;
+use crate::capture::off_cpu::{self, KernelFilter, OffCpuCounts, OffCpuProbe};
 use crate::error::{IoContext, Result};
 use crate::spool::Spool;
 use crate::sys::{
@@ -128,6 +132,10 @@ pub struct OffCpuSetup {
     /// The tracepoint filter the kernel accepted, if any: without one, preemptions are
     /// sampled too (the assembly keeps the switches that begin a sleep either way).
     pub filter: Option<String>,
+    /// Taken by the eBPF program with this filter (`offcpu.raw` and `offcpu-stacks.raw`)
+    /// instead of the perf events' streams.
+    #[serde(default)]
+    pub kernel_filter: Option<KernelFilter>,
 }
 
 /// The spool file of one CPU's off-CPU stacks.
@@ -150,11 +158,20 @@ pub struct PerfOptions {
     /// Sample the programs that earlier recordings found to have trustworthy frame
     /// pointers without a stack copy (`crate::frame_pointers`).
     pub frame_pointers: bool,
+    /// Off-CPU stacks of sleeps shorter than this are not kept (when the eBPF program
+    /// takes them: a command's tree).
+    pub off_cpu_min_ns: u64,
 }
 
 impl Default for PerfOptions {
     fn default() -> PerfOptions {
-        PerfOptions { hz: DEFAULT_HZ, stack_bytes: DEFAULT_STACK_BYTES, off_cpu: true, frame_pointers: true }
+        PerfOptions {
+            hz: DEFAULT_HZ,
+            stack_bytes: DEFAULT_STACK_BYTES,
+            off_cpu: true,
+            frame_pointers: true,
+            off_cpu_min_ns: crate::capture::off_cpu::DEFAULT_MIN_NS,
+        }
     }
 }
 
@@ -171,6 +188,10 @@ pub struct PerfCapture {
     sources: Vec<Source>,
     /// Why the off-CPU stacks are not recorded, when they were asked for and are not.
     pub off_cpu_refused: Option<String>,
+    /// Why the off-CPU stacks are taken by the perf event rather than the eBPF program.
+    pub off_cpu_fallback: Option<String>,
+    /// The eBPF program that takes the off-CPU stacks, and the spool file of their frames.
+    probe: Option<(OffCpuProbe, File)>,
     /// Bytes of records the spool may take: half the free space of its filesystem when the
     /// sampling began. A boot's spool lives in /run, a tmpfs of a tenth of the memory, and
     /// 1 kHz samples with 16 KiB of user stack each filled it in a 35 s boot.
@@ -184,6 +205,8 @@ pub struct PerfCopied {
     pub budget: u64,
     /// Whether the events were turned off before the end because the budget was spent.
     pub stopped_early: bool,
+    /// What the eBPF program kept and lost, when it took the off-CPU stacks.
+    pub off_cpu: Option<OffCpuCounts>,
 }
 
 /// At least this much is allowed whatever the filesystem says (its free space may be
@@ -263,6 +286,7 @@ fn open_off_cpu(
         sample_type: attr.sample_type,
         clockid: attr.clockid,
         filter: filter.flatten().map(str::to_owned),
+        kernel_filter: None,
     };
     Ok((sources, setup))
 }
@@ -354,7 +378,8 @@ impl PerfCapture {
     /// `ScopeMap::sample_filter`), the sampling events watch whole CPUs instead of following
     /// the tree, so that its context switches do not stop and restart them; with a
     /// frame-pointer filter, a second event per CPU takes the samples of the threads
-    /// marked as having frame pointers, without a stack copy.
+    /// marked as having frame pointers, without a stack copy. `probe` is the eBPF program
+    /// that takes the off-CPU stacks instead of the perf event, or why it could not start.
     pub fn open(
         spool: &Spool,
         pid: Option<i32>,
@@ -362,6 +387,7 @@ impl PerfCapture {
         options: PerfOptions,
         tracefs: &Path,
         filters: Option<&SampleFilters>,
+        probe: Option<Result<OffCpuProbe>>,
     ) -> Result<PerfCapture> {
         let page_size = page_size();
         let filters = filters.filter(|_| pid.is_some());
@@ -390,19 +416,34 @@ impl PerfCapture {
             None => None,
         };
         let mut off_cpu_refused = None;
-        let off_cpu = if options.off_cpu {
-            match open_off_cpu(spool, pid, cpus, tracefs) {
-                Ok((more, setup)) => {
-                    sources.extend(more);
-                    Some(setup)
-                }
-                Err(e) => {
-                    off_cpu_refused = Some(coldstart_trace::error_chain(&e));
-                    None
+        let mut off_cpu_fallback = None;
+        let mut kept_probe = None;
+        let off_cpu = match (options.off_cpu, probe) {
+            (false, _) => None,
+            (true, Some(Ok(mut probe))) => {
+                probe.write_to(spool.create_file(off_cpu::SPOOL_FILE)?, spool.path(off_cpu::SPOOL_FILE));
+                let setup = OffCpuSetup {
+                    sample_type: 0,
+                    clockid: CLOCK_BOOTTIME,
+                    filter: None,
+                    kernel_filter: Some(probe.filter()),
+                };
+                kept_probe = Some((probe, spool.create_file(off_cpu::STACKS_FILE)?));
+                Some(setup)
+            }
+            (true, refused) => {
+                off_cpu_fallback = refused.and_then(|r| r.err()).map(|e| coldstart_trace::error_chain(&e));
+                match open_off_cpu(spool, pid, cpus, tracefs) {
+                    Ok((more, setup)) => {
+                        sources.extend(more);
+                        Some(setup)
+                    }
+                    Err(e) => {
+                        off_cpu_refused = Some(coldstart_trace::error_chain(&e));
+                        None
+                    }
                 }
             }
-        } else {
-            None
         };
         spool.write_json(
             "perf.json",
@@ -421,7 +462,7 @@ impl PerfCapture {
             perf_event_enable(&s.fd, true).at("perf enable")?;
         }
         let budget = spool_budget(&spool.path(""));
-        Ok(PerfCapture { sources, off_cpu_refused, budget })
+        Ok(PerfCapture { sources, off_cpu_refused, off_cpu_fallback, probe: kept_probe, budget })
     }
 
     /// Copies the rings into the spool until `stop` fires, then turns the events off and
@@ -430,6 +471,8 @@ impl PerfCapture {
     pub fn run(mut self, stop: Arc<Stop>) -> Result<PerfCopied> {
         let mut bytes = 0;
         let mut stopped_early = false;
+        // The eBPF ring buffer is never woken for: read 10 times a second.
+        let timeout_ms: u16 = if self.probe.is_some() { 100 } else { 1000 };
         loop {
             let (ready, stopped, hung_up) = {
                 // A ring whose tasks have all exited polls as hung up from then on: it is drained
@@ -441,7 +484,7 @@ impl PerfCapture {
                     .map(|&i| PollFd::new(self.sources[i].fd.as_fd(), PollFlags::POLLIN))
                     .collect();
                 fds.push(PollFd::new(stop.fd(), PollFlags::POLLIN));
-                let n = match poll(&mut fds, PollTimeout::from(1000u16)) {
+                let n = match poll(&mut fds, PollTimeout::from(timeout_ms)) {
                     Ok(n) => n,
                     Err(nix::errno::Errno::EINTR) => continue,
                     Err(e) => return Err(std::io::Error::from(e)).at("poll"),
@@ -466,6 +509,9 @@ impl PerfCapture {
                     let _ = perf_event_enable(&s.fd, false);
                 }
             }
+            if let Some((probe, _)) = &mut self.probe {
+                probe.drain()?;
+            }
             for (s, ready) in self.sources.iter_mut().zip(ready) {
                 if ready || stopped {
                     let Source { ring, out, out_path, .. } = s;
@@ -485,6 +531,13 @@ impl PerfCapture {
         for s in &mut self.sources {
             s.out.flush().at(&s.out_path)?;
         }
-        Ok(PerfCopied { bytes, budget: self.budget, stopped_early })
+        let off_cpu = match self.probe.take() {
+            Some((probe, stacks_out)) => {
+                let end_ns = u64::try_from(crate::capture::boottime_ns()).unwrap_or(0);
+                Some(probe.finish(end_ns, stacks_out)?)
+            }
+            None => None,
+        };
+        Ok(PerfCopied { bytes, budget: self.budget, stopped_early, off_cpu })
     }
 }
