@@ -403,8 +403,29 @@ impl Trace {
                 supported: FORMAT_VERSION,
             });
         }
+        if !column_names_are_utf8(&conn).map_err(|e| TraceError::sqlite(path, e))? {
+            return Err(TraceError::NotATrace(path.to_owned()));
+        }
         Reader { conn, path }.read()
     }
+}
+
+/// Whether every column name of the file's tables and views is UTF-8: rusqlite panics on one
+/// that is not, which only a damaged or hostile file has.
+fn column_names_are_utf8(conn: &Connection) -> rusqlite::Result<bool> {
+    let sql = "SELECT hex(p.name) FROM sqlite_master m, pragma_table_info(m.name) p \
+               WHERE m.type IN ('table', 'view')";
+    let mut stmt = conn.prepare(sql)?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    for hex in names {
+        let hex = hex?;
+        let bytes: Option<Vec<u8>> =
+            (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect();
+        if bytes.is_none_or(|b| std::str::from_utf8(&b).is_err()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn read_disk(r: &Cells<'_>) -> Result<Disk> {
