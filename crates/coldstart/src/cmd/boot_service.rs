@@ -34,6 +34,8 @@ pub const HISTORY: &str = "history.jsonl";
 const PLAN: &str = "boot.plan";
 const PLAN_META: &str = "plan-meta.json";
 const REPLAY_REPORT: &str = "replay.json";
+/// The plan's stale share as the last boot measured it, after its target.
+const STALE_SHARE: &str = "stale-share";
 const TRACES: &str = "traces";
 
 /// The service's settings, given to `boot enable --prefetch` and passed on to `boot service`.
@@ -148,7 +150,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
     let plan_now = plan.as_ref().map(|(meta, plan)| PlanNow {
         id: meta.id.clone(),
         made_on: meta.made_on.clone(),
-        stale_share: stale_share(&plan.files, &meta.written_by_boots),
+        stale_share: read_stale_share(dir),
     });
     let decision = decide(&history, plan_now.as_ref(), &now, &args.tuning.params(), coin());
     eprintln!("coldstart: this boot: {} ({})", decision.role.name(), decision.reason);
@@ -196,6 +198,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         let traces: Vec<PathBuf> = learned.iter().map(|name| dir.join(TRACES).join(name)).collect();
         make_plan(dir, &traces, &now);
     }
+    note_stale_share(dir, plan.as_ref().map(|(meta, plan)| (meta, plan.files.as_slice())));
     prune_traces(&dir.join(TRACES), (args.tuning.keep_traces as usize).max(params.learn_boots));
     // The row last: once it is there, the boot's work (plan included) is done.
     append_row(&dir.join(HISTORY), &row)?;
@@ -479,6 +482,35 @@ fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
     }
 }
 
+/// The stale share the last boot measured (0 when none did, or a new plan was made since).
+fn read_stale_share(dir: &Path) -> f64 {
+    std::fs::read_to_string(dir.join(STALE_SHARE)).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0.0)
+}
+
+/// Measures the stale share of the plan in force after the target, when the boot has read
+/// the planned files' metadata anyway (at the start it would cost a seek per file on a cold
+/// disk, before the replay begins), for the next boot's decision; a plan made this boot has none.
+fn note_stale_share(dir: &Path, plan: Option<(&PlanMeta, &[PlanFile])>) {
+    let path = dir.join(STALE_SHARE);
+    let current = read_plan_meta_id(dir);
+    match plan {
+        Some((meta, files)) if current.as_deref() == Some(meta.id.as_str()) => {
+            let share = stale_share(files, &meta.written_by_boots);
+            if let Err(e) = write_atomically(&path, format!("{share}\n").as_bytes()) {
+                eprintln!("coldstart: the plan's stale share is not kept: {e:#}");
+            }
+        }
+        _ => {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+fn read_plan_meta_id(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(PLAN_META)).ok()?;
+    serde_json::from_str::<PlanMeta>(&text).ok().map(|m| m.id)
+}
+
 /// When the first of the learning boots began (ns since 1970; `i64::MAX` if no trace reads).
 fn first_start_ns(traces: &[PathBuf]) -> i64 {
     traces.iter().filter_map(|t| Trace::read(t).ok()).map(|t| t.meta.start_unix_ns).min().unwrap_or(i64::MAX)
@@ -673,6 +705,29 @@ mod tests {
         assert_eq!(stale_share(&plan, &written), 0.0, "but the boots write it");
         std::fs::write(&library, vec![4u8; 4096]).unwrap();
         assert_eq!(stale_share(&plan, &written), 1.0, "the library replaced: all of what counts");
+    }
+
+    #[test]
+    fn the_stale_share_is_measured_after_a_boot_for_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("libx.so");
+        std::fs::write(&library, vec![1u8; 4096]).unwrap();
+        let files = vec![planned(&library, 4096)];
+        let meta = PlanMeta {
+            id: "plan-1".into(),
+            made_on: Machine::default(),
+            from_trace: String::new(),
+            written_by_boots: Vec::new(),
+        };
+        std::fs::write(dir.path().join(PLAN_META), serde_json::to_string(&meta).unwrap()).unwrap();
+        assert_eq!(read_stale_share(dir.path()), 0.0, "nothing measured yet");
+        std::fs::write(&library, vec![2u8; 2 * 4096]).unwrap();
+        note_stale_share(dir.path(), Some((&meta, &files)));
+        assert_eq!(read_stale_share(dir.path()), 1.0);
+        let newer = PlanMeta { id: "plan-2".into(), ..meta };
+        std::fs::write(dir.path().join(PLAN_META), serde_json::to_string(&newer).unwrap()).unwrap();
+        note_stale_share(dir.path(), Some((&PlanMeta { id: "plan-1".into(), ..newer }, &files)));
+        assert_eq!(read_stale_share(dir.path()), 0.0, "a plan made this boot starts fresh");
     }
 
     #[test]
