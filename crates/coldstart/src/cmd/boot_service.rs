@@ -147,7 +147,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
     let history = read_history(&dir.join(HISTORY));
     let plan = read_plan(dir);
     let now = this_machine();
-    let plan_now = plan.as_ref().map(|(meta, plan)| PlanNow {
+    let plan_now = plan.as_ref().map(|(meta, _)| PlanNow {
         id: meta.id.clone(),
         made_on: meta.made_on.clone(),
         stale_share: read_stale_share(dir),
