@@ -166,6 +166,9 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
     let trace_path = coldstart_record::boot::boot_output(&dir.join(TRACES), unix_now_s());
     let recorded = record(&args, &trace_path);
     let replay_pid = replay.map(finish_replay);
+    if replay_pid.is_some() && std::fs::copy(RUN_REPLAY_REPORT, dir.join(REPLAY_REPORT)).is_err() {
+        eprintln!("coldstart: the replay wrote no report ({RUN_REPLAY_REPORT})");
+    }
     let trace = match Trace::read(&trace_path) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -328,12 +331,16 @@ fn stale_share(files: &[PlanFile], written: &[String]) -> f64 {
     if all == 0 { 0.0 } else { stale as f64 / all as f64 }
 }
 
+/// Where the replay writes its report: / may still be read-only when it ends (under the
+/// init= wrapper, before systemd remounts it); the service copies it to its state after the target.
+const RUN_REPLAY_REPORT: &str = "/run/coldstart/boot-replay.json";
+
 /// Starts `prefetch run` of the plan alongside the boot; `None` (said) when it cannot.
 fn start_replay(dir: &Path) -> Option<Child> {
     let me = std::env::current_exe().ok()?;
+    let _ = std::fs::create_dir_all("/run/coldstart");
     Command::new(me)
-        .args(["prefetch", "run", "--quiet", "--json"])
-        .arg(dir.join(REPLAY_REPORT))
+        .args(["prefetch", "run", "--quiet", "--json", RUN_REPLAY_REPORT])
         .arg(dir.join(PLAN))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -450,7 +457,10 @@ fn figures(trace: &Trace, plan: Option<&[PlanFile]>, replay_pid: Option<i32>) ->
         }
     }
     let planned_pages: u64 = planned.values().flatten().map(|(a, b)| b - a).sum();
-    let share = (plan.is_some() && planned_pages > 0).then(|| used.len() as f64 / planned_pages as f64);
+    // Without page-access events (kernels before 6.11) a page the replay cached leaves no trace
+    // when the boot uses it: the share cannot be measured, and 0 would make the plan look unused.
+    let measurable = plan.is_some() && planned_pages > 0 && !trace.page_accesses.is_empty();
+    let share = measurable.then(|| used.len() as f64 / planned_pages as f64);
     (share.map(|s| s.min(1.0)), read_left)
 }
 
@@ -672,6 +682,9 @@ mod tests {
         assert_eq!(left, 2 * 4096, "pages 100-101, outside the plan");
         let (used, left) = figures(&trace(), None, None);
         assert_eq!((used, left), (None, 6 * 4096), "no plan: every page the boot read");
+        let without_accesses = Trace { page_accesses: Vec::new(), ..trace() };
+        let (used, left) = figures(&without_accesses, Some(&plan), None);
+        assert_eq!((used, left), (None, 2 * 4096), "a kernel without page-access events: not measured");
     }
 
     fn planned(path: &Path, bytes: u64) -> PlanFile {
