@@ -199,19 +199,25 @@ pub(crate) fn exec_word(word: &str) -> String {
     quoted.replace('%', "%%").replace('$', "$$")
 }
 
-/// The words of an `ExecStart=` line as `exec_word` wrote them: split on spaces, double
-/// quotes removed with their backslash escapes, `%%` and `$$` read as `%` and `$`.
+/// The words of an `ExecStart=` line as `exec_word` wrote them: `%%` and `$$` read as `%`
+/// and `$`, then split as [`quoted_words`] splits, with backslash escapes.
 pub(crate) fn exec_line_words(line: &str) -> Vec<String> {
-    let line = line.replace("%%", "%").replace("$$", "$");
+    quoted_words(&line.replace("%%", "%").replace("$$", "$"), true)
+}
+
+/// Words split on whitespace except inside double quotes, which are removed (`""` is an empty
+/// word); with `backslash_escapes`, a backslash inside quotes takes the next character as it
+/// is (systemd's `ExecStart=`), without it a backslash is a character (the kernel's command line).
+pub(crate) fn quoted_words(text: &str, backslash_escapes: bool) -> Vec<String> {
     let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
-    let mut chars = line.chars();
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
             '"' => {
                 quoted = !quoted;
                 any = true;
             }
-            '\\' if quoted => word.extend(chars.next()),
+            '\\' if quoted && backslash_escapes => word.extend(chars.next()),
             c if c.is_whitespace() && !quoted => {
                 if std::mem::take(&mut any) {
                     words.push(std::mem::take(&mut word));
@@ -565,20 +571,22 @@ mod tests {
         assert_eq!(exec_line_words("  a   \"\"  b "), ["a", "", "b"]);
     }
 
-    #[test]
-    fn the_wrapper_finds_the_services_options_that_enable_wrote() {
+    /// `boot enable --root ROOT EXTRA…` as the command line gives it.
+    fn enable_args(root: &str, extra: &[&str]) -> EnableArgs {
         #[derive(clap::Parser)]
         struct Line {
             #[command(flatten)]
             enable: EnableArgs,
         }
+        <Line as clap::Parser>::parse_from([&["enable", "--root", root][..], extra].concat()).enable
+    }
+
+    #[test]
+    fn the_wrapper_finds_the_services_options_that_enable_wrote() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().to_str().unwrap();
         assert_eq!(enabled_service_words(root.path()), None);
-        let enable_with = |extra: &[&str]| {
-            let line = <Line as clap::Parser>::parse_from([&["enable", "--root", dir][..], extra].concat());
-            enable(&line.enable).unwrap();
-        };
+        let enable_with = |extra: &[&str]| enable(&enable_args(dir, extra)).unwrap();
         enable_with(&[]);
         assert_eq!(enabled_service_words(root.path()), None, "a plain recording is not the service");
         enable_with(&["--prefetch", "--until", "window-name:/My App/", "--verify-boots", "4"]);
@@ -591,17 +599,9 @@ mod tests {
     /// `--binary`, wins.
     #[test]
     fn enable_finds_the_packaged_binary_where_it_is_the_only_one() {
-        #[derive(clap::Parser)]
-        struct Line {
-            #[command(flatten)]
-            enable: EnableArgs,
-        }
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().to_str().unwrap();
-        let binary = |extra: &[&str]| {
-            let line = <Line as clap::Parser>::parse_from([&["enable", "--root", dir][..], extra].concat());
-            line.enable.binary()
-        };
+        let binary = |extra: &[&str]| enable_args(dir, extra).binary();
         assert_eq!(binary(&[]), Path::new(DEFAULT_BINARY));
         std::fs::create_dir_all(root.path().join("usr/bin")).unwrap();
         std::fs::write(root.path().join("usr/bin/coldstart"), "").unwrap();

@@ -92,32 +92,7 @@ impl Default for InitOptions {
 /// The words of a kernel command line, as the kernel's `next_arg` splits them: on
 /// whitespace, except inside double quotes, which are removed.
 fn cmdline_words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    let mut any = false;
-    for c in text.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                any = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            c => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        words.push(word);
-    }
-    words
+    crate::cmd::boot::quoted_words(text, false)
 }
 
 /// The wrapper's options from a kernel command line (`/proc/cmdline`): the `coldstart.*`
