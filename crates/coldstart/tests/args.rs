@@ -143,3 +143,12 @@ fn an_unknown_alongside_mode_exits_2_with_the_modes() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("invalid value 'sometimes'") && stderr.contains("paced"), "{stderr}");
 }
+
+#[test]
+fn an_off_cpu_threshold_or_an_init_start_that_is_not_a_number_exits_2() {
+    let line = refused(&["record", "--off-cpu-min", "soon", "--", "true"]);
+    assert!(line.contains("soon"), "{line}");
+    refused(&["record", "--off-cpu-min=-1", "--", "true"]);
+    refused(&["boot", "service", "--init-started-ns", "yesterday"]);
+    refused(&["boot", "service", "--init-started-ns=-5"]);
+}

@@ -42,6 +42,21 @@ fn unit_journal(merged: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// `boot enable --prefetch --root MERGED --timeout 60 EXTRA…`, and the empty file the bind
+/// mount of this build of coldstart needs in the container.
+fn enable_prefetch(merged: &Path, extra: &[&str]) -> String {
+    let out = coldstart()
+        .args(["boot", "enable", "--prefetch", "--root"])
+        .arg(merged)
+        .args(["--timeout", "60"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    text(&out)
+}
+
 /// Boots the container until the service has written row `rows` of its history; halts it.
 fn boot_once(merged: &Path, history_path: &Path, rows: usize) -> Vec<BootRow> {
     boot_until_row(spawn_boot(merged), merged, history_path, rows)
@@ -76,26 +91,11 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
     let dir = private_dir();
     let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
     let merged = &overlay.merged;
-    let out = coldstart()
-        .args(["boot", "enable", "--prefetch", "--root"])
-        .arg(merged)
-        .args([
-            "--timeout",
-            "60",
-            "--verify-boots",
-            "1",
-            "--reverify-every",
-            "10",
-            "--keep-traces",
-            "2",
-            "--learn-boots",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("boot service --until unit:multi-user.target"), "{}", text(&out));
-    std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    let said = enable_prefetch(
+        merged,
+        &["--verify-boots", "1", "--reverify-every", "10", "--keep-traces", "2", "--learn-boots", "2"],
+    );
+    assert!(said.contains("boot service --until unit:multi-user.target"), "{said}");
     if let Ok(verify) = Command::new("systemd-analyze")
         .arg("verify")
         .arg(format!("--root={}", merged.display()))
@@ -178,14 +178,7 @@ fn the_init_wrapper_runs_the_prefetch_service_before_systemd() {
     let dir = private_dir();
     let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
     let merged = &overlay.merged;
-    let out = coldstart()
-        .args(["boot", "enable", "--prefetch", "--root"])
-        .arg(merged)
-        .args(["--timeout", "60", "--verify-boots", "1", "--learn-boots", "1"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::write(merged.join("usr/local/bin/coldstart"), "").unwrap();
+    enable_prefetch(merged, &["--verify-boots", "1", "--learn-boots", "1"]);
     let history_path = overlay.upper.join("var/lib/coldstart/boot/history.jsonl");
     let mut consoles = Vec::new();
     let mut rows = Vec::new();
