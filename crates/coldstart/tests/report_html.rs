@@ -376,7 +376,12 @@ fn the_report_of_a_real_recording_loads_cleanly_and_filters_to_a_process() {
         script.as_ref(),
     ]);
     let trace = Trace::read(&trace_path).unwrap();
-    let cat = trace.processes.iter().find(|p| p.comm == "cat").expect("cat was recorded").pid;
+    let Some(cat) = trace.processes.iter().find(|p| p.comm == "cat").map(|p| p.pid) else {
+        let names: Vec<(i32, &str, Option<&str>)> =
+            trace.processes.iter().map(|p| (p.pid, p.comm.as_str(), p.exe.as_deref())).collect();
+        let losses: Vec<(&str, u64)> = trace.losses.iter().map(|l| (l.what.as_str(), l.count)).collect();
+        panic!("cat was not recorded: {names:?}; losses {losses:?}");
+    };
     let html = dir.path().join("sh.html");
     html_report(&trace_path, &html);
 

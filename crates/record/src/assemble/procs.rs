@@ -245,8 +245,8 @@ impl Replay {
         let p = &mut tree.processes[i];
         p.exe = exe.clone().or_else(|| file.clone());
         p.argv = argv.clone().unwrap_or_default();
-        if let Some(c) = comm {
-            p.comm = c.clone();
+        if let Some(c) = comm.clone().or_else(|| file.as_deref().or(exe.as_deref()).map(comm_after_exec)) {
+            p.comm = c;
         }
         tree.execs.push(Exec {
             pid,
@@ -288,6 +288,13 @@ impl Replay {
         }
         self.tree
     }
+}
+
+/// The name the kernel gives a task that execs `path`: its last component, cut to
+/// 15 bytes. Used when the task was gone before /proc could name it.
+fn comm_after_exec(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path).as_bytes();
+    String::from_utf8_lossy(&name[..name.len().min(15)]).into_owned()
 }
 
 /// The thread group of a task that still runs and had started by `end_boot_ns` (a task
@@ -359,6 +366,25 @@ mod tests {
         assert_eq!(tree.tgid(101), 100);
         assert_eq!(tree.threads.iter().filter(|t| t.pid == 100).count(), 2);
         assert!(!tree.in_scope.contains(&400));
+    }
+
+    #[test]
+    fn a_process_gone_before_proc_named_it_is_named_after_the_file_it_exec_d() {
+        let recs = vec![
+            ProcRecord::Fork { t: 10, ptid: 100, ppid: 100, tid: 101, pid: 101 },
+            ProcRecord::Exec { t: 11, tid: 101, pid: 101, exe: None, argv: None, comm: None },
+            ProcRecord::Fork { t: 12, ptid: 100, ppid: 100, tid: 102, pid: 102 },
+            ProcRecord::Exec { t: 13, tid: 102, pid: 102, exe: None, argv: None, comm: None },
+        ];
+        let exec = |ts, tid, filename: &str| Timed {
+            ts,
+            cpu: 0,
+            event: Event::Exec { tid, old_tid: tid, filename: filename.into() },
+        };
+        let events = [exec(11, 101, "/usr/bin/cat"), exec(13, 102, "./a-rather-long-program-name")];
+        let tree = ProcTree::from_records(&recs, &events, Some(100), &[], false, |t| t, |t| t as i64);
+        let comms: Vec<&str> = tree.processes.iter().map(|p| p.comm.as_str()).collect();
+        assert_eq!(comms, ["cat", "a-rather-long-p"]);
     }
 
     #[test]
