@@ -89,7 +89,8 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
     let test = "the_prefetch_service_learns_verifies_and_decides";
     let Some(root) = bootable_rootfs(test) else { return };
     let dir = private_dir();
-    let Some(overlay) = Overlay::mount(test, &root, dir.path()) else { return };
+    // A copy, not an overlay: the plan is of the boot's own files only where their paths are known.
+    let Some(overlay) = Overlay::copy(test, &root, dir.path()) else { return };
     let merged = &overlay.merged;
     let said = enable_prefetch(
         merged,
@@ -146,6 +147,16 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
     }
     let traces = std::fs::read_dir(overlay.upper.join("var/lib/coldstart/boot/traces")).unwrap().count();
     assert_eq!(traces, 2, "--keep-traces 2");
+    let shown = coldstart()
+        .args(["prefetch", "show", "--paths"])
+        .arg(overlay.upper.join("var/lib/coldstart/boot/boot.plan"))
+        .output()
+        .unwrap();
+    let paths = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        paths.lines().filter(|p| !p.contains("coldstart")).count() >= 10 && paths.contains("systemd"),
+        "the plan holds the boot's own files: {paths}"
+    );
 
     let status = coldstart().args(["boot", "status", "--root"]).arg(merged).output().unwrap();
     let said = text(&status);

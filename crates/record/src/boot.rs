@@ -23,9 +23,14 @@ pub const BOOT_SPOOL_ROOT: &str = "/run/coldstart/spool";
 
 /// `DIR/boot-YYYYMMDD-HHMMSS.coldstart` (UTC, the wall clock at the start), never overwriting.
 pub fn boot_output(dir: &Path, start_unix_s: i64) -> PathBuf {
+    start_output(dir, "boot", start_unix_s)
+}
+
+/// `dir/WHAT-YYYYMMDD-HHMMSS.coldstart` (UTC), as [`boot_output`] names a boot's.
+pub fn start_output(dir: &Path, what: &str, start_unix_s: i64) -> PathBuf {
     let stamp = chrono::DateTime::from_timestamp(start_unix_s, 0)
         .map_or_else(|| "unknown".to_owned(), |t| t.format("%Y%m%d-%H%M%S").to_string());
-    crate::session::unique_output(dir, &format!("boot-{stamp}"))
+    crate::session::unique_output(dir, &format!("{what}-{stamp}"))
 }
 
 /// Creates the directory of boot traces, mode 0700, if it is missing: at the end of the
@@ -103,9 +108,15 @@ pub fn phases(stamps: &BootTimestamps, t0_monotonic_ns: i64, in_container: bool)
 /// Sends `state` (`READY=1`) to the service manager's `NOTIFY_SOCKET`, as sd_notify(3)
 /// does; false when there is no such socket (not started by systemd as `Type=notify`).
 pub fn notify(state: &str) -> std::io::Result<bool> {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return Ok(false) };
+    notify_to(&path, state).map(|()| true)
+}
+
+/// Sends `state` to the datagram socket `path` (`@NAME`: an abstract one), as sd_notify(3) does.
+pub fn notify_to(path: impl AsRef<std::ffi::OsStr>, state: &str) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::net::{SocketAddr, UnixDatagram};
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return Ok(false) };
+    let path = path.as_ref();
     let socket = UnixDatagram::unbound()?;
     match path.as_bytes().strip_prefix(b"@") {
         Some(name) => {
@@ -113,10 +124,10 @@ pub fn notify(state: &str) -> std::io::Result<bool> {
             socket.send_to_addr(state.as_bytes(), &SocketAddr::from_abstract_name(name)?)?;
         }
         None => {
-            socket.send_to(state.as_bytes(), &path)?;
+            socket.send_to(state.as_bytes(), path)?;
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 #[cfg(test)]

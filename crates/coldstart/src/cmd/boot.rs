@@ -473,7 +473,7 @@ fn status(root: &RootArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => println!("{UNIT_NAME}: not enabled in {}", root.display()),
     }
-    crate::cmd::boot_service::print_status(&inside(root, crate::cmd::boot_service::STATE_DIR));
+    crate::cmd::boot_service::print_status(&inside(root, crate::cmd::boot_service::STATE_DIR), "boot");
     let dir = inside(root, coldstart_record::boot::BOOT_TRACE_DIR);
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
@@ -541,7 +541,7 @@ pub(crate) fn utc_date(unix_ns: i64) -> String {
 fn hold() -> anyhow::Result<ExitCode> {
     if let Some(marks) = std::env::var_os(coldstart_launch::MARKS_ENV) {
         eprintln!(
-            "coldstart: recording the boot; mark a milestone with: COLDSTART_MARKS={} coldstart mark NAME",
+            "coldstart: recording; mark a milestone with: COLDSTART_MARKS={} coldstart mark NAME",
             marks.to_string_lossy()
         );
     }

@@ -143,7 +143,34 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         let _ = coldstart_record::boot::notify("READY=1");
         return Ok(ExitCode::SUCCESS);
     }
-    let dir = &args.state_dir;
+    serve(&Service {
+        what: "boot",
+        state_dir: &args.state_dir,
+        tuning: &args.tuning,
+        replay_report: Path::new(RUN_REPLAY_REPORT),
+        record: &|output| record(&args, output),
+        time_to_target: &|trace| time_to_target(&args.until, trace, args.init_started_ns),
+    })
+}
+
+/// What the prefetch service serves: a boot, or a user's login (`login service`).
+pub struct Service<'a> {
+    /// `boot` or `login`, as the journal lines name it.
+    pub what: &'a str,
+    pub state_dir: &'a Path,
+    pub tuning: &'a Tuning,
+    /// Where the replay writes its report (copied to the state once the target is reached).
+    pub replay_report: &'a Path,
+    /// Records the start to `output`, until its target.
+    pub record: &'a dyn Fn(&Path) -> anyhow::Result<ExitCode>,
+    /// Seconds from the start to its target, from the trace (when it was written) and the clock.
+    pub time_to_target: &'a dyn Fn(Option<&Trace>) -> Option<f64>,
+}
+
+/// One start under the service: decide, replay the plan or not, record, append the row,
+/// and after a learning start make the plan.
+pub fn serve(service: &Service) -> anyhow::Result<ExitCode> {
+    let dir = service.state_dir;
     let history = read_history(&dir.join(HISTORY));
     let plan = read_plan(dir);
     let now = this_machine();
@@ -152,8 +179,9 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         made_on: meta.made_on.clone(),
         stale_share: read_stale_share(dir),
     });
-    let decision = decide(&history, plan_now.as_ref(), &now, &args.tuning.params(), coin());
-    eprintln!("coldstart: this boot: {} ({})", decision.role.name(), decision.reason);
+    let mut decision = decide(&history, plan_now.as_ref(), &now, &service.tuning.params(), coin());
+    decision.reason = decision.reason.replace("boot", service.what);
+    eprintln!("coldstart: this {}: {} ({})", service.what, decision.role.name(), decision.reason);
     let plan = if decision.drop_plan {
         for name in [PLAN, PLAN_META] {
             let _ = std::fs::remove_file(dir.join(name));
@@ -162,17 +190,18 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
     } else {
         plan
     };
-    let replay = (decision.role == Role::WithPlan).then(|| start_replay(dir)).flatten();
-    let trace_path = coldstart_record::boot::boot_output(&dir.join(TRACES), unix_now_s());
-    let recorded = record(&args, &trace_path);
+    let replay =
+        (decision.role == Role::WithPlan).then(|| start_replay(dir, service.replay_report)).flatten();
+    let trace_path = coldstart_record::boot::start_output(&dir.join(TRACES), service.what, unix_now_s());
+    let recorded = (service.record)(&trace_path);
     let replay_pid = replay.map(finish_replay);
-    if replay_pid.is_some() && std::fs::copy(RUN_REPLAY_REPORT, dir.join(REPLAY_REPORT)).is_err() {
-        eprintln!("coldstart: the replay wrote no report ({RUN_REPLAY_REPORT})");
+    if replay_pid.is_some() && std::fs::copy(service.replay_report, dir.join(REPLAY_REPORT)).is_err() {
+        eprintln!("coldstart: the replay wrote no report ({})", service.replay_report.display());
     }
     let trace = match Trace::read(&trace_path) {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("coldstart: no trace of this boot: {}", coldstart_trace::error_chain(&e));
+            eprintln!("coldstart: no trace of this {}: {}", service.what, coldstart_trace::error_chain(&e));
             None
         }
     };
@@ -184,7 +213,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         at_unix_s: unix_now_s(),
         role: decision.role,
         plan: plan.as_ref().map(|(meta, _)| meta.id.clone()),
-        target_s: time_to_target(&args.until, trace.as_ref(), args.init_started_ns),
+        target_s: (service.time_to_target)(trace.as_ref()),
         plan_used,
         read_left_bytes,
         machine: now.clone(),
@@ -194,7 +223,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         trace: trace.is_some().then(|| file_name(&trace_path)),
     };
     coldstart_record::boot::create_trace_dir(dir)?;
-    let params = args.tuning.params();
+    let params = service.tuning.params();
     if decision.role == Role::Learn
         && let Some(learned) = plan_from(&history, row.trace.as_deref(), &params)
     {
@@ -202,8 +231,8 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         make_plan(dir, &traces, &now);
     }
     note_stale_share(dir, plan.as_ref().map(|(meta, plan)| (meta, plan.files.as_slice())));
-    prune_traces(&dir.join(TRACES), (args.tuning.keep_traces as usize).max(params.learn_boots));
-    // The row last: once it is there, the boot's work (plan included) is done.
+    prune_traces(&dir.join(TRACES), (service.tuning.keep_traces as usize).max(params.learn_boots));
+    // The row last: once it is there, the start's work (plan included) is done.
     append_row(&dir.join(HISTORY), &row)?;
     recorded
 }
@@ -336,11 +365,12 @@ fn stale_share(files: &[PlanFile], written: &[String]) -> f64 {
 const RUN_REPLAY_REPORT: &str = "/run/coldstart/boot-replay.json";
 
 /// Starts `prefetch run` of the plan alongside the boot; `None` (said) when it cannot.
-fn start_replay(dir: &Path) -> Option<Child> {
+fn start_replay(dir: &Path, report: &Path) -> Option<Child> {
     let me = std::env::current_exe().ok()?;
-    let _ = std::fs::create_dir_all("/run/coldstart");
+    let _ = report.parent().map(std::fs::create_dir_all);
     Command::new(me)
-        .args(["prefetch", "run", "--quiet", "--json", RUN_REPLAY_REPORT])
+        .args(["prefetch", "run", "--quiet", "--json"])
+        .arg(report)
         .arg(dir.join(PLAN))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -485,9 +515,9 @@ fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
         write_atomically(&dir.join(PLAN_META), serde_json::to_string_pretty(&meta)?.as_bytes())
     })();
     match made {
-        Ok(()) => eprintln!("coldstart: made the boot's plan from {}", names.join(", ")),
+        Ok(()) => eprintln!("coldstart: made the plan from {}", names.join(", ")),
         Err(e) => {
-            eprintln!("coldstart: no plan made from {}: {e:#}; the next boot learns again", names.join(", "))
+            eprintln!("coldstart: no plan made from {}: {e:#}; the next start learns again", names.join(", "))
         }
     }
 }
@@ -593,22 +623,23 @@ pub fn exec_words(until: &[Until], timeout: Duration, tuning: &Tuning) -> String
 }
 
 /// The prefetch service's table of recent boots (`boot status`), when it has a history.
-pub fn print_status(state: &Path) {
+/// `what` names a start: `boot` or `login`.
+pub fn print_status(state: &Path, what: &str) {
     let rows = read_history(&state.join(HISTORY));
     if rows.is_empty() {
         if state.exists() {
-            println!("prefetch service: no boot in its history yet ({})", state.display());
+            println!("prefetch service: no {what} in its history yet ({})", state.display());
         }
         return;
     }
-    println!("prefetch service, the last boots ({}):", state.join(HISTORY).display());
-    print!("{}", status_table(&rows[rows.len().saturating_sub(STATUS_ROWS)..]));
+    println!("prefetch service, the last {what}s ({}):", state.join(HISTORY).display());
+    print!("{}", status_table(&rows[rows.len().saturating_sub(STATUS_ROWS)..], what));
     let last = &rows[rows.len() - 1];
     println!("  now: {}", last.reason);
     if let Some(v) = rows.iter().rev().find_map(|r| r.verdict) {
         println!(
             "  last verification: {}{}",
-            v.describe(),
+            v.describe().replace("boot", what),
             if v.keeps() { ": kept" } else { ": switched off" }
         );
     }
@@ -616,12 +647,12 @@ pub fn print_status(state: &Path) {
 
 const STATUS_ROWS: usize = 12;
 
-/// One line per boot: when, role, time to target, share of the plan used, reads left, decision.
-pub fn status_table(rows: &[BootRow]) -> String {
+/// One line per boot (or login): when, role, time to target, share of the plan used, reads left, decision.
+pub fn status_table(rows: &[BootRow], what: &str) -> String {
     use coldstart_analyze::units::bytes;
     let mut out = format!(
         "  {:<23} {:<13} {:>10} {:>9} {:>11}  {}\n",
-        "boot", "role", "to target", "plan used", "reads left", "decision"
+        what, "role", "to target", "plan used", "reads left", "decision"
     );
     for r in rows {
         let target = r.target_s.map_or_else(|| "not reached".to_owned(), |t| format!("{t:.2} s"));

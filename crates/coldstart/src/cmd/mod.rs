@@ -17,6 +17,7 @@ pub mod generate;
 pub mod import;
 pub mod info;
 pub mod launch_args;
+pub mod login;
 pub mod mark;
 pub mod prefetch;
 pub mod prefetch_blocks;

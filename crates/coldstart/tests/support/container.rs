@@ -122,9 +122,24 @@ impl Overlay {
     }
 }
 
+impl Overlay {
+    /// A copy of `root` (`cp -a`) in `dir/merged`, upper and merged layer at once. Its files
+    /// keep inodes of the disk's own filesystem, so a recording inside the container names
+    /// them; under an overlay the page cache's events carry the layers' inodes, which no
+    /// mount inside the container shows, and the boot's files stay without a path.
+    pub fn copy(test: &str, root: &Path, dir: &Path) -> Option<Overlay> {
+        let merged = dir.join("merged");
+        let copied = Command::new("cp").arg("-a").arg(root).arg(&merged).status();
+        if !copied.is_ok_and(|s| s.success()) && crate::support::unavailable(test, "cannot copy the rootfs") {
+            return None;
+        }
+        Some(Overlay { merged: merged.clone(), upper: merged })
+    }
+}
+
 impl Drop for Overlay {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.merged).status();
+        let _ = Command::new("umount").arg(&self.merged).stderr(std::process::Stdio::null()).status();
         remove_nspawn_leftovers("merged");
     }
 }

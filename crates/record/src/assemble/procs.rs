@@ -245,7 +245,8 @@ impl Replay {
         let p = &mut tree.processes[i];
         p.exe = exe.clone().or_else(|| file.clone());
         p.argv = argv.clone().unwrap_or_default();
-        if let Some(c) = comm.clone().or_else(|| file.as_deref().or(exe.as_deref()).map(comm_after_exec)) {
+        let named_after_file = || file.as_deref().or(exe.as_deref()).map(comm_after_exec);
+        if let Some(c) = comm.clone().or_else(named_after_file).filter(|c| !c.is_empty()) {
             p.comm = c;
         }
         tree.execs.push(Exec {
