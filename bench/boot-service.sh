@@ -10,6 +10,7 @@
 #   BOOTS=12 AFTER=6 SERVICE_ARGS='--verify-boots 4' bash bench/boot-service.sh
 #   WRAPPER=1 bash bench/boot-service.sh     # PID 1 is the init= wrapper (`coldstart boot init`),
 #                                            # which runs the service before systemd
+#   KEEP_STATE=/var/tmp/boot-state bash bench/boot-service.sh   # keep the service's state and traces
 #
 # Each boot starts with the page cache empty (sync and drop_caches, as after a reboot: the
 # emulated device keeps no cache of its own), holds `flock -x /var/lock/coldstart-bench.lock`
@@ -89,6 +90,7 @@ touch "$rootfs/var/lib/dpkg/status"
 echo "upgraded: $upgraded rewritten, /var/lib/dpkg/status touched"
 for n in \$(seq \$(( $boots + 1 )) \$(( $boots + $after ))); do flock -x $lock bash -c "\$(declare -f one_boot); history=\$history; one_boot \$n"; done
 cp "\$history" $work/history.jsonl
+if [ -n "${KEEP_STATE:-}" ]; then cp -a $state "${KEEP_STATE:-}"; fi
 INNER
 "$COLDSTART" storage run "$profile" --trace "$work/stage.coldstart" -- bash "$work/boots.sh"
 "$COLDSTART" boot status --root "$rootfs"

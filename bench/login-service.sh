@@ -79,6 +79,7 @@ one_login() { # waits for the service's row N, then ends the session
         sleep 0.1; waited=\$((waited + 1))
     done
     for p in \$(grep -l -z -x "$marker" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do kill -KILL \$p 2>/dev/null; done
+    rm -f $home/.ICEauthority-c $home/.ICEauthority-l   # a killed session's lock, which the next one would wait on
     sleep 1
     echo "login \$want: \$(tail -n 1 "\$history" 2>/dev/null | cut -c 1-160)"
     if [ "\$(cat "\$history" 2>/dev/null | wc -l)" -lt "\$want" ]; then

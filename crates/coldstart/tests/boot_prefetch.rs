@@ -94,7 +94,7 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
     let merged = &overlay.merged;
     let said = enable_prefetch(
         merged,
-        &["--verify-boots", "1", "--reverify-every", "10", "--keep-traces", "2", "--learn-boots", "2"],
+        &["--verify-boots", "1", "--reverify-every", "10", "--keep-traces", "3", "--learn-boots", "2"],
     );
     assert!(said.contains("boot service --until unit:multi-user.target"), "{said}");
     if let Ok(verify) = Command::new("systemd-analyze")
@@ -146,7 +146,19 @@ fn the_prefetch_service_learns_verifies_and_decides_over_five_container_boots() 
         assert!(used > 0.0 && used <= 1.0, "{row:?}\nall rows: {rows:#?}");
     }
     let traces = std::fs::read_dir(overlay.upper.join("var/lib/coldstart/boot/traces")).unwrap().count();
-    assert_eq!(traces, 2, "--keep-traces 2");
+    assert_eq!(traces, 3, "--keep-traces 3: the verifying boots' and the last");
+    assert!(overlay.upper.join("var/lib/coldstart/boot/replay.json").exists(), "the replay's report is kept");
+    let traces_dir = overlay.upper.join("var/lib/coldstart/boot/traces");
+    let replayed = rows
+        .iter()
+        .filter(|r| r.role == Role::WithPlan)
+        .filter_map(|r| coldstart_trace::Trace::read(&traces_dir.join(r.trace.as_ref()?)).ok())
+        .next_back()
+        .expect("a kept trace of a boot with the plan");
+    // The replay is a second coldstart exec'd in the recording (the first holds it): argv is
+    // unread across the container's PID namespace, so the execs are counted.
+    let ours = replayed.execs.iter().filter(|e| e.path.ends_with("/coldstart") && e.t_ns >= 0).count();
+    assert_eq!(ours, 2, "the replay starts once the recording runs: {:?}", replayed.execs);
     let shown = coldstart()
         .args(["prefetch", "show", "--paths"])
         .arg(overlay.upper.join("var/lib/coldstart/boot/boot.plan"))

@@ -107,6 +107,11 @@ fn the_login_service_learns_a_mate_login_then_verifies_its_plan() {
         let rows = wait_for_rows(&state, login, Duration::from_secs(90));
         kill_all(&processes_with(&home_mark));
         let _ = session.wait();
+        // A session killed while it held the ICE authority lock leaves it behind, and the
+        // next session manager waits for it to go stale.
+        for lock in [".ICEauthority-c", ".ICEauthority-l"] {
+            let _ = std::fs::remove_file(home.join(lock));
+        }
         let log = std::fs::read_to_string(state.join("service.log")).unwrap_or_default();
         let session =
             std::fs::read_to_string(dir.path().join(format!("session-{login}.log"))).unwrap_or_default();

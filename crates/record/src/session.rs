@@ -67,9 +67,10 @@ pub struct RecordConfig {
     /// PID 1 is an init= wrapper (`coldstart boot init`) that execs systemd once tracing is
     /// on: `unit:` conditions wait for the system manager to appear.
     pub system_manager_later: bool,
-    /// Tell this socket (as `NOTIFY_SOCKET` names one) `READY=1` once tracing is on, as a
-    /// boot tells systemd (the login service's caller waits for it).
-    pub notify_socket: Option<String>,
+    /// Also tell these sockets (named as `NOTIFY_SOCKET` names one) `READY=1` once tracing is
+    /// on, as a boot tells systemd (the login's hello waits for it; the prefetch service starts
+    /// its replay then).
+    pub notify_sockets: Vec<String>,
     /// Parts left out (`--without`), to measure what each costs.
     pub without: crate::parts::Without,
 }
@@ -94,7 +95,7 @@ impl Default for RecordConfig {
             spool_root: PathBuf::from(crate::spool::DEFAULT_SPOOL_ROOT),
             boot: false,
             system_manager_later: false,
-            notify_socket: None,
+            notify_sockets: Vec::new(),
             without: crate::parts::Without::default(),
         }
     }
@@ -854,13 +855,15 @@ fn run_command(
         before_recording,
     };
     spool.write_json("start.json", &start)?;
-    let told = match &config.notify_socket {
-        Some(socket) => crate::boot::notify_to(socket, "READY=1").map(drop),
-        None if config.boot => crate::boot::notify("READY=1").map(drop),
-        None => Ok(()),
-    };
-    if let Err(e) = told {
+    if config.boot
+        && let Err(e) = crate::boot::notify("READY=1")
+    {
         notes.push(format!("systemd was not told the recording had started (NOTIFY_SOCKET): {e}"));
+    }
+    for socket in &config.notify_sockets {
+        if let Err(e) = crate::boot::notify_to(socket, "READY=1") {
+            notes.push(format!("{socket} was not told the recording had started: {e}"));
+        }
     }
     wait_and_end(config, paused, instances, spool, stop, t0_boot_ns, notes)
 }

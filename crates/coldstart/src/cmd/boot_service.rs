@@ -148,7 +148,7 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<ExitCode> {
         state_dir: &args.state_dir,
         tuning: &args.tuning,
         replay_report: Path::new(RUN_REPLAY_REPORT),
-        record: &|output| record(&args, output),
+        record: &|output, also_tell| record(&args, output, also_tell),
         time_to_target: &|trace| time_to_target(&args.until, trace, args.init_started_ns),
     })
 }
@@ -161,8 +161,8 @@ pub struct Service<'a> {
     pub tuning: &'a Tuning,
     /// Where the replay writes its report (copied to the state once the target is reached).
     pub replay_report: &'a Path,
-    /// Records the start to `output`, until its target.
-    pub record: &'a dyn Fn(&Path) -> anyhow::Result<ExitCode>,
+    /// Records the start to `output`, until its target, telling these sockets too once it records.
+    pub record: &'a dyn Fn(&Path, &[String]) -> anyhow::Result<ExitCode>,
     /// Seconds from the start to its target, from the trace (when it was written) and the clock.
     pub time_to_target: &'a dyn Fn(Option<&Trace>) -> Option<f64>,
 }
@@ -190,11 +190,11 @@ pub fn serve(service: &Service) -> anyhow::Result<ExitCode> {
     } else {
         plan
     };
-    let replay =
-        (decision.role == Role::WithPlan).then(|| start_replay(dir, service.replay_report)).flatten();
+    let replay = (decision.role == Role::WithPlan).then(|| DeferredReplay::new(dir, service.replay_report));
+    let tell: Vec<String> = replay.iter().map(|r| r.socket.clone()).collect();
     let trace_path = coldstart_record::boot::start_output(&dir.join(TRACES), service.what, unix_now_s());
-    let recorded = (service.record)(&trace_path);
-    let replay_pid = replay.map(finish_replay);
+    let recorded = (service.record)(&trace_path, &tell);
+    let replay_pid = replay.and_then(DeferredReplay::started).map(finish_replay);
     if replay_pid.is_some() && std::fs::copy(service.replay_report, dir.join(REPLAY_REPORT)).is_err() {
         eprintln!("coldstart: the replay wrote no report ({})", service.replay_report.display());
     }
@@ -364,6 +364,52 @@ fn stale_share(files: &[PlanFile], written: &[String]) -> f64 {
 /// init= wrapper, before systemd remounts it); the service copies it to its state after the target.
 const RUN_REPLAY_REPORT: &str = "/run/coldstart/boot-replay.json";
 
+/// The replay, started once the recording runs: started before, it filled the disk's queue
+/// while the service's own start (the recorder's set-up, its libraries from the same disk)
+/// waited behind it, and the boot began 0.67 s later (the container on the emulated hdd).
+struct DeferredReplay {
+    /// The socket the recorder tells `READY=1`.
+    socket: String,
+    over: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Option<Child>>,
+}
+
+impl DeferredReplay {
+    fn new(dir: &Path, report: &Path) -> DeferredReplay {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixDatagram};
+        let name = format!("coldstart-replay-{}", std::process::id());
+        let over = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let bound = SocketAddr::from_abstract_name(name.as_bytes()).and_then(|a| UnixDatagram::bind_addr(&a));
+        let (dir, report, until_over) = (dir.to_owned(), report.to_owned(), over.clone());
+        let thread = std::thread::spawn(move || {
+            let socket = bound
+                .map_err(|e| eprintln!("coldstart: no socket to start the replay on ({e}): starting it now"))
+                .ok();
+            if let Some(socket) = &socket {
+                let _ = socket.set_read_timeout(Some(Duration::from_millis(100)));
+                let mut buffer = [0u8; 64];
+                loop {
+                    if socket.recv(&mut buffer).is_ok_and(|n| buffer[..n].starts_with(b"READY=1")) {
+                        break;
+                    }
+                    if until_over.load(std::sync::atomic::Ordering::Relaxed) {
+                        return None; // the recording ended without starting
+                    }
+                }
+            }
+            start_replay(&dir, &report)
+        });
+        DeferredReplay { socket: format!("@{name}"), over, thread }
+    }
+
+    /// The replay, once the recording is over (`None` when it could not start).
+    fn started(self) -> Option<Child> {
+        self.over.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().ok().flatten()
+    }
+}
+
 /// Starts `prefetch run` of the plan alongside the boot; `None` (said) when it cannot.
 fn start_replay(dir: &Path, report: &Path) -> Option<Child> {
     let me = std::env::current_exe().ok()?;
@@ -394,7 +440,7 @@ fn finish_replay(mut child: Child) -> i32 {
 }
 
 /// `record --boot`, lightly: no CPU stacks, no scheduler events, no slow-call capture.
-fn record(args: &ServiceArgs, output: &Path) -> anyhow::Result<ExitCode> {
+fn record(args: &ServiceArgs, output: &Path, also_tell: &[String]) -> anyhow::Result<ExitCode> {
     #[derive(clap::Parser)]
     struct Line {
         #[command(flatten)]
@@ -410,6 +456,9 @@ fn record(args: &ServiceArgs, output: &Path) -> anyhow::Result<ExitCode> {
     }
     for until in &args.until {
         words.extend(["--until".into(), until.to_string()]);
+    }
+    for socket in also_tell {
+        words.extend(["--notify-socket".into(), socket.clone()]);
     }
     words.extend(["--timeout".into(), format!("{}", args.timeout.as_secs_f64())]);
     words.extend(["-o".into(), output.to_string_lossy().into_owned()]);
@@ -503,7 +552,15 @@ fn make_plan(dir: &Path, traces: &[PathBuf], now: &Machine) {
         let new = dir.join(format!("{PLAN}.new"));
         match traces {
             [one] => plan_one(one, &new)?,
-            several => plan_several(several)?.save(&new)?,
+            [.., last] => {
+                // A fleet's plan leaves metadata out (each machine has its own offsets);
+                // the learning starts were all this machine's: the last one's go first.
+                plan_one(last, &new)?;
+                let mut plan = plan_several(traces)?;
+                add_metadata(&mut plan, &Plan::load(&new)?);
+                plan.save(&new)?
+            }
+            [] => anyhow::bail!("no learning trace"),
         }
         std::fs::rename(&new, dir.join(PLAN))?;
         let meta = PlanMeta {
@@ -581,6 +638,24 @@ fn plan_one(trace: &Path, output: &Path) -> anyhow::Result<()> {
         anyhow::bail!("prefetch plan: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
+}
+
+/// Puts `from`'s filesystem metadata (block-device ranges) at the start of `plan`.
+fn add_metadata(plan: &mut Plan, from: &Plan) {
+    use coldstart_prefetch::plan::Step;
+    let mut first = Vec::new();
+    for file in from.files.iter().filter(|f| f.kind == PlanFileKind::BlockDevice) {
+        let index = plan.files.len();
+        let bytes: u64 = file.ranges.iter().map(|r| r.length).sum();
+        plan.stats.planned_bytes += bytes;
+        plan.stats.planned_metadata_bytes += bytes;
+        plan.stats.ranges += file.ranges.len();
+        first.extend((0..file.ranges.len()).map(|range| Step::Range { file: index, range }));
+        plan.files.push(file.clone());
+    }
+    plan.notes.retain(|n| !n.starts_with("filesystem metadata is not planned"));
+    first.append(&mut plan.steps);
+    plan.steps = first;
 }
 
 /// The plan of the pages more than half of `traces` used, for this machine's files, in disk
@@ -675,6 +750,43 @@ mod tests {
     use super::*;
     use coldstart_prefetch::plan::PlanRange;
     use coldstart_trace::{PageAccess, PageFill, Process};
+
+    #[test]
+    fn a_plan_of_several_learning_starts_reads_the_last_one_s_metadata_first() {
+        use coldstart_prefetch::plan::Step;
+        let bare = |files: Vec<PlanFile>, steps: Vec<Step>| Plan {
+            format: String::new(),
+            version: 1,
+            tool: String::new(),
+            source: Default::default(),
+            settings: PlanSettings::default(),
+            files,
+            directories: Vec::new(),
+            steps,
+            stats: Default::default(),
+            notes: vec!["filesystem metadata is not planned from a fleet".into()],
+        };
+        let mut plan =
+            bare(plan_of("/usr/lib/libc.so.6", 0..4), vec![Step::Open(0), Step::Range { file: 0, range: 0 }]);
+        let mut metadata = plan_of("/dev/vda", 10..12);
+        metadata[0].kind = PlanFileKind::BlockDevice;
+        metadata[0].ranges.push(PlanRange { offset: 81920, length: 4096, ..Default::default() });
+        let last = bare([plan_of("/usr/bin/other", 0..1), metadata].concat(), Vec::new());
+        add_metadata(&mut plan, &last);
+        let paths: Vec<&str> = plan.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["/usr/lib/libc.so.6", "/dev/vda"], "only the metadata is taken");
+        assert_eq!(
+            plan.steps,
+            [
+                Step::Range { file: 1, range: 0 },
+                Step::Range { file: 1, range: 1 },
+                Step::Open(0),
+                Step::Range { file: 0, range: 0 }
+            ]
+        );
+        assert_eq!(plan.stats.planned_metadata_bytes, 3 * 4096);
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+    }
 
     fn plan_of(path: &str, pages: std::ops::Range<u64>) -> Vec<PlanFile> {
         let range = PlanRange {

@@ -562,7 +562,9 @@ fn service(args: &ServiceArgs) -> anyhow::Result<ExitCode> {
         state_dir: &state,
         tuning: &options.tuning,
         replay_report: &report,
-        record: &|output| record_login(&options, output, &notify),
+        record: &|output, also_tell| {
+            record_login(&options, output, &[std::slice::from_ref(&notify), also_tell].concat())
+        },
         time_to_target: &|trace| time_to_ready(trace, args.origin_boot_ns),
     });
     let _ = std::fs::remove_file(&report);
@@ -598,7 +600,7 @@ fn notify_socket() -> anyhow::Result<(String, std::thread::JoinHandle<()>)> {
 
 /// The login recorded lightly: the whole system (the session's processes are not one tree),
 /// page fills, block requests, processes, no CPU stacks or slow calls.
-fn record_login(options: &Options, output: &Path, notify: &str) -> anyhow::Result<ExitCode> {
+fn record_login(options: &Options, output: &Path, notify: &[String]) -> anyhow::Result<ExitCode> {
     let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
     if let Some(dir) = output.parent() {
         coldstart_record::boot::create_trace_dir(dir)?;
@@ -613,7 +615,7 @@ fn record_login(options: &Options, output: &Path, notify: &str) -> anyhow::Resul
         sample_hz: 10.0,
         cpu_samples: None,
         slow_syscalls: None,
-        notify_socket: Some(notify.to_owned()),
+        notify_sockets: notify.to_vec(),
         without: "scheduler".parse().map_err(|e: String| anyhow::anyhow!(e))?,
         ..RecordConfig::default()
     };

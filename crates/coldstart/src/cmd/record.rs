@@ -56,6 +56,10 @@ pub struct Args {
     /// conditions wait for the system manager to appear (set by the wrapper).
     #[arg(long, hide = true, requires = "boot")]
     pub under_init_wrapper: bool,
+    /// Also tell this datagram socket (`@NAME`: abstract) `READY=1` once tracing is on
+    /// (repeatable; the prefetch service starts its replay then).
+    #[arg(long, hide = true, value_name = "SOCKET")]
+    pub notify_socket: Vec<String>,
     /// Record this process too, outside the command's tree (repeatable): a pid, or a command
     /// name that names every process running under it when the command starts (an X server,
     /// a D-Bus daemon). Processes started later under that name are recorded only if they
@@ -164,6 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         system: args.system || args.boot,
         boot: args.boot,
         system_manager_later: args.under_init_wrapper,
+        notify_sockets: args.notify_socket,
         also: args.also,
         until,
         timeout,
