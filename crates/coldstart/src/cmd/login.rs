@@ -548,6 +548,9 @@ fn service(args: &ServiceArgs) -> anyhow::Result<ExitCode> {
         return serve_connection(&args.state_root);
     }
     let state = args.state_dir.clone().unwrap_or_else(|| default_state_dir(Uid::effective()));
+    let Some(_serving) = one_login_at_a_time(&state)? else {
+        bail!("a login of this user is being served already: this one is not recorded");
+    };
     let text = std::fs::read_to_string(state.join(OPTIONS)).with_context(|| {
         format!("the login service is not enabled here ({} missing)", state.join(OPTIONS).display())
     })?;
@@ -570,6 +573,23 @@ fn service(args: &ServiceArgs) -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_file(&report);
     drop(ready);
     served
+}
+
+/// The lock of the user's state while a login is served (`None`: another holds it), so that
+/// logins in quick succession, or a user connecting again and again, start one recording.
+fn one_login_at_a_time(state: &Path) -> anyhow::Result<Option<nix::fcntl::Flock<std::fs::File>>> {
+    let path = state.join("serving.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
 }
 
 /// A socket for the recorder's `READY=1`, and a thread that prints `ready` on stdout when it
@@ -750,6 +770,16 @@ mod tests {
         trace.meta.ready = None;
         assert_eq!(time_to_ready(Some(&trace), Some(9_000_000_000)), None);
         assert_eq!(time_to_ready(None, Some(1)), None);
+    }
+
+    #[test]
+    fn one_login_of_a_user_is_served_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = one_login_at_a_time(dir.path()).unwrap();
+        assert!(first.is_some());
+        assert!(one_login_at_a_time(dir.path()).unwrap().is_none(), "while the first is served");
+        drop(first);
+        assert!(one_login_at_a_time(dir.path()).unwrap().is_some(), "once it is over");
     }
 
     #[test]
