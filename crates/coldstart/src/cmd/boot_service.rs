@@ -172,9 +172,9 @@ pub struct Service<'a> {
 pub fn serve(service: &Service) -> anyhow::Result<ExitCode> {
     let dir = service.state_dir;
     let history = read_history(&dir.join(HISTORY));
-    let plan = read_plan(dir);
+    let meta = read_plan_meta(dir);
     let now = this_machine();
-    let plan_now = plan.as_ref().map(|(meta, _)| PlanNow {
+    let plan_now = meta.as_ref().map(|meta| PlanNow {
         id: meta.id.clone(),
         made_on: meta.made_on.clone(),
         stale_share: read_stale_share(dir),
@@ -182,19 +182,21 @@ pub fn serve(service: &Service) -> anyhow::Result<ExitCode> {
     let mut decision = decide(&history, plan_now.as_ref(), &now, &service.tuning.params(), coin());
     decision.reason = decision.reason.replace("boot", service.what);
     eprintln!("coldstart: this {}: {} ({})", service.what, decision.role.name(), decision.reason);
-    let plan = if decision.drop_plan {
+    let meta = if decision.drop_plan {
         for name in [PLAN, PLAN_META] {
             let _ = std::fs::remove_file(dir.join(name));
         }
         None
     } else {
-        plan
+        meta
     };
     let replay = (decision.role == Role::WithPlan).then(|| DeferredReplay::new(dir, service.replay_report));
     let tell: Vec<String> = replay.iter().map(|r| r.socket.clone()).collect();
     let trace_path = coldstart_record::boot::start_output(&dir.join(TRACES), service.what, unix_now_s());
     let recorded = (service.record)(&trace_path, &tell);
     let replay_pid = replay.and_then(DeferredReplay::started).map(finish_replay);
+    // Read once the target is reached: before, its parse delayed every boot's recording.
+    let plan = meta.and_then(|meta| load_plan(dir, meta));
     if replay_pid.is_some() && std::fs::copy(service.replay_report, dir.join(REPLAY_REPORT)).is_err() {
         eprintln!("coldstart: the replay wrote no report ({})", service.replay_report.display());
     }
@@ -295,7 +297,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// The plan and what it was made on, when both are there and readable.
-fn read_plan(dir: &Path) -> Option<(PlanMeta, Plan)> {
+/// What the plan in force was made on (`None`: no plan, or one that cannot be used, said).
+fn read_plan_meta(dir: &Path) -> Option<PlanMeta> {
     let meta = match std::fs::read_to_string(dir.join(PLAN_META)) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return None,
@@ -304,10 +307,29 @@ fn read_plan(dir: &Path) -> Option<(PlanMeta, Plan)> {
             return None;
         }
     };
-    let read = serde_json::from_str::<PlanMeta>(&meta)
-        .map_err(anyhow::Error::from)
-        .and_then(|meta| Ok((meta, Plan::load(&dir.join(PLAN))?)));
-    read.map_err(|e| eprintln!("coldstart: the plan is unreadable ({e:#}); learning again")).ok()
+    if !dir.join(PLAN).is_file() {
+        eprintln!("coldstart: {} is missing; learning again", dir.join(PLAN).display());
+        return None;
+    }
+    serde_json::from_str::<PlanMeta>(&meta)
+        .map_err(|e| {
+            eprintln!("coldstart: {} is unreadable ({e}); learning again", dir.join(PLAN_META).display())
+        })
+        .ok()
+}
+
+/// The plan `meta` describes; an unreadable one is removed (said), so the next start learns.
+fn load_plan(dir: &Path, meta: PlanMeta) -> Option<(PlanMeta, Plan)> {
+    match Plan::load(&dir.join(PLAN)) {
+        Ok(plan) => Some((meta, plan)),
+        Err(e) => {
+            eprintln!("coldstart: the plan is unreadable ({e}); the next start learns again");
+            for name in [PLAN, PLAN_META] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            None
+        }
+    }
 }
 
 /// This machine as a plan depends on it.
@@ -441,29 +463,29 @@ fn finish_replay(mut child: Child) -> i32 {
 
 /// `record --boot`, lightly: no CPU stacks, no scheduler events, no slow-call capture.
 fn record(args: &ServiceArgs, output: &Path, also_tell: &[String]) -> anyhow::Result<ExitCode> {
-    #[derive(clap::Parser)]
-    struct Line {
-        #[command(flatten)]
-        record: crate::cmd::record::Args,
-    }
-    let mut words: Vec<String> = ["record", "--boot", "--no-cpu-samples", "--slow-syscalls", "off"]
-        .into_iter()
-        .map(String::from)
-        .collect();
-    words.extend(["--without".into(), "scheduler".into(), "--sample-hz".into(), "10".into()]);
-    if args.init_started_ns.is_some() {
-        words.push("--under-init-wrapper".into());
-    }
-    for until in &args.until {
-        words.extend(["--until".into(), until.to_string()]);
-    }
-    for socket in also_tell {
-        words.extend(["--notify-socket".into(), socket.clone()]);
-    }
-    words.extend(["--timeout".into(), format!("{}", args.timeout.as_secs_f64())]);
-    words.extend(["-o".into(), output.to_string_lossy().into_owned()]);
-    let line = <Line as clap::Parser>::try_parse_from(&words).context("the recording's options")?;
-    crate::cmd::record::run(line.record)
+    // Configured here rather than parsed as `record --boot …` words: the parse, cold, was
+    // 60 ms of every boot before systemd could start.
+    let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
+    let config = coldstart_record::RecordConfig {
+        command: vec![me.into_os_string(), "boot".into(), "hold".into()],
+        output: Some(output.to_owned()),
+        system: true,
+        boot: true,
+        system_manager_later: args.init_started_ns.is_some(),
+        until: crate::cmd::boot::boot_conditions(&args.until)?,
+        timeout: Some(args.timeout),
+        as_root: true,
+        sample_hz: 10.0,
+        cpu_samples: None,
+        slow_syscalls: None,
+        spool_root: coldstart_record::boot::BOOT_SPOOL_ROOT.into(),
+        without: "scheduler".parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        notify_sockets: also_tell.to_vec(),
+        ..coldstart_record::RecordConfig::default()
+    };
+    let recorded = coldstart_record::record(&config)?;
+    crate::cmd::record::print_recorded(&recorded, false);
+    Ok(if recorded.unmet.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// From the boot's start to its target: systemd's own timestamps for a `unit:` target (from
@@ -907,7 +929,19 @@ mod tests {
         append_row(&path, &row).unwrap();
         assert_eq!(read_history(&path), vec![row]);
         std::fs::write(dir.path().join(PLAN_META), "[]").unwrap();
-        assert!(read_plan(dir.path()).is_none());
+        std::fs::write(dir.path().join(PLAN), "{}").unwrap();
+        assert!(read_plan_meta(dir.path()).is_none(), "unreadable meta");
+        let meta = PlanMeta {
+            id: "plan-1".into(),
+            made_on: Machine::default(),
+            from_trace: String::new(),
+            written_by_boots: Vec::new(),
+        };
+        std::fs::write(dir.path().join(PLAN_META), serde_json::to_string(&meta).unwrap()).unwrap();
+        assert_eq!(read_plan_meta(dir.path()).map(|m| m.id), Some("plan-1".into()));
+        assert!(load_plan(dir.path(), meta).is_none(), "an unreadable plan");
+        assert!(!dir.path().join(PLAN).exists() && !dir.path().join(PLAN_META).exists(), "removed");
+        assert!(read_plan_meta(dir.path()).is_none());
         assert!(read_history(&dir.path().join("absent")).is_empty());
     }
 }
