@@ -483,8 +483,7 @@ fn hello_as_root(args: &HelloArgs) -> anyhow::Result<()> {
         let state = args.state_dir.clone().unwrap_or_else(|| default_state_dir(Uid::effective()));
         (state, session_origin(nix::unistd::getppid().as_raw()))
     };
-    let log = std::fs::File::create(state.join("service.log"))
-        .with_context(|| format!("cannot write {}", state.join("service.log").display()))?;
+    let log = open_service_log(&state.join("service.log"))?;
     let mut command = service_command(&state, origin)?;
     command.stderr(log);
     // Its own session: the service outlives the hello and must not get the session's signals.
@@ -493,6 +492,19 @@ fn hello_as_root(args: &HelloArgs) -> anyhow::Result<()> {
     }
     let mut child = command.spawn().context("cannot start the login service")?;
     wait_ready(&mut child)
+}
+
+/// The root-started service's log, appended to: a login served already keeps what it wrote
+/// (a second hello is refused by the service's lock, after this). Emptied past 1 MiB.
+fn open_service_log(path: &Path) -> anyhow::Result<std::fs::File> {
+    let full = std::fs::metadata(path).is_ok_and(|m| m.len() > 1 << 20);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(!full)
+        .write(true)
+        .truncate(full)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `login service` for the state `dir`, its stdout a pipe that says when it records.
@@ -770,6 +782,19 @@ mod tests {
         trace.meta.ready = None;
         assert_eq!(time_to_ready(Some(&trace), Some(9_000_000_000)), None);
         assert_eq!(time_to_ready(None, Some(1)), None);
+    }
+
+    #[test]
+    fn the_service_log_is_appended_to_until_it_is_large() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("service.log");
+        writeln!(open_service_log(&path).unwrap(), "first").unwrap();
+        writeln!(open_service_log(&path).unwrap(), "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\nsecond\n");
+        std::fs::write(&path, vec![b'x'; (1 << 20) + 1]).unwrap();
+        writeln!(open_service_log(&path).unwrap(), "third").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "third\n");
     }
 
     #[test]
