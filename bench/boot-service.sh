@@ -17,9 +17,10 @@
 # from the eviction to the container's halt (SIGTERM, then SIGKILL after 5 s: systemd's shutdown
 # in the container waits on the storage's bind mounts), and is timed by the service itself: its history's
 # time from systemd's start of userspace to multi-user.target. The boots without a plan replayed
-# (learning, and the verification's boots without) are the cold ones; the script prints
-# `boot status`, each boot's time, the boots with the plan against the cold ones before the
-# upgrade (ratio of medians, 95% bootstrap interval), and the slowest boot against the cold median.
+# (learning, and the verification's boots without) are the cold ones; bench/service-history.py
+# prints each boot's time, the boots with the plan against the cold ones before the upgrade
+# (ratio of medians, 95% bootstrap interval; each kind of cold boot apart, then both), and the
+# slowest boot against the cold median.
 #
 # Staging as bench/storage-boot.sh does: a copy of the cached rootfs (the tests' one is left as it
 # is) gets the service; one boot of it recorded from the host, cold, on the real disk, names the
@@ -94,30 +95,4 @@ if [ -n "${KEEP_STATE:-}" ]; then cp -a $state "${KEEP_STATE:-}"; fi
 INNER
 "$COLDSTART" storage run "$profile" --trace "$work/stage.coldstart" -- bash "$work/boots.sh"
 "$COLDSTART" boot status --root "$rootfs"
-python3 - "$work/history.jsonl" "$boots" <<'PY'
-import json, os, subprocess, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-before = int(sys.argv[2])
-def stats(kind, a, b):
-    out = subprocess.run([os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))],
-                         capture_output=True, text=True).stdout.split()
-    return tuple(map(float, out)) if len(out) == 3 else None
-for i, r in enumerate(rows, 1):
-    t = r["target_s"]
-    used = r.get("plan_used")
-    print(f"  {i:2} {r['role']:<13} {('%.2f s' % t) if t else 'not reached':>11}  plan used "
-          f"{('%3.0f%%' % (100 * used)) if used is not None else '   —'}  {r['state']}: {r['reason'][:90]}")
-first = rows[:before]
-cold = [r["target_s"] for r in first if r["role"] != "with-plan" and r["target_s"]]
-withp = [r["target_s"] for r in first if r["role"] == "with-plan" and r["target_s"]]
-cold.sort(); median = cold[len(cold) // 2] if len(cold) % 2 else (cold[len(cold) // 2 - 1] + cold[len(cold) // 2]) / 2
-print(f"cold (learning and without the plan) before the upgrade: {len(cold)} boots, median {median:.2f} s")
-if withp and len(cold) > 1:
-    r = stats("median-ratio", withp, cold)
-    print(f"with the plan: {len(withp)} boots, {r[0]:.3f}x of cold [{r[1]:.3f} … {r[2]:.3f}] (ratio of medians)")
-slowest = max((r["target_s"] or 0, i) for i, r in enumerate(rows, 1))
-print(f"slowest boot: boot {slowest[1]}, {slowest[0]:.2f} s = {slowest[0] / median:.3f}x the cold median")
-relearn = [i for i, r in enumerate(rows[before:], before + 1) if r["role"] == "learn"]
-print(f"after the upgrade: learning boots {relearn or 'none'}; "
-      f"the boots with the plan after it: {[i for i, r in enumerate(rows[before:], before + 1) if r['role'] == 'with-plan']}")
-PY
+python3 bench/service-history.py "$work/history.jsonl" --before "$boots" --noun boot

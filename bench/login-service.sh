@@ -92,25 +92,4 @@ if [ -n "${KEEP_STATE:-}" ]; then cp -a $state "${KEEP_STATE:-}"; fi
 INNER
 "$COLDSTART" storage run "$profile" --trace "$work/stage.coldstart" -- bash "$work/logins.sh"
 "$COLDSTART" login status --user root --state-dir "$state"
-python3 - "$work/history.jsonl" <<'PY'
-import json, os, subprocess, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-def stats(kind, a, b):
-    out = subprocess.run([os.environ["BENCH_STATS"], kind, ",".join(map(str, a)), ",".join(map(str, b))],
-                         capture_output=True, text=True).stdout.split()
-    return tuple(map(float, out)) if len(out) == 3 else None
-for i, r in enumerate(rows, 1):
-    t = r["target_s"]
-    used = r.get("plan_used")
-    print(f"  {i:2} {r['role']:<13} {('%.2f s' % t) if t else 'not reached':>11}  plan used "
-          f"{('%3.0f%%' % (100 * used)) if used is not None else '   —'}  {r['state']}: {r['reason'][:90]}")
-cold = sorted(r["target_s"] for r in rows if r["role"] != "with-plan" and r["target_s"])
-withp = [r["target_s"] for r in rows if r["role"] == "with-plan" and r["target_s"]]
-median = cold[len(cold) // 2] if len(cold) % 2 else (cold[len(cold) // 2 - 1] + cold[len(cold) // 2]) / 2
-print(f"cold (learning and without the plan): {len(cold)} logins, median {median:.2f} s")
-if withp and len(cold) > 1:
-    r = stats("median-ratio", withp, cold)
-    print(f"with the plan: {len(withp)} logins, {r[0]:.3f}x of cold [{r[1]:.3f} … {r[2]:.3f}] (ratio of medians)")
-slowest = max((r["target_s"] or 0, i) for i, r in enumerate(rows, 1))
-print(f"slowest login: login {slowest[1]}, {slowest[0]:.2f} s = {slowest[0] / median:.3f}x the cold median")
-PY
+python3 bench/service-history.py "$work/history.jsonl" --noun login

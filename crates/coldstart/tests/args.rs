@@ -152,3 +152,18 @@ fn an_off_cpu_threshold_or_an_init_start_that_is_not_a_number_exits_2() {
     refused(&["boot", "service", "--init-started-ns", "yesterday"]);
     refused(&["boot", "service", "--init-started-ns=-5"]);
 }
+
+#[test]
+fn a_login_service_with_a_bad_timeout_condition_or_start_exits_2() {
+    let enable = ["login", "enable", "--prefetch", "--user", "nobody"];
+    let line = refused(&[&enable[..], &["--timeout", "soon"]].concat());
+    assert!(line.contains("soon"), "{line}");
+    let line = refused(&[&enable[..], &["--until", "window:"]].concat());
+    assert!(line.contains("window:"), "{line}");
+    refused(&["login", "service", "--origin-boot-ns", "yesterday"]);
+
+    let output = coldstart().args(enable).args(["--start", "sometimes"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("invalid value 'sometimes'") && stderr.contains("display-manager"), "{stderr}");
+}

@@ -143,8 +143,9 @@ fn a_program_with_frame_pointers_is_sampled_without_stack_copies_and_gives_the_s
         "second recording: {without} samples without a copy, {copied} with one, {} in all",
         stacks.len()
     );
-    // Only the samples taken before the recorder marked the process at its exec copy.
-    assert!(without >= 300 && copied <= 3, "{without} samples without a copy, {copied} with one");
+    // Only the samples taken before the recorder marked the process at its exec copy: a
+    // few milliseconds, more when the machine is loaded (10 of 397 on a busy CI runner).
+    assert!(without >= 300 && copied * 10 <= without, "{without} samples without a copy, {copied} with one");
     let (whole_fp, hot_fp) = whole_hot_stacks(&stacks);
     assert!(
         hot_fp >= 300 && whole_fp * 100 >= hot_fp * 95,

@@ -5,7 +5,7 @@
 //! coldstart-login.socket runs it; and the units `enable` installs verify.
 
 mod support;
-use support::{can_record, ci, coldstart, private_dir};
+use support::{can_record, coldstart, have_systemd_analyze, installed, man_path, private_dir};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -47,14 +47,6 @@ fn kill_all(processes: &[(i32, String)]) {
     for (pid, _) in processes {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
     }
-}
-
-fn installed(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -249,17 +241,13 @@ fn another_user_s_login_asks_root_through_the_socket() {
 
 #[test]
 fn the_login_units_verify() {
-    let Ok(probe) = Command::new("systemd-analyze").arg("--version").output() else {
-        assert!(!ci(), "CI=true: systemd-analyze is missing (Debian package systemd)");
-        eprintln!("skipped: systemd-analyze is missing");
+    if !have_systemd_analyze() {
         return;
-    };
-    assert!(probe.status.success());
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
     let binary = assert_cmd::cargo::cargo_bin!("coldstart").to_string_lossy().into_owned();
     let dir = tempfile::tempdir().unwrap();
-    let man = dir.path().join("man");
-    coldstart().args(["generate", "man", "-o"]).arg(man.join("man1")).assert().success();
+    let manpath = man_path(dir.path());
     for name in ["coldstart-login.socket", "coldstart-login@.service"] {
         let text = std::fs::read_to_string(root.join(name)).unwrap();
         std::fs::write(dir.path().join(name), text.replace("/usr/local/bin/coldstart", &binary)).unwrap();
@@ -267,7 +255,7 @@ fn the_login_units_verify() {
     std::fs::copy(dir.path().join("coldstart-login@.service"), dir.path().join("coldstart-login@0.service"))
         .unwrap();
     let out = Command::new("systemd-analyze")
-        .env("MANPATH", format!("{}:", man.display()))
+        .env("MANPATH", &manpath)
         .arg("verify")
         .arg(dir.path().join("coldstart-login.socket"))
         .arg(dir.path().join("coldstart-login@0.service"))

@@ -3,7 +3,7 @@
 //! with `systemd-analyze verify`.
 
 mod support;
-use support::{ci, coldstart, is_root, json};
+use support::{ci, coldstart, have_systemd_analyze, is_root, json, man_path};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -312,23 +312,16 @@ fn an_unprivileged_replay_reads_what_the_user_can_read() {
 
 #[test]
 fn the_systemd_unit_templates_verify() {
-    let Ok(probe) = std::process::Command::new("systemd-analyze").arg("--version").output() else {
-        assert!(!ci(), "CI=true: systemd-analyze is missing (Debian package systemd)");
-        eprintln!("skipped: systemd-analyze is missing");
+    if !have_systemd_analyze() {
         return;
-    };
-    assert!(probe.status.success());
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
     let binary = assert_cmd::cargo::cargo_bin!("coldstart").to_string_lossy().into_owned();
     let dir = tempfile::tempdir().unwrap();
     let runtime = dir.path().join("run");
     std::fs::create_dir(&runtime).unwrap();
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
-    // The units' Documentation= names coldstart's own man page: `verify` looks it up, in
-    // the pages `coldstart generate man` writes, as README.md says to install them.
-    let man = dir.path().join("man");
-    coldstart().args(["generate", "man", "-o"]).arg(man.join("man1")).assert().success();
-    let manpath = format!("{}:", man.display());
+    let manpath = man_path(dir.path());
     for (template, user, instance) in [
         ("coldstart-prefetch@.service", false, "coldstart-prefetch@var-lib-coldstart-plans-app.plan.service"),
         ("user/coldstart-prefetch@.service", true, "coldstart-prefetch@app.service"),

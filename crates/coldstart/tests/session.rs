@@ -6,7 +6,7 @@
 //! nothing of the session is left running afterwards.
 
 mod support;
-use support::{can_record, coldstart, json, private_dir};
+use support::{can_record, coldstart, installed, json, private_dir};
 
 use std::path::Path;
 
@@ -25,14 +25,6 @@ fn session_processes(home: &Path) -> Vec<(i32, String)> {
         }
     }
     found
-}
-
-fn installed(program: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 #[test]

@@ -885,18 +885,22 @@ mod tests {
         assert_eq!(stale_share(&plan, &written), 1.0, "the library replaced: all of what counts");
     }
 
+    fn meta_of(id: &str) -> PlanMeta {
+        PlanMeta {
+            id: id.into(),
+            made_on: Machine::default(),
+            from_trace: String::new(),
+            written_by_boots: Vec::new(),
+        }
+    }
+
     #[test]
     fn the_stale_share_is_measured_after_a_boot_for_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let library = dir.path().join("libx.so");
         std::fs::write(&library, vec![1u8; 4096]).unwrap();
         let files = vec![planned(&library, 4096)];
-        let meta = PlanMeta {
-            id: "plan-1".into(),
-            made_on: Machine::default(),
-            from_trace: String::new(),
-            written_by_boots: Vec::new(),
-        };
+        let meta = meta_of("plan-1");
         std::fs::write(dir.path().join(PLAN_META), serde_json::to_string(&meta).unwrap()).unwrap();
         assert_eq!(read_stale_share(dir.path()), 0.0, "nothing measured yet");
         std::fs::write(&library, vec![2u8; 2 * 4096]).unwrap();
@@ -931,12 +935,7 @@ mod tests {
         std::fs::write(dir.path().join(PLAN_META), "[]").unwrap();
         std::fs::write(dir.path().join(PLAN), "{}").unwrap();
         assert!(read_plan_meta(dir.path()).is_none(), "unreadable meta");
-        let meta = PlanMeta {
-            id: "plan-1".into(),
-            made_on: Machine::default(),
-            from_trace: String::new(),
-            written_by_boots: Vec::new(),
-        };
+        let meta = meta_of("plan-1");
         std::fs::write(dir.path().join(PLAN_META), serde_json::to_string(&meta).unwrap()).unwrap();
         assert_eq!(read_plan_meta(dir.path()).map(|m| m.id), Some("plan-1".into()));
         assert!(load_plan(dir.path(), meta).is_none(), "an unreadable plan");

@@ -23,6 +23,34 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Whether `program` is on the PATH.
+pub fn installed(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether `systemd-analyze` runs here (with CI=true, its absence fails the test).
+pub fn have_systemd_analyze() -> bool {
+    let found = std::process::Command::new("systemd-analyze").arg("--version").output();
+    if found.as_ref().is_ok_and(|probe| probe.status.success()) {
+        return true;
+    }
+    assert!(!ci(), "CI=true: systemd-analyze is missing (Debian package systemd)");
+    eprintln!("skipped: systemd-analyze is missing");
+    false
+}
+
+/// coldstart's man pages written under `dir`/man, as the MANPATH for `systemd-analyze verify`
+/// (the units' Documentation= names them; README.md says how to install them).
+pub fn man_path(dir: &Path) -> String {
+    let man = dir.join("man");
+    coldstart().args(["generate", "man", "-o"]).arg(man.join("man1")).assert().success();
+    format!("{}:", man.display())
+}
+
 /// Whether this test can make emulated disks (root, FUSE, loop devices, mkfs.ext4); says why not.
 #[allow(dead_code)]
 pub fn can_make_devices(test: &str) -> bool {
