@@ -7,6 +7,8 @@
 #   plan      the boot's block plan replayed from the boot's start (`prefetch run PLAN --device`)
 #   exact     the same with a plan of the ranges the boot read (`--chunk 4KiB`), not whole
 #             chunks: the device still fetches whole chunks, the replay moves fewer bytes
+#   fetch     the exact plan replayed `--fetch-only`: one 4 KiB block of each fetch unit it
+#             touches, enough for the volume to fetch the unit; the boot reads the rest itself
 #   fio       the whole volume read the providers' way, started at the same moment
 #             (fio --rw=read --bs=1M --iodepth=32 --direct=1)
 #   hydrated  the same image on the volume once fetched (custom:base=snapshot,fetch_chunk=0),
@@ -16,6 +18,7 @@
 #   bash bench/snapshot-boot.sh [ROUNDS]                 # 5 rounds by default
 #   SNAPSHOT=custom:base=snapshot,fetch_latency=20ms bash bench/snapshot-boot.sh 3
 #   WAYS="cold plan" bash bench/snapshot-boot.sh 3   # some of the ways only (cold always)
+#   WAYS="cold plan fetch" bash bench/snapshot-boot.sh 3
 #
 # The plan comes from one recorded first boot on the same volume (`record`, then
 # `prefetch plan --blocks TRACE --image IMAGE`). Prints each way's boot times, its median
@@ -64,12 +67,14 @@ for plan in plan exact; do
         --image "$image" -o "$work/$plan.bplan" 2>&1 | sed -n 1p
 done
 
-replay() { echo "$COLDSTART prefetch run $work/$1.bplan --device \$COLDSTART_STORAGE_DEVICE >$work/$1.out 2>&1"; }
+# replay PLAN WAY [OPTION…]: the replay of PLAN's block plan, its output in WAY.out
+replay() { echo "$COLDSTART prefetch run $work/$1.bplan --device \$COLDSTART_STORAGE_DEVICE ${*:3} >$work/$2.out 2>&1"; }
 fio="fio --name=hydrate --filename=\$COLDSTART_STORAGE_DEVICE --rw=read --bs=1M --iodepth=32 --ioengine=libaio --direct=1 --readonly >/dev/null 2>&1"
 declare -A command=(
     [cold]="sh -c '$mount_then_boot'"
-    [plan]="sh -c '$(replay plan) & $mount_then_boot'"
-    [exact]="sh -c '$(replay exact) & $mount_then_boot'"
+    [plan]="sh -c '$(replay plan plan) & $mount_then_boot'"
+    [exact]="sh -c '$(replay exact exact) & $mount_then_boot'"
+    [fetch]="sh -c '$(replay exact fetch --fetch-only) & $mount_then_boot'"
     [fio]="sh -c '$fio & $mount_then_boot'"
     [hydrated]="sh -c '$mount_then_boot'"
 )
@@ -113,12 +118,14 @@ for way in "${ways[@]:1}"; do
     fi
     echo
 done
-for plan in plan exact; do
-    [[ " ${ways[*]} " == *" $plan "* ]] || continue
+for way in plan exact fetch; do
+    [[ " ${ways[*]} " == *" $way "* ]] || continue
     if [[ " ${ways[*]} " == *" fio "* ]]; then
-        read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times $plan)" "$(times fio)")
-        printf '%s/fio: median ratio %.3f (95%% interval %.3f–%.3f)\n' "$plan" "$ratio" "$low" "$high"
+        read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times $way)" "$(times fio)")
+        printf '%s/fio: median ratio %.3f (95%% interval %.3f–%.3f)\n' "$way" "$ratio" "$low" "$high"
     fi
-    echo "$plan: $("$COLDSTART" prefetch show "$work/$plan.bplan" | grep -m1 'the start read')"
-    echo "$plan, its last replay: $(tail -1 "$work/$plan.out")"
+    plan=$way
+    [ "$way" = fetch ] && plan=exact
+    echo "$way: $plan.bplan: $("$COLDSTART" prefetch show "$work/$plan.bplan" | grep -m1 'the start read')"
+    echo "$way, its last replay: $(tail -1 "$work/$way.out")"
 done

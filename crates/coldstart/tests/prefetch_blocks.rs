@@ -158,6 +158,25 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
         identity_sectors + PLANNED_CHUNKS * 1024,
         "the identity's blocks, then every planned chunk once, all read from the device"
     );
+    let before = a.sectors_read();
+    coldstart()
+        .args(["prefetch", "run", "--fetch-only"])
+        .arg(&plan)
+        .arg("--device")
+        .arg(&a.path)
+        .assert()
+        .success()
+        .stderr(contains(format!("replayed one block of each of {PLANNED_CHUNKS} fetch units")));
+    assert_eq!(
+        a.sectors_read() - before,
+        identity_sectors + PLANNED_CHUNKS * 8,
+        "--fetch-only: the identity's blocks, then 4 KiB of each 512 KiB unit"
+    );
+    let not_blocks = dir.path().join("page.plan");
+    std::fs::write(&not_blocks, "{}").unwrap();
+    let err =
+        one_line_exit_2(coldstart().args(["prefetch", "run", "--fetch-only"]).arg(&not_blocks).assert());
+    assert!(err.contains("--fetch-only is for a block plan"), "{err}");
 
     let before = b.sectors_read();
     let err = one_line_exit_2(

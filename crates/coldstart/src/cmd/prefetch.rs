@@ -387,13 +387,20 @@ that changed or disappeared since the plan was made (make the plan again).
 A block plan (`prefetch plan --blocks`) is replayed on --device, or on the device holding its
 filesystem's UUID: its identity is checked first (size, superblock, sampled blocks; another or
 a changed image is refused, exit 2, having read only those blocks), then each chunk is read
-once with direct I/O, --depth at a time [default 32], in plan order.")]
+once with direct I/O, --depth at a time [default 32], in plan order. On a lazily fetched
+volume, --fetch-only reads one block of each fetch unit instead (the volume fetches the whole
+unit; the start then reads what it needs at the volume's own speed):
+  coldstart prefetch run boot.bplan --device /dev/vdb --fetch-only")]
 pub struct RunArgs {
     /// The plan file to replay (from `coldstart prefetch plan`).
     pub plan: PathBuf,
     /// A block plan's device or image file [default: the device holding the plan's UUID].
     #[arg(long, value_name = "PATH")]
     pub device: Option<PathBuf>,
+    /// A block plan on a lazily fetched volume: read one 4 KiB block of each 512 KiB fetch unit
+    /// (or of each chunk, when larger) the plan touches, so that the volume fetches it; no more.
+    #[arg(long)]
+    pub fetch_only: bool,
     #[command(flatten)]
     pub replay: ReplayArgs,
     /// Write the report as JSON (`-`: to stdout).
@@ -554,9 +561,12 @@ fn replay(args: RunArgs) -> anyhow::Result<ExitCode> {
     if crate::cmd::prefetch_blocks::is_block_plan(&args.plan) {
         return crate::cmd::prefetch_blocks::run(&args);
     }
-    if args.device.is_some() {
+    if let Some(option) = [(args.device.is_some(), "--device"), (args.fetch_only, "--fetch-only")]
+        .iter()
+        .find_map(|(given, name)| given.then_some(name))
+    {
         bail!(
-            "--device is for a block plan (`prefetch plan --blocks`); {} is a page plan",
+            "{option} is for a block plan (`prefetch plan --blocks`); {} is a page plan",
             args.plan.display()
         );
     }

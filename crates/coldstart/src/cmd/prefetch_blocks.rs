@@ -88,7 +88,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         )?,
     };
     let depth = args.replay.depth.map_or(DEFAULT_DEPTH, |d| d as usize);
-    let report = blocks::replay_blocks(&plan, &device, depth, args.replay.ioprio)?;
+    let report = blocks::replay_blocks(&plan, &device, depth, args.replay.ioprio, args.fetch_only)?;
     if !args.quiet {
         eprintln!("{}", report.summary());
     }
@@ -117,7 +117,7 @@ fn refuse_page_options(args: &RunArgs) -> anyhow::Result<()> {
     if let Some((_, name)) = given.iter().find(|(on, _)| *on) {
         bail!(
             "{name} is an option of a page plan's replay; {} is a block plan (its options: --device, --depth, \
-             --ioprio, --json, --quiet)",
+             --fetch-only, --ioprio, --json, --quiet)",
             args.plan.display()
         );
     }

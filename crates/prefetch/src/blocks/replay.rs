@@ -3,6 +3,8 @@
 //! direct I/O by `depth` threads, taken in plan order, so `depth` requests are in flight. A
 //! plan of small ranges is read by fetch unit (512 KiB, a snapshot's block): one thread reads
 //! all the ranges of one unit, so the threads wait on `depth` different fetches, not on one.
+//! Fetch-only, a thread reads one block of its unit: the volume fetches the whole unit, and
+//! the rest of the plan's bytes would be read twice (direct I/O fills no cache).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -23,6 +25,9 @@ pub struct BlockReplayReport {
     /// Bytes read for the identity check, then for the plan.
     pub identity_bytes: u64,
     pub read_bytes: u64,
+    /// Fetch units touched, and whether only one block of each was read (`--fetch-only`).
+    pub fetch_units: u64,
+    pub fetch_only: bool,
     pub depth: usize,
     pub elapsed_ns: u64,
 }
@@ -32,11 +37,13 @@ impl BlockReplayReport {
     pub fn summary(&self) -> String {
         let mib = self.read_bytes as f64 / 1048576.0;
         let secs = self.elapsed_ns as f64 / 1e9;
+        let what = match self.fetch_only {
+            true => format!("one block of each of {} fetch units ({mib:.1} MiB)", self.fetch_units),
+            false => format!("{} ranges ({} chunks, {mib:.1} MiB)", self.ranges, self.chunks),
+        };
         format!(
-            "coldstart: replayed {} ranges ({} chunks, {mib:.1} MiB) from {} in {secs:.3} s: {:.1} MiB/s, {} in \
+            "coldstart: replayed {what} from {} in {secs:.3} s: {:.1} MiB/s, {} in \
              flight, direct I/O (identity checked: {} KiB read)",
-            self.ranges,
-            self.chunks,
             self.device,
             if secs > 0.0 { mib / secs } else { 0.0 },
             self.depth,
@@ -67,19 +74,35 @@ fn fetch_units(chunks: &[(u64, u64)], unit: u64) -> Vec<Vec<(u64, u64)>> {
     jobs
 }
 
-/// Checks that `device` is the plan's image, then reads every planned chunk once.
+/// The first block of each unit's first read: what makes a lazily fetched volume fetch it.
+fn first_blocks(mut jobs: Vec<Vec<(u64, u64)>>) -> Vec<Vec<(u64, u64)>> {
+    for job in &mut jobs {
+        job.truncate(1);
+        if let Some(first) = job.first_mut() {
+            first.1 = first.1.min(super::ALIGN);
+        }
+    }
+    jobs
+}
+
+/// Checks that `device` is the plan's image, then reads every planned chunk once (or, with
+/// `fetch_only`, one block of each fetch unit).
 pub fn replay_blocks(
     plan: &BlockPlan,
     device: &Path,
     depth: usize,
     io_priority: Option<IoPriority>,
+    fetch_only: bool,
 ) -> Result<BlockReplayReport, BlockError> {
     let device = DirectDevice::open(device)?;
     let started = Instant::now();
     let identity_bytes = identity::verify(&device, &plan.identity)?;
     let chunks = plan.chunks();
     let unit = FETCH_UNIT.max(plan.chunk_bytes);
-    let jobs = fetch_units(&chunks, unit);
+    let jobs = match fetch_only {
+        true => first_blocks(fetch_units(&chunks, unit)),
+        false => fetch_units(&chunks, unit),
+    };
     let depth = depth.clamp(1, jobs.len().max(1));
     let next = AtomicUsize::new(0);
     let read = AtomicU64::new(0);
@@ -122,6 +145,8 @@ pub fn replay_blocks(
         chunks: chunks.len() as u64,
         identity_bytes,
         read_bytes: read.into_inner(),
+        fetch_units: jobs.len() as u64,
+        fetch_only,
         depth,
         elapsed_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1),
     })
@@ -146,6 +171,15 @@ mod tests {
         assert_eq!(
             fetch_units(&chunks, 512 * K),
             vec![vec![(600 * K, 8 * K), (700 * K, 4 * K)], vec![(8 * K, 12 * K), (0, 4 * K)]]
+        );
+    }
+
+    #[test]
+    fn fetch_only_reads_the_first_block_of_each_unit() {
+        let chunks = [(600 * K, 12 * K), (8 * K, 4 * K), (700 * K, 4 * K), (1024 * K, 512 * K)];
+        assert_eq!(
+            first_blocks(fetch_units(&chunks, 512 * K)),
+            vec![vec![(600 * K, 4 * K)], vec![(8 * K, 4 * K)], vec![(1024 * K, 4 * K)]]
         );
     }
 
