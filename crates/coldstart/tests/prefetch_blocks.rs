@@ -322,3 +322,99 @@ fn bad_block_plans_and_options_exit_2_with_one_line() {
     let err = one_line_exit_2(coldstart().args(["prefetch", "show", "--paths"]).arg(&plan).assert());
     assert!(err.contains("block plan"), "{err}");
 }
+
+/// First boots of one image on three machines (their devices numbered apart), exported into a
+/// dataset: the fleet's block plan holds the chunks two of three read, in their median order.
+#[test]
+fn a_block_plan_of_a_dataset_keeps_the_chunks_most_first_boots_read() {
+    if !can_make_devices("block plans of a dataset") {
+        return;
+    }
+    let dir = private_dir();
+    let image = ext4_image(dir.path(), "golden", "0b10c000-0000-4000-8000-0000000000f1");
+    let read = |dev: Dev, byte: u64, at: i64| BlockIo {
+        issue_ns: Some(at),
+        complete_ns: Some(at + 100_000),
+        dev,
+        sector: Some(byte / 512),
+        bytes: 4096,
+        op: BlockOp::Read,
+        rwbs: "R".into(),
+        ..BlockIo::default()
+    };
+    let (one, two) = (Dev::new(7, 40), Dev::new(7, 41));
+    let boots = [
+        vec![read(one, 0, 1_000), read(one, 8 * MIB, 2_000), read(one, 30 * MIB, 3_000)],
+        vec![read(two, 0, 1_500), read(two, 8 * MIB, 2_500)],
+        vec![read(one, 0, 1_200), read(one, 8 * MIB, 900), read(one, 50 * MIB, 100)],
+    ];
+    let mut traces = Vec::new();
+    for (i, block_ios) in boots.into_iter().enumerate() {
+        let trace = Trace {
+            meta: Meta { command: vec!["boot".into()], host: format!("machine-{i}"), ..Meta::default() },
+            block_ios,
+            ..Trace::default()
+        };
+        let path = dir.path().join(format!("boot-{i}.coldstart"));
+        trace.write(&path).unwrap();
+        traces.push(path);
+    }
+    let dataset = dir.path().join("first-boots");
+    coldstart().args(["export", "--format", "parquet", "-o"]).arg(&dataset).args(&traces).assert().success();
+    let plan = dir.path().join("fleet.bplan");
+    coldstart()
+        .args(["prefetch", "plan", "--blocks", "--dataset"])
+        .arg(&dataset)
+        .arg("--image")
+        .arg(&image)
+        .arg("-o")
+        .arg(&plan)
+        .assert()
+        .success()
+        .stderr(contains("2 ranges, 2 chunks, 1.0 MiB"));
+    let p = json(&plan);
+    let ranges: Vec<(u64, u64, i64)> = p["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["offset"].as_u64().unwrap() / 1024,
+                r["length"].as_u64().unwrap() / 1024,
+                r["first_need_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ranges, vec![(0, 512, 1_200), (8192, 512, 2_000)], "read by two of three, median order");
+    assert_eq!(p["device"]["dev"], "7:40", "the device most of the boots read");
+    assert_eq!(p["identity"]["uuid"], "0b10c000-0000-4000-8000-0000000000f1");
+
+    let all = dir.path().join("all.bplan");
+    coldstart()
+        .args(["prefetch", "plan", "--blocks", "--min-share", "0.3", "--dataset"])
+        .arg(&dataset)
+        .arg("--image")
+        .arg(&image)
+        .arg("-o")
+        .arg(&all)
+        .assert()
+        .success();
+    assert_eq!(json(&all)["stats"]["chunks"], 4, "a share of 0.3: one boot of three suffices");
+    coldstart()
+        .args(["prefetch", "run"])
+        .arg(&plan)
+        .arg("--device")
+        .arg(&image)
+        .assert()
+        .success()
+        .stderr(contains("replayed 2 ranges (2 chunks, 1.0 MiB)"));
+    let err = one_line_exit_2(
+        coldstart()
+            .args(["prefetch", "plan", "--blocks", "--dataset"])
+            .arg(&dataset)
+            .arg("-o")
+            .arg(dir.path().join("no-image.bplan"))
+            .assert(),
+    );
+    assert!(err.contains("--image"), "{err}");
+}

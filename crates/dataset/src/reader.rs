@@ -1,11 +1,14 @@
 //! Reading a dataset's rows back as typed rows, for the commands that work on a fleet in
-//! Rust (`prefetch plan --dataset`); the fleet's SQL questions go to DuckDB or Spark
-//! instead. [`read_plan_traces`] reads the tables a plan needs trace by trace, from
+//! Rust (`prefetch plan --dataset`, with `--blocks` too); the fleet's SQL questions go to
+//! DuckDB or Spark instead. [`read_plan_traces`] reads the tables a plan needs trace by trace
+//! ([`read_block_traces`]: a block plan's), from
 //! exported files and parts alike, only the builds asked for and only the columns used.
 //! Columns are found by name and type, so a file whose schema is not the one
 //! docs/dataset-format.md gives is a clear error, never a misread.
 
 use std::path::{Path, PathBuf};
+
+use coldstart_trace::{BlockIo, BlockOp, Dev, TextEnum};
 
 use crate::DatasetError;
 use crate::columns::{Column, Table, Values};
@@ -136,6 +139,7 @@ const TRACE_COLUMNS: [&str; 12] = [
 ];
 const FILE_COLUMNS: [&str; 7] = ["file_id", "dev", "ino", "path", "kind", "size", "mtime_ns"];
 const OPEN_COLUMNS: [&str; 2] = ["file_id", "t_ns"];
+const BLOCK_COLUMNS: [&str; 7] = ["issue_ns", "complete_ns", "dev", "sector", "bytes", "op", "rwbs"];
 
 /// The time column of a table of page runs: `page_use` (`first_t_ns`), `page_used` (`first_need_ns`).
 fn run_time_column(table: &str) -> Result<&'static str, DatasetError> {
@@ -229,6 +233,30 @@ pub fn run_rows_of(path: &Path, table: &str, rows: &Table) -> Result<Vec<RunRow>
                 first_page: unsigned(path, "first_page", required(path, "first_page", firsts[i])?)?,
                 pages: unsigned(path, "pages", required(path, "pages", pages[i])?)?,
                 t_ns: required(path, time, times[i])?,
+            })
+        })
+        .collect()
+}
+
+/// The `block_io` rows in `rows`: what a block plan reads of them (no process, file or error).
+pub fn block_rows_of(path: &Path, rows: &Table) -> Result<Vec<BlockIo>, DatasetError> {
+    let c = Columns { path, table: rows };
+    let (issues, completes, devs) = (c.i64("issue_ns")?, c.i64("complete_ns")?, c.str("dev")?);
+    let (sectors, bytes, ops, rwbs) = (c.i64("sector")?, c.i64("bytes")?, c.str("op")?, c.str("rwbs")?);
+    (0..rows.rows)
+        .map(|i| {
+            let dev = required(path, "dev", devs[i].clone())?;
+            let op = required(path, "op", ops[i].clone())?;
+            Ok(BlockIo {
+                issue_ns: issues[i],
+                complete_ns: completes[i],
+                dev: dev.parse::<Dev>().map_err(|_| c.bad("dev", &format!("holds {dev:?}, not MAJ:MIN")))?,
+                sector: sectors[i].map(|s| unsigned(path, "sector", s)).transpose()?,
+                bytes: u32::try_from(required(path, "bytes", bytes[i])?)
+                    .map_err(|_| c.bad("bytes", "holds a size out of range"))?,
+                op: BlockOp::from_word(&op).unwrap_or(BlockOp::Other),
+                rwbs: rwbs[i].clone().unwrap_or_default(),
+                ..BlockIo::default()
             })
         })
         .collect()
@@ -346,6 +374,32 @@ impl Reading {
             })
         })
     }
+}
+
+/// Reads, build by build (those `builds` accepts) and trace by trace in id order, the block
+/// requests of each trace `want` accepts (given its `traces` row), and hands them to `each`.
+pub fn read_block_traces<E: From<DatasetError>>(
+    dir: &Path,
+    catalog: &Catalog,
+    builds: &dyn Fn(&Option<String>) -> bool,
+    want: &mut dyn FnMut(&TraceRow) -> bool,
+    each: &mut dyn FnMut(TraceRow, Vec<BlockIo>) -> Result<(), E>,
+) -> Result<(), E> {
+    for build in catalog.builds().iter().filter(|b| builds(b)) {
+        let mut traces = Reading::new(dir, catalog, "traces", build, &TRACE_COLUMNS);
+        let mut blocks = Reading::new(dir, catalog, "block_io", build, &BLOCK_COLUMNS);
+        while let Some(next) = traces.stream.next_trace() {
+            let (id, rows) = next?;
+            let row = trace_row_of(&traces.folder, &rows)?;
+            if !want(&row) {
+                continue;
+            }
+            let block_rows = blocks.rows_of(&id)?;
+            let ios = block_rows_of(&blocks.folder, &block_rows)?;
+            each(row, ios)?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads, build by build (those `builds` accepts) and trace by trace in id order, what a

@@ -76,13 +76,16 @@ A block plan (--blocks): the device ranges the start read (filesystem metadata i
 the device it read most from (--device MAJ:MIN to choose), rounded to --chunk, in the order
 first needed; tied to its ext4 image by the filesystem's UUID and checksums of sampled blocks
 read from --image (default /dev/block/MAJ:MIN): give the image as restored, before its first
-mount. For a volume restored from a snapshot, replayed with direct I/O by `prefetch run`.")]
+mount. For a volume restored from a snapshot, replayed with direct I/O by `prefetch run`.
+With --dataset (first boots of one image exported from many machines; --image required): the
+chunks at least --min-share of the traces read, in the order of their median first need:
+  coldstart prefetch plan --blocks --dataset first-boots/ --image golden.img -o boot.bplan")]
 pub struct PlanArgs {
     /// The trace (from `coldstart record`, best with --cold).
     #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
     pub trace: Option<PathBuf>,
     /// Make a block plan: device ranges, for a lazily fetched volume (docs/plan-format.md).
-    #[arg(long, conflicts_with_all = ["dataset", "whole_files", "no_metadata"])]
+    #[arg(long, conflicts_with_all = ["whole_files", "no_metadata"])]
     pub blocks: bool,
     /// With --blocks: the traced device to plan [default: the one read most].
     #[arg(long, value_name = "MAJ:MIN", requires = "blocks", value_parser = crate::cmd::prefetch_blocks::dev)]

@@ -21,21 +21,27 @@ pub fn is_block_plan(path: &Path) -> bool {
 
 /// `prefetch plan --blocks TRACE -o PLAN`.
 pub fn plan(args: &PlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(trace_path) = &args.trace else { bail!("--blocks makes a plan from one trace: give its file") };
     let chunk = args.chunk.map_or(blocks::DEFAULT_CHUNK_BYTES, |c| c.0);
     if chunk == 0 || !chunk.is_multiple_of(blocks::ALIGN) {
         bail!("--chunk {chunk} bytes is not a positive multiple of 4 KiB (e.g. 512KiB, 1MiB)");
     }
-    let trace = Trace::read(trace_path).context("cannot read the trace")?;
     let tool = format!("coldstart {}", env!("CARGO_PKG_VERSION"));
+    let source = match (&args.dataset, &args.trace) {
+        (Some(dir), _) => dir,
+        (None, Some(trace)) => trace,
+        (None, None) => bail!("--blocks makes a plan from a trace or a dataset: give one"),
+    };
     let request = BlockPlanRequest {
-        trace_path: &trace_path.to_string_lossy(),
+        trace_path: &source.to_string_lossy(),
         device: args.device,
         chunk_bytes: chunk,
         image: args.image.as_deref(),
         tool: &tool,
     };
-    let plan = blocks::plan_blocks(&trace, &request)?;
+    let plan = match &args.dataset {
+        Some(dir) => fleet_plan(dir, args, &request)?,
+        None => blocks::plan_blocks(&Trace::read(source).context("cannot read the trace")?, &request)?,
+    };
     plan.save(&args.output)?;
     let s = &plan.stats;
     eprintln!(
@@ -63,6 +69,22 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("next: coldstart prefetch show {}", args.output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The block plan of the dataset at `dir`'s selected traces.
+fn fleet_plan(dir: &Path, args: &PlanArgs, request: &BlockPlanRequest) -> anyhow::Result<BlockPlan> {
+    if request.image.is_none() {
+        bail!("a block plan of a dataset needs the image its traces booted: give it with --image PATH");
+    }
+    let selection = crate::cmd::prefetch_fleet::Selection {
+        build: args.build.clone(),
+        machine_class: args.machine_class.clone(),
+    };
+    let (traces, not_selected) = crate::cmd::prefetch_fleet::read_blocks(dir, &selection)?;
+    if not_selected > 0 {
+        eprintln!("coldstart: {not_selected} traces of another build or machine class left out");
+    }
+    Ok(blocks::plan_fleet_blocks(&traces, request, args.min_share.unwrap_or(0.5))?)
 }
 
 /// `prefetch show` of a block plan.

@@ -12,7 +12,7 @@ use coldstart_prefetch::fleet::{FleetFile, FleetPages, FleetTrace, Image, ImageF
 use coldstart_prefetch::plan::UsedPagesFrom;
 use coldstart_prefetch::{Plan, PlanSettings};
 use coldstart_record::assemble::{LiveSystem, SystemView};
-use coldstart_trace::{Dev, Extent, FileKind, TextEnum};
+use coldstart_trace::{BlockIo, Dev, Extent, FileKind, TextEnum};
 
 /// Which traces of the dataset a plan is made from.
 #[derive(Clone, Debug, Default)]
@@ -118,6 +118,28 @@ pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
     })?;
     fleet.not_selected += other_class;
     Ok(fleet)
+}
+
+/// The block requests of the selected traces of the dataset at `dir` (surveyed first), one
+/// list per trace, and how many traces were not selected.
+pub fn read_blocks(dir: &Path, selection: &Selection) -> anyhow::Result<(Vec<Vec<BlockIo>>, usize)> {
+    let survey = crate::cmd::fleet::checked_survey(dir, "planned")?;
+    let catalog = &survey.catalog;
+    let build_wanted = |b: &Option<String>| selection.build.is_none() || selection.build == *b;
+    let mut not_selected = catalog.traces.values().filter(|b| !build_wanted(b)).count();
+    let mut want = |row: &TraceRow| {
+        let wanted = selection.machine_class.is_none() || selection.machine_class == row.machine_class;
+        not_selected += usize::from(!wanted);
+        wanted
+    };
+    let mut traces = Vec::new();
+    let mut keep = |_: TraceRow, ios: Vec<BlockIo>| -> anyhow::Result<()> {
+        traces.push(ios);
+        Ok(())
+    };
+    reader::read_block_traces(dir, catalog, &build_wanted, &mut want, &mut keep)
+        .with_context(|| format!("cannot read the dataset {}", dir.display()))?;
+    Ok((traces, not_selected))
 }
 
 /// Progress on stderr for large datasets (a line every 5 %, when stderr is a terminal).

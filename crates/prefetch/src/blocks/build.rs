@@ -1,9 +1,10 @@
 //! A trace's block requests into a block plan's ranges (pure): the reads of one device,
 //! rounded out to whole chunks, each chunk first needed when the earliest request touching
 //! it was issued, chunks in that order, neighbours on the disk that follow each other in the
-//! order merged into one range.
+//! order merged into one range. Of many traces (a fleet's first boots of one image), the
+//! chunks a given share of them read, each first needed at the median of their first needs.
 
-use coldstart_trace::{BlockOp, Dev, Nanos, Trace};
+use coldstart_trace::{BlockIo, BlockOp, Dev, Nanos, Trace};
 use rustc_hash::FxHashMap;
 
 use super::{BlockError, BlockRange, BlockStats};
@@ -29,8 +30,12 @@ pub struct BlockRanges {
 
 /// Bytes read per device, most first (ties by device number).
 pub fn read_bytes_by_device(trace: &Trace) -> Vec<(Dev, u64)> {
+    reads_by_device(&trace.block_ios)
+}
+
+fn reads_by_device(ios: &[BlockIo]) -> Vec<(Dev, u64)> {
     let mut by_dev: FxHashMap<Dev, u64> = FxHashMap::default();
-    for b in trace.block_ios.iter().filter(|b| b.op == BlockOp::Read && b.sector.is_some()) {
+    for b in ios.iter().filter(|b| b.op == BlockOp::Read && b.sector.is_some()) {
         *by_dev.entry(b.dev).or_default() += u64::from(b.bytes);
     }
     let mut devices: Vec<(Dev, u64)> = by_dev.into_iter().collect();
@@ -41,18 +46,87 @@ pub fn read_bytes_by_device(trace: &Trace) -> Vec<(Dev, u64)> {
 /// The plan's ranges from the trace's read requests of one device.
 pub fn build_block_ranges(trace: &Trace, settings: &BlockSettings) -> Result<BlockRanges, BlockError> {
     let devices = read_bytes_by_device(trace);
-    let dev = match settings.device {
-        Some(dev) if devices.iter().any(|d| d.0 == dev) => dev,
-        Some(dev) => return Err(no_reads_of(dev, &devices)),
-        None => devices.first().map(|d| d.0).ok_or_else(no_reads)?,
+    let dev = chosen_device(settings.device, &devices)?;
+    let (first_need, mut stats) = chunk_needs(&trace.block_ios, dev, settings)?;
+    stats.other_devices = devices.iter().filter(|d| d.0 != dev).map(|d| (d.0.to_string(), d.1)).collect();
+    let mut chunks: Vec<(Nanos, u64)> = first_need.into_iter().map(|(index, t)| (t, index)).collect();
+    chunks.sort_unstable();
+    let ranges = merge_in_order(&chunks, settings.chunk_bytes, settings.device_bytes);
+    stats.chunks = chunks.len() as u64;
+    stats.planned_bytes = ranges.iter().map(|r| r.length).sum();
+    Ok(BlockRanges { dev, ranges, stats })
+}
+
+/// The plan's ranges from many traces of one image: the chunks at least `min_share` of them
+/// read (each trace's device: `settings.device`, else the one it read most), in the order of
+/// their median first need. The figures are each trace's, averaged.
+pub fn build_fleet_block_ranges(
+    traces: &[Vec<BlockIo>],
+    settings: &BlockSettings,
+    min_share: f64,
+) -> Result<BlockRanges, BlockError> {
+    let mut needs: FxHashMap<u64, Vec<Nanos>> = FxHashMap::default();
+    let mut total = BlockStats::default();
+    let mut devices: FxHashMap<Dev, usize> = FxHashMap::default();
+    for ios in traces {
+        let dev = chosen_device(settings.device, &reads_by_device(ios))?;
+        *devices.entry(dev).or_default() += 1;
+        let (first_need, stats) = chunk_needs(ios, dev, settings)?;
+        for (index, t) in first_need {
+            needs.entry(index).or_default().push(t);
+        }
+        total.requests += stats.requests;
+        total.read_bytes += stats.read_bytes;
+        total.metadata_read_bytes += stats.metadata_read_bytes;
+        total.distinct_read_bytes += stats.distinct_read_bytes;
+    }
+    let n = traces.len().max(1) as u64;
+    let at_least = ((min_share * n as f64).ceil() as usize).max(1);
+    let mut chunks: Vec<(Nanos, u64)> = needs
+        .into_iter()
+        .filter(|(_, times)| times.len() >= at_least)
+        .map(|(index, mut times)| {
+            times.sort_unstable();
+            (times[(times.len() - 1) / 2], index)
+        })
+        .collect();
+    if chunks.is_empty() {
+        return Err(BlockError::Plan(format!("no chunk was read by {at_least} of the {n} traces")));
+    }
+    chunks.sort_unstable();
+    let ranges = merge_in_order(&chunks, settings.chunk_bytes, settings.device_bytes);
+    let dev = devices.into_iter().max_by_key(|&(dev, count)| (count, std::cmp::Reverse(dev))).map(|d| d.0);
+    let stats = BlockStats {
+        requests: total.requests / n,
+        read_bytes: total.read_bytes / n,
+        metadata_read_bytes: total.metadata_read_bytes / n,
+        distinct_read_bytes: total.distinct_read_bytes / n,
+        chunks: chunks.len() as u64,
+        planned_bytes: ranges.iter().map(|r| r.length).sum(),
+        other_devices: Vec::new(),
     };
+    Ok(BlockRanges { dev: dev.unwrap_or_default(), ranges, stats })
+}
+
+/// `wanted` when the trace read it, else the device read most.
+fn chosen_device(wanted: Option<Dev>, devices: &[(Dev, u64)]) -> Result<Dev, BlockError> {
+    match wanted {
+        Some(dev) if devices.iter().any(|d| d.0 == dev) => Ok(dev),
+        Some(dev) => Err(no_reads_of(dev, devices)),
+        None => devices.first().map(|d| d.0).ok_or_else(no_reads),
+    }
+}
+
+/// Each chunk of `dev` the reads touched, with its first need, and the reads' figures.
+fn chunk_needs(
+    ios: &[BlockIo],
+    dev: Dev,
+    settings: &BlockSettings,
+) -> Result<(FxHashMap<u64, Nanos>, BlockStats), BlockError> {
     let chunk = settings.chunk_bytes;
     let mut first_need: FxHashMap<u64, Nanos> = FxHashMap::default();
-    let mut stats = BlockStats {
-        other_devices: devices.iter().filter(|d| d.0 != dev).map(|d| (d.0.to_string(), d.1)).collect(),
-        ..BlockStats::default()
-    };
-    let reads = trace.block_ios.iter().filter(|b| b.op == BlockOp::Read && b.dev == dev);
+    let mut stats = BlockStats::default();
+    let reads = ios.iter().filter(|b| b.op == BlockOp::Read && b.dev == dev);
     for (b, sector) in reads.filter_map(|b| Some((b, b.sector?))) {
         let start = sector.saturating_mul(512);
         let end = start.saturating_add(u64::from(b.bytes)).min(settings.device_bytes);
@@ -72,13 +146,8 @@ pub fn build_block_ranges(trace: &Trace, settings: &BlockSettings) -> Result<Blo
             settings.device_bytes
         )));
     }
-    let mut chunks: Vec<(Nanos, u64)> = first_need.into_iter().map(|(index, t)| (t, index)).collect();
-    chunks.sort_unstable();
-    let ranges = merge_in_order(&chunks, chunk, settings.device_bytes);
-    stats.chunks = chunks.len() as u64;
-    stats.planned_bytes = ranges.iter().map(|r| r.length).sum();
-    stats.distinct_read_bytes = distinct_bytes(trace, dev, settings.device_bytes);
-    Ok(BlockRanges { dev, ranges, stats })
+    stats.distinct_read_bytes = distinct_bytes(ios, dev, settings.device_bytes);
+    Ok((first_need, stats))
 }
 
 /// The trace read nothing of `dev`.
@@ -113,9 +182,8 @@ fn merge_in_order(chunks: &[(Nanos, u64)], chunk: u64, device_bytes: u64) -> Vec
 }
 
 /// Bytes of the device the trace's reads covered, each byte counted once.
-fn distinct_bytes(trace: &Trace, dev: Dev, device_bytes: u64) -> u64 {
-    let mut spans: Vec<(u64, u64)> = trace
-        .block_ios
+fn distinct_bytes(ios: &[BlockIo], dev: Dev, device_bytes: u64) -> u64 {
+    let mut spans: Vec<(u64, u64)> = ios
         .iter()
         .filter(|b| b.op == BlockOp::Read && b.dev == dev)
         .filter_map(|b| {
@@ -197,6 +265,41 @@ mod tests {
             "the two reads of chunk 4 overlap by 2 KiB"
         );
         assert_eq!(planned.stats.other_devices, vec![("8:0".to_owned(), 4096)]);
+    }
+
+    #[test]
+    fn a_fleet_plan_keeps_the_chunks_most_traces_read_in_their_median_order() {
+        let (loop0, loop3) = (Dev::new(7, 0), Dev::new(7, 3));
+        // Three first boots of one image, on devices numbered as each machine numbered them:
+        // chunk 0 by all (at 10, 12, 30), chunk 2 by all (at 5, 40, 50), chunk 7 by one.
+        let traces = vec![
+            vec![
+                read(loop0, 0, 4096, 10, "RM"),
+                read(loop0, 2048, 4096, 5, "R"),
+                read(loop0, 7 * 1024, 4096, 1, "R"),
+            ],
+            vec![
+                read(loop3, 0, 8192, 12, "RM"),
+                read(loop3, 2048, 4096, 40, "R"),
+                read(Dev::new(8, 0), 0, 512, 1, "R"),
+            ],
+            vec![read(loop0, 0, 4096, 30, "RM"), read(loop0, 2048, 4096, 50, "R")],
+        ];
+        let settings = BlockSettings { device: None, chunk_bytes: 512 * KIB, device_bytes: 8 << 20 };
+        let planned = build_fleet_block_ranges(&traces, &settings, 0.5).unwrap();
+        let ranges: Vec<(u64, u64, Nanos)> =
+            planned.ranges.iter().map(|r| (r.offset / KIB, r.length / KIB, r.first_need_ns)).collect();
+        assert_eq!(ranges, vec![(0, 512, 12), (1024, 512, 40)], "chunk 7 (one of three) left out");
+        assert_eq!(planned.dev, loop0, "the device most traces read");
+        assert_eq!(planned.stats.chunks, 2);
+        assert_eq!(planned.stats.read_bytes, (3 * 4096 + 3 * 4096 + 2 * 4096) / 3, "bytes read per trace");
+        assert_eq!(planned.stats.metadata_read_bytes, (4096 + 8192 + 4096) / 3);
+        let all = build_fleet_block_ranges(&traces, &settings, 0.3).unwrap();
+        assert_eq!(all.stats.chunks, 3, "a share of 0.3: one trace of three suffices");
+        let err = build_fleet_block_ranges(&traces, &BlockSettings { device: Some(loop3), ..settings }, 0.5)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no read request of device 7:3"), "{err}");
     }
 
     #[test]

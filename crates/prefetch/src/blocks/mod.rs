@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use coldstart_trace::Nanos;
 use serde::{Deserialize, Serialize};
 
-pub use build::{BlockSettings, build_block_ranges};
+pub use build::{BlockSettings, build_block_ranges, build_fleet_block_ranges};
 pub use identity::Identity;
 pub use replay::{BlockReplayReport, replay_blocks};
 
@@ -301,6 +301,47 @@ pub fn plan_blocks(
             dev: chosen.to_string(),
             name: trace.disks.iter().find(|d| d.dev == chosen).map(|d| d.name.clone()),
             chosen_by: if request.device.is_some() { "--device" } else { "most reads" }.into(),
+            image: image.display().to_string(),
+        },
+        identity,
+        chunk_bytes: request.chunk_bytes,
+        ranges: built.ranges,
+        stats: built.stats,
+    })
+}
+
+/// Makes a block plan of many traces of one image (`request.trace_path` names their dataset):
+/// the chunks at least `min_share` of them read; the image is `request.image`, required.
+pub fn plan_fleet_blocks(
+    traces: &[Vec<coldstart_trace::BlockIo>],
+    request: &BlockPlanRequest,
+    min_share: f64,
+) -> Result<BlockPlan, BlockError> {
+    let image = request.image.ok_or_else(|| {
+        BlockError::Plan(
+            "a block plan of a dataset needs the image its traces booted: give it with --image PATH".into(),
+        )
+    })?;
+    if traces.is_empty() {
+        return Err(BlockError::Plan(format!("{} holds no trace to plan", request.trace_path)));
+    }
+    let device_bytes = direct::DirectDevice::open(image)?.size_bytes();
+    let settings = BlockSettings { device: request.device, chunk_bytes: request.chunk_bytes, device_bytes };
+    let built = build_fleet_block_ranges(traces, &settings, min_share)?;
+    let identity = identity::probe(image, &built.ranges)?;
+    Ok(BlockPlan {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: request.tool.into(),
+        source: BlockSource {
+            trace: request.trace_path.into(),
+            command: vec![format!("{} traces, chunks read by at least {min_share} of them", traces.len())],
+            ..BlockSource::default()
+        },
+        device: PlanDevice {
+            dev: built.dev.to_string(),
+            name: None,
+            chosen_by: if request.device.is_some() { "--device" } else { "most reads of each trace" }.into(),
             image: image.display().to_string(),
         },
         identity,
