@@ -9,6 +9,9 @@
 #             chunks: the device still fetches whole chunks, the replay moves fewer bytes
 #   fetch     the exact plan replayed `--fetch-only`: one 4 KiB block of each fetch unit it
 #             touches, enough for the volume to fetch the unit; the boot reads the rest itself
+#   fleet     with LEARN=N (N > 1) first boots recorded: the block plan of all of them, made
+#             through a fleet dataset (`export --format parquet`, then `prefetch plan --blocks
+#             --dataset`: the chunks half of them read), replayed as `plan` is
 #   fio       the whole volume read the providers' way, started at the same moment
 #             (fio --rw=read --bs=1M --iodepth=32 --direct=1)
 #   hydrated  the same image on the volume once fetched (custom:base=snapshot,fetch_chunk=0),
@@ -19,6 +22,7 @@
 #   SNAPSHOT=custom:base=snapshot,fetch_latency=20ms bash bench/snapshot-boot.sh 3
 #   WAYS="cold plan" bash bench/snapshot-boot.sh 3   # some of the ways only (cold always)
 #   WAYS="cold plan fetch" bash bench/snapshot-boot.sh 3
+#   LEARN=10 WAYS="cold plan fleet" bash bench/snapshot-boot.sh 5   # the fleet's plan against the boot's own
 #
 # The plan comes from one recorded first boot on the same volume (`record`, then
 # `prefetch plan --blocks TRACE --image IMAGE`). Prints each way's boot times, its median
@@ -56,10 +60,19 @@ echo "image: $image, ${size_mib} MiB, from $rootfs"
 # The device is not mounted by `storage mount` (no --at): each boot's command mounts it, as
 # the boot's root is mounted after an early hook has started the replay.
 dev_of='printf "%d:%d\n" 0x$(stat -c %t $COLDSTART_STORAGE_DEVICE) 0x$(stat -c %T $COLDSTART_STORAGE_DEVICE)'
-flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- sh -c "$dev_of > $work/dev && \
-    $COLDSTART record --until $until --timeout 120 -o $work/boot.coldstart -- \
-    sh -c 'mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot'" \
-    >/dev/null 2>"$work/learn.err" || { cat "$work/learn.err"; exit 1; }
+learn=${LEARN:-1}
+for i in $(seq 1 "$learn"); do
+    flock -s "$lock" "$COLDSTART" storage mount "$snapshot" --image "$image" -- sh -c "$dev_of > $work/dev && \
+        $COLDSTART record --until $until --timeout 120 -o $work/boot-$i.coldstart -- \
+        sh -c 'mount \$COLDSTART_STORAGE_DEVICE $mnt && exec $boot'" \
+        >/dev/null 2>"$work/learn.err" || { cat "$work/learn.err"; exit 1; }
+done
+cp "$work/boot-1.coldstart" "$work/boot.coldstart"
+if [ "$learn" -gt 1 ]; then
+    "$COLDSTART" export --format parquet -o "$work/first-boots" "$work"/boot-[0-9]*.coldstart 2>/dev/null
+    "$COLDSTART" prefetch plan --blocks --dataset "$work/first-boots" --image "$image" -o "$work/fleet.bplan" \
+        2>&1 | grep wrote
+fi
 for plan in plan exact; do
     chunk=512KiB
     [ "$plan" = exact ] && chunk=4KiB
@@ -75,6 +88,7 @@ declare -A command=(
     [plan]="sh -c '$(replay plan plan) & $mount_then_boot'"
     [exact]="sh -c '$(replay exact exact) & $mount_then_boot'"
     [fetch]="sh -c '$(replay exact fetch --fetch-only) & $mount_then_boot'"
+    [fleet]="sh -c '$(replay fleet fleet) & $mount_then_boot'"
     [fio]="sh -c '$fio & $mount_then_boot'"
     [hydrated]="sh -c '$mount_then_boot'"
 )
@@ -118,7 +132,13 @@ for way in "${ways[@]:1}"; do
     fi
     echo
 done
-for way in plan exact fetch; do
+if [[ " ${ways[*]} " == *" fleet "* && " ${ways[*]} " == *" plan "* ]]; then
+    read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times fleet)" "$(times plan)")
+    printf 'fleet/plan: median ratio %.3f (95%% interval %.3f–%.3f)' "$ratio" "$low" "$high"
+    read -r ratio low high < <("$BENCH_STATS" paired-ratio "$(times fleet)" "$(times plan)")
+    printf ', paired by round %.3f (%.3f–%.3f)\n' "$ratio" "$low" "$high"
+fi
+for way in plan exact fetch fleet; do
     [[ " ${ways[*]} " == *" $way "* ]] || continue
     if [[ " ${ways[*]} " == *" fio "* ]]; then
         read -r ratio low high < <("$BENCH_STATS" median-ratio "$(times $way)" "$(times fio)")
