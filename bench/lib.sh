@@ -108,3 +108,70 @@ stop_boots() {
     sleep 1
     bash bench/nspawn-boot.sh --clean "$1"
 }
+
+# ensure_qemu_rootfs DIR [GENERATOR]: a Debian bookworm tree with its kernel and initramfs
+# generator (initramfs-tools, or dracut), made once (mmdebstrap, a few minutes) for the QEMU
+# boots of bench/qemu-*.sh.
+ensure_qemu_rootfs() {
+    local rootfs=$1 generator=${2:-initramfs-tools} tmp
+    ls "$rootfs"/boot/vmlinuz-* >/dev/null 2>&1 && return 0
+    mkdir -p "$(dirname "$rootfs")"
+    tmp=$(mktemp -d "$(dirname "$rootfs")/.bookworm-qemu.XXXXXX")
+    mmdebstrap --quiet --variant=minbase --include="systemd-sysv,udev,dbus,$generator,linux-image-amd64" \
+        bookworm "$tmp/rootfs"
+    rm -rf "$rootfs"
+    mv "$tmp/rootfs" "$rootfs"
+    rmdir "$tmp"
+}
+
+# install_test_poweroff STAGE: a test-only unit in the guest's tree that powers the guest off
+# once the boot trace is written (or the prefetch service's history has coldstart_test.rows
+# rows), keeping the journal, and a trace and block replay report left in /run, in /var/log.
+install_test_poweroff() {
+    cat >"$1/usr/local/sbin/coldstart-test-poweroff" <<'EOF'
+#!/bin/sh
+# Test image only (bench/qemu-*.sh): power off once the boot trace is written, or once no
+# recorder runs and none was written (it failed), keeping the journal and a trace left in /run.
+rows=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^coldstart_test\.rows=//p')
+for i in $(seq 400); do
+    if [ -n "$rows" ]; then
+        # The prefetch service: its history's row for this boot is its last word.
+        [ "$(cat /var/lib/coldstart/boot/history.jsonl 2>/dev/null | wc -l)" -ge "$rows" ] && break
+        sleep 1
+        continue
+    fi
+    for f in /var/log/coldstart/*.coldstart /run/coldstart/*.coldstart; do [ -e "$f" ] && break 2; done
+    rec=
+    for c in /proc/[0-9]*/cmdline; do
+        case "$(tr '\0' ' ' <"$c" 2>/dev/null)" in *"record --boot"*) rec=1 ;; esac
+    done
+    if [ -z "$rec" ] && [ "$i" -gt 5 ]; then
+        echo "coldstart-test-poweroff: no recorder runs and no trace was written" >/dev/console
+        break
+    fi
+    sleep 1
+done
+sleep 2
+mkdir -p /var/log/coldstart-run
+cp /run/coldstart/*.coldstart /run/coldstart/boot-blocks.json /var/log/coldstart-run/ 2>/dev/null
+journalctl -b --no-pager >/var/log/coldstart-journal.txt
+sync
+systemctl --no-block poweroff
+EOF
+    chmod 0755 "$1/usr/local/sbin/coldstart-test-poweroff"
+    cat >"$1/etc/systemd/system/coldstart-test-poweroff.service" <<'EOF'
+# Test image only (bench/qemu-*.sh).
+[Unit]
+Description=Power off once coldstart has written the boot trace
+
+[Service]
+Type=simple
+ExecStart=/usr/local/sbin/coldstart-test-poweroff
+
+[Install]
+WantedBy=multi-user.target
+EOF
+    mkdir -p "$1/etc/systemd/system/multi-user.target.wants"
+    ln -s /etc/systemd/system/coldstart-test-poweroff.service \
+        "$1/etc/systemd/system/multi-user.target.wants/coldstart-test-poweroff.service"
+}

@@ -35,15 +35,7 @@ install_packages qemu-system-x86 mmdebstrap e2fsprogs
 use_coldstart
 out=${OUT:-/var/tmp/coldstart-qemu-boot}
 rootfs=${ROOTFS:-/var/cache/coldstart-tests/bookworm-qemu}
-if ! ls "$rootfs"/boot/vmlinuz-* >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$rootfs")"
-    tmp=$(mktemp -d "$(dirname "$rootfs")/.bookworm-qemu.XXXXXX")
-    mmdebstrap --quiet --variant=minbase --include=systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools \
-        bookworm "$tmp/rootfs"
-    rm -rf "$rootfs"
-    mv "$tmp/rootfs" "$rootfs"
-    rmdir "$tmp"
-fi
+ensure_qemu_rootfs "$rootfs"
 work=$(mktemp -d /var/tmp/coldstart-qemu-boot.XXXXXX)
 qemu_pid=
 cleanup() {
@@ -62,52 +54,7 @@ stage() {
     echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' >"$s/etc/fstab"
     install -m 0755 "$COLDSTART" "$s/usr/local/bin/coldstart"
     mkdir -p "$s/usr/local/sbin"
-    cat >"$s/usr/local/sbin/coldstart-test-poweroff" <<'EOF'
-#!/bin/sh
-# Test image only (bench/qemu-boot.sh): power off once the boot trace is written, or once no
-# recorder runs and none was written (it failed), keeping the journal and a trace left in /run.
-rows=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^coldstart_test\.rows=//p')
-for i in $(seq 400); do
-    if [ -n "$rows" ]; then
-        # The prefetch service: its history's row for this boot is its last word.
-        [ "$(cat /var/lib/coldstart/boot/history.jsonl 2>/dev/null | wc -l)" -ge "$rows" ] && break
-        sleep 1
-        continue
-    fi
-    for f in /var/log/coldstart/*.coldstart /run/coldstart/*.coldstart; do [ -e "$f" ] && break 2; done
-    rec=
-    for c in /proc/[0-9]*/cmdline; do
-        case "$(tr '\0' ' ' <"$c" 2>/dev/null)" in *"record --boot"*) rec=1 ;; esac
-    done
-    if [ -z "$rec" ] && [ "$i" -gt 5 ]; then
-        echo "coldstart-test-poweroff: no recorder runs and no trace was written" >/dev/console
-        break
-    fi
-    sleep 1
-done
-sleep 2
-mkdir -p /var/log/coldstart-run
-cp /run/coldstart/*.coldstart /var/log/coldstart-run/ 2>/dev/null
-journalctl -b --no-pager >/var/log/coldstart-journal.txt
-sync
-systemctl --no-block poweroff
-EOF
-    chmod 0755 "$s/usr/local/sbin/coldstart-test-poweroff"
-    cat >"$s/etc/systemd/system/coldstart-test-poweroff.service" <<'EOF'
-# Test image only (bench/qemu-boot.sh).
-[Unit]
-Description=Power off once coldstart has written the boot trace
-
-[Service]
-Type=simple
-ExecStart=/usr/local/sbin/coldstart-test-poweroff
-
-[Install]
-WantedBy=multi-user.target
-EOF
-    mkdir -p "$s/etc/systemd/system/multi-user.target.wants"
-    ln -s /etc/systemd/system/coldstart-test-poweroff.service \
-        "$s/etc/systemd/system/multi-user.target.wants/coldstart-test-poweroff.service"
+    install_test_poweroff "$s"
     case $mode in
         unit) "$COLDSTART" boot enable --root "$s" --until unit:multi-user.target --timeout 300 >/dev/null ;;
         init) ln -s ../bin/coldstart "$s/usr/local/sbin/coldstart-init" ;;

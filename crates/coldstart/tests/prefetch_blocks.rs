@@ -418,3 +418,211 @@ fn a_block_plan_of_a_dataset_keeps_the_chunks_most_first_boots_read() {
     );
     assert!(err.contains("--image"), "{err}");
 }
+
+/// Every path under `root` with its size, sorted.
+fn tree(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            out.push(format!("{} {}", path.strip_prefix(root).unwrap().display(), meta.len()));
+            if meta.is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `boot enable --block-plan` writes the plan, the hooks' settings, the initramfs-tools hook
+/// and premount script and the dracut module (the root has both generators), scripts a shell
+/// reads; bad uses exit 2 with one line; `disable` leaves the root as it was.
+#[test]
+fn boot_enable_with_a_block_plan_installs_its_early_replay_and_disable_removes_it() {
+    let dir = private_dir();
+    let image = ext4_image(dir.path(), "a", "0b10c000-0000-4000-8000-0000000000e1");
+    let trace = trace_of(Dev::new(7, 200), dir.path());
+    let plan = dir.path().join("boot.bplan");
+    coldstart()
+        .args(["prefetch", "plan", "--blocks"])
+        .arg(&trace)
+        .arg("--image")
+        .arg(&image)
+        .arg("-o")
+        .arg(&plan)
+        .assert()
+        .success();
+    let root = dir.path().join("root");
+    for d in ["etc/initramfs-tools", "usr/lib/dracut", "etc/systemd"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let before = tree(&root);
+    let enable = |extra: &[&str]| {
+        let mut c = coldstart();
+        c.args(["boot", "enable", "--root"]).arg(&root).arg("--block-plan").arg(&plan).args(extra);
+        c.assert()
+    };
+
+    let err = one_line_exit_2(enable(&["--no-initramfs-update"]));
+    assert!(
+        err.contains("/usr/local/bin/coldstart is not there") && err.contains("--install-binary"),
+        "{err}"
+    );
+    let page_plan = dir.path().join("page.plan");
+    std::fs::write(&page_plan, "{\"format\": \"coldstart-plan\"}").unwrap();
+    let err = one_line_exit_2(
+        coldstart()
+            .args(["boot", "enable", "--install-binary", "--root"])
+            .arg(&root)
+            .arg("--block-plan")
+            .arg(&page_plan)
+            .assert(),
+    );
+    assert!(err.contains("page.plan"), "{err}");
+    let err = one_line_exit_2(
+        coldstart().args(["boot", "enable", "--no-initramfs-update", "--root"]).arg(&root).assert(),
+    );
+    assert!(err.contains("goes with --block-plan"), "{err}");
+    let theirs = root.join("etc/initramfs-tools/hooks/coldstart-blocks");
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    std::fs::write(&theirs, "#!/bin/sh\n").unwrap();
+    let err = one_line_exit_2(enable(&["--install-binary", "--no-initramfs-update"]));
+    assert!(err.contains("hooks/coldstart-blocks exists but was not written by"), "{err}");
+    std::fs::remove_dir_all(theirs.parent().unwrap()).unwrap();
+    assert_eq!(tree(&root), before, "nothing written by a refused enable");
+
+    enable(&["--install-binary", "--no-initramfs-update"])
+        .success()
+        .stdout(contains("block plan /etc/coldstart/boot-blocks.bplan (6 chunks)"))
+        .stdout(contains("the initramfs was left as it is"));
+    assert_eq!(
+        std::fs::read(root.join("etc/coldstart/boot-blocks.bplan")).unwrap(),
+        std::fs::read(&plan).unwrap()
+    );
+    let conf = std::fs::read_to_string(root.join("etc/coldstart/boot-blocks.conf")).unwrap();
+    assert!(conf.contains("COLDSTART_BINARY=/usr/local/bin/coldstart\n"), "{conf}");
+    assert!(conf.contains("COLDSTART_BLOCK_PLAN=/etc/coldstart/boot-blocks.bplan\n"), "{conf}");
+    let scripts = [
+        ("etc/initramfs-tools/hooks/coldstart-blocks", "copy_exec \"$COLDSTART_BINARY\" /bin/coldstart"),
+        ("etc/initramfs-tools/scripts/local-premount/coldstart-blocks", "boot early --device \"$ROOT\""),
+        ("usr/lib/dracut/modules.d/90coldstart-blocks/module-setup.sh", "inst_hook pre-mount"),
+        (
+            "usr/lib/dracut/modules.d/90coldstart-blocks/coldstart-blocks.sh",
+            "boot early --device \"$coldstart_root\"",
+        ),
+    ];
+    for (rel, says) in scripts {
+        let path = root.join(rel);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(says), "{rel}: {text}");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o755, "{rel}");
+        let shell = if rel.ends_with("module-setup.sh") { "bash" } else { "sh" };
+        let checked = Command::new(shell).arg("-n").arg(&path).output().unwrap();
+        assert!(checked.status.success(), "{rel}: {}", String::from_utf8_lossy(&checked.stderr));
+    }
+    let prereqs = Command::new("sh").arg(root.join(scripts[1].0)).arg("prereqs").output().unwrap();
+    assert!(
+        prereqs.status.success() && prereqs.stdout.trim_ascii().is_empty(),
+        "initramfs-tools asks prereqs"
+    );
+
+    // Without the generator's program in the root, making the initramfs again fails in one line.
+    coldstart().args(["boot", "disable", "--no-initramfs-update", "--root"]).arg(&root).assert().success();
+    let err = one_line_exit_2(enable(&["--install-binary"]));
+    assert!(err.contains("update-initramfs") && err.contains("--no-initramfs-update"), "{err}");
+    coldstart()
+        .args(["boot", "disable", "--no-initramfs-update", "--root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(contains("still replays the block plan until it is made again"));
+    assert_eq!(tree(&root), before, "disable removed what enable wrote");
+}
+
+/// `boot early`, as the initramfs runs it: on its image one 4 KiB block of each fetch unit
+/// after the identity, a report and one line in the log; on another image nothing beyond the
+/// first block, the refusal in the report and the log.
+#[test]
+fn the_early_replay_fetches_one_block_of_each_unit_on_its_image_and_refuses_another() {
+    if !can_make_devices("the early block replay") {
+        return;
+    }
+    let dir = private_dir();
+    let a = Loop::attach(&ext4_image(dir.path(), "a", "0b10c000-0000-4000-8000-0000000000e2"));
+    let b = Loop::attach(&ext4_image(dir.path(), "b", "0b10c000-0000-4000-8000-0000000000e3"));
+    let trace = trace_of(a.dev(), dir.path());
+    let plan = dir.path().join("boot.bplan");
+    coldstart().args(["prefetch", "plan", "--blocks"]).arg(&trace).arg("-o").arg(&plan).assert().success();
+    let identity_sectors: u64 = json(&plan)["identity"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["length"].as_u64().unwrap() / 512)
+        .sum();
+    let log = dir.path().join("kmsg");
+    let report = dir.path().join("run/coldstart/boot-blocks.json");
+    let early = |device: &Path| {
+        std::fs::write(&log, "").unwrap();
+        let mut c = coldstart();
+        c.args(["boot", "early", "--device"]).arg(device).arg("--plan").arg(&plan);
+        c.arg("--log").arg(&log).arg("--report").arg(&report);
+        c.assert()
+    };
+
+    let before = a.sectors_read();
+    early(&a.path).success();
+    assert_eq!(a.sectors_read() - before, identity_sectors + PLANNED_CHUNKS * 8);
+    let said = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(lines[0].contains(&format!("from {} before the root is mounted", a.path.display())), "{said}");
+    assert!(lines[1].starts_with("coldstart: replayed one block of each of 6 fetch units"), "{said}");
+    let r = json(&report);
+    assert_eq!((r["fetch_units"].as_u64(), r["fetch_only"].as_bool()), (Some(PLANNED_CHUNKS), Some(true)));
+
+    let before = b.sectors_read();
+    early(&b.path).code(2);
+    assert_eq!(b.sectors_read() - before, 8, "only the first block was read");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("was not replayed") && said.contains("not the plan's image"), "{said}");
+    assert!(json(&report)["error"].as_str().unwrap().contains("UUID"), "{}", json(&report));
+
+    // Enabled on a mounted filesystem, the plan is checked against its device first, and
+    // again once enable has written into it.
+    let at = dir.path().join("mnt");
+    std::fs::create_dir(&at).unwrap();
+    assert!(Command::new("mount").arg(&b.path).arg(&at).status().unwrap().success());
+    let unmount = Unmount(at.clone());
+    std::fs::create_dir_all(at.join("etc/initramfs-tools")).unwrap();
+    std::fs::create_dir_all(at.join("usr/local/bin")).unwrap();
+    std::fs::write(at.join("usr/local/bin/coldstart"), "#!/bin/sh\n").unwrap();
+    let enable = || {
+        let mut c = coldstart();
+        c.args(["boot", "enable", "--no-initramfs-update", "--root"]).arg(&at).arg("--block-plan").arg(&plan);
+        c.assert()
+    };
+    let err = one_line_exit_2(enable());
+    assert!(err.contains("is not for the filesystem at") && err.contains("UUID"), "{err}");
+    drop(unmount);
+    assert!(Command::new("mount").arg(&a.path).arg(&at).status().unwrap().success());
+    let _unmount = Unmount(at.clone());
+    std::fs::create_dir_all(at.join("etc/initramfs-tools")).unwrap();
+    std::fs::create_dir_all(at.join("usr/local/bin")).unwrap();
+    std::fs::write(at.join("usr/local/bin/coldstart"), "#!/bin/sh\n").unwrap();
+    let out = enable().success().get_output().stdout.clone();
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("the plan still holds") || out.contains("the plan no longer holds"), "{out}");
+}
+
+/// Unmounts its directory on drop.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}

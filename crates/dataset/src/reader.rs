@@ -440,3 +440,45 @@ pub fn read_plan_traces<E: From<DatasetError>>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::data_type::ByteArray;
+
+    fn column(name: &str, values: Values) -> Column {
+        Column { name: name.into(), nullable: false, values, levels: Vec::new() }
+    }
+
+    /// Block rows with one request of `dev` and `bytes`.
+    fn block_table(dev: &str, bytes: i64) -> Table {
+        let text = |s: &str| Values::Str(vec![ByteArray::from(s)]);
+        Table {
+            columns: vec![
+                column("issue_ns", Values::I64(vec![1_000])),
+                column("complete_ns", Values::I64(vec![2_000])),
+                column("dev", text(dev)),
+                column("sector", Values::I64(vec![8])),
+                column("bytes", Values::I64(vec![bytes])),
+                column("op", text("read")),
+                column("rwbs", text("RM")),
+            ],
+            rows: 1,
+        }
+    }
+
+    #[test]
+    fn block_rows_are_read_and_a_bad_device_or_size_is_named() {
+        let path = Path::new("block_io/part.parquet");
+        let ios = block_rows_of(path, &block_table("254:0", 4096)).unwrap();
+        assert_eq!(ios.len(), 1);
+        assert_eq!((ios[0].dev, ios[0].sector, ios[0].bytes), (Dev::new(254, 0), Some(8), 4096));
+        assert_eq!((ios[0].op, ios[0].rwbs.as_str()), (BlockOp::Read, "RM"));
+        let bad_dev = block_rows_of(path, &block_table("vda", 4096)).unwrap_err().to_string();
+        assert!(bad_dev.contains("dev") && bad_dev.contains("\"vda\", not MAJ:MIN"), "{bad_dev}");
+        let bad_size = block_rows_of(path, &block_table("254:0", 1 << 40)).unwrap_err().to_string();
+        assert!(bad_size.contains("bytes holds a size out of range"), "{bad_size}");
+        let negative = block_rows_of(path, &block_table("254:0", -1)).unwrap_err().to_string();
+        assert!(negative.contains("bytes"), "{negative}");
+    }
+}

@@ -56,6 +56,10 @@ pub enum Action {
     /// Say whether the unit is enabled, with which options, and list the boot traces written.
     Status(RootArgs),
     Init(crate::cmd::boot_init::InitArgs),
+    /// What the initramfs runs after `enable --block-plan`: the plan's chunks fetched from the
+    /// root device before it is mounted.
+    #[command(hide = true)]
+    Early(crate::cmd::boot_blocks::EarlyArgs),
     /// What the unit runs after `enable --prefetch`: decide, replay, record, learn.
     #[command(hide = true)]
     Service(crate::cmd::boot_service::ServiceArgs),
@@ -74,6 +78,7 @@ pub enum Action {
   sudo coldstart boot enable --prefetch --verify-boots 5 --reverify-every 50 --keep-traces 8
   sudo coldstart boot enable --prefetch --learn-boots 3   # plan the pages 2 of 3 boots used
   sudo coldstart boot disable --purge              # and the prefetch service's state
+  sudo coldstart boot enable --root /mnt/image --install-binary --block-plan boot.bplan
 
 With --prefetch the unit runs the prefetch service instead of a plain recording: the first
 --learn-boots boots (2) are recorded lightly and planned (the pages more than half of them
@@ -86,6 +91,14 @@ device, the boots use less of it). State and the last traces: /var/lib/coldstart
 (`disable --purge` removes it). `boot status` shows the boots and the decisions. Booted
 with init=/usr/local/sbin/coldstart-init, the wrapper runs the service before systemd (its
 replay starts earlier, which pays on slow disks) and the unit steps aside.
+
+With --block-plan (an image's first boot on a lazily fetched volume, docs/storage.md), the
+plan goes to /etc/coldstart/boot-blocks.bplan with an initramfs-tools hook and premount script
+and a dracut module (for the generators the root has); the initramfs is made again (in a
+chroot for another root). Each boot then starts `coldstart boot early` on the root device as
+soon as it exists: one block of each planned fetch unit read with direct I/O, in the
+background; the kernel log says what it did, /run/coldstart/boot-blocks.json has the report,
+and a device that is not the plan's image is refused in one line, nothing else read.
 
 Writes etc/systemd/system/coldstart-boot.service (contrib/systemd's file as it is), its
 drop-in coldstart-boot.service.d/coldstart-options.conf with the ExecStart of these options,
@@ -112,8 +125,23 @@ pub struct EnableArgs {
     /// machine that it pays, keep it fresh (see below).
     #[arg(long)]
     pub prefetch: bool,
+    /// A block plan (`prefetch plan --blocks`) of this image's first boot, replayed from the
+    /// initramfs before the root filesystem is mounted: its chunks fetched from a lazily
+    /// fetched volume before the boot asks for them (see below).
+    #[arg(long, value_name = "PLAN")]
+    pub block_plan: Option<PathBuf>,
+    #[command(flatten)]
+    pub initramfs: InitramfsArgs,
     #[command(flatten)]
     pub tuning: crate::cmd::boot_service::Tuning,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitramfsArgs {
+    /// Leave the root's initramfs as it is: the block plan's hooks take effect when the image's
+    /// build, or you, make it again (update-initramfs -u, dracut -f).
+    #[arg(long)]
+    pub no_initramfs_update: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -123,6 +151,8 @@ pub struct DisableArgs {
     /// Also remove the prefetch service's state (history, plan, traces) under /var/lib/coldstart/boot.
     #[arg(long)]
     pub purge: bool,
+    #[command(flatten)]
+    pub initramfs: InitramfsArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -138,6 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Action::Disable(a) => disable(&a),
         Action::Status(a) => status(&a),
         Action::Init(a) => crate::cmd::boot_init::run(a),
+        Action::Early(a) => crate::cmd::boot_blocks::early(&a),
         Action::Service(a) => crate::cmd::boot_service::run(a),
         Action::Hold => hold(),
     }
@@ -173,7 +204,7 @@ pub fn boot_conditions(until: &[Until]) -> anyhow::Result<Vec<Until>> {
     Ok(until.to_vec())
 }
 
-fn inside(root: &Path, path: &str) -> PathBuf {
+pub(crate) fn inside(root: &Path, path: &str) -> PathBuf {
     root.join(path.trim_start_matches('/'))
 }
 
@@ -264,7 +295,7 @@ fn exec_start(args: &EnableArgs) -> String {
 }
 
 /// Creates `rel` and its missing parents under `root`; returns those it created, outermost first.
-fn create_dirs(root: &Path, rel: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) fn create_dirs(root: &Path, rel: &str) -> anyhow::Result<Vec<String>> {
     let mut created = Vec::new();
     let mut path = String::new();
     for part in rel.split('/').filter(|p| !p.is_empty()) {
@@ -297,11 +328,64 @@ fn wants_link(root: &Path) -> PathBuf {
     inside(root, &format!("{WANTS_DIR}/{UNIT_NAME}"))
 }
 
-fn exists(path: &Path) -> bool {
+pub(crate) fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
 fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
+    let root = &args.root.root;
+    check_enable_args(args)?;
+    let block_plan = match &args.block_plan {
+        Some(path) => Some(crate::cmd::boot_blocks::check(root, path, &args.binary())?),
+        None => None,
+    };
+    if exists(&drop_in_path(root)) {
+        disable_quietly(root)?;
+        eprintln!("coldstart: it was enabled already: replaced with these options");
+    } else if exists(&unit_path(root)) || exists(&wants_link(root)) {
+        bail!(
+            "{} or its sysinit.target.wants link exists but was not written by `coldstart boot enable`: left alone",
+            unit_path(root).display()
+        );
+    }
+    if block_plan.is_some() {
+        crate::cmd::boot_blocks::refuse_in_the_way(root)?;
+    }
+    let binary = inside(root, &args.binary().to_string_lossy());
+    if args.install_binary && exists(&binary) {
+        bail!("{} exists already: leave out --install-binary to use it, or remove it", binary.display());
+    }
+    if block_plan.is_some() && !args.install_binary && !exists(&binary) {
+        bail!(
+            "--block-plan: {} is not there, and the initramfs made now needs it: add --install-binary",
+            binary.display()
+        );
+    }
+    let created = write_enabled(args)?;
+    write_drop_in(args, &created)?;
+    println!("enabled {UNIT_NAME} in {} (wanted by sysinit.target)", root.display());
+    println!("  runs   {}", exec_start(args));
+    if let Some(plan) = &block_plan {
+        report_block_plan(args, plan)?;
+    }
+    if !args.install_binary && !exists(&binary) {
+        println!(
+            "  WARNING {} is not there yet: install coldstart there, or enable again with --install-binary",
+            binary.display()
+        );
+    }
+    if root == Path::new("/") && args.prefetch {
+        println!(
+            "next: systemctl daemon-reload; the next boot learns, then the service verifies its plan (boot status)"
+        );
+    } else if root == Path::new("/") {
+        println!("next: systemctl daemon-reload; the next boot is recorded to /var/log/coldstart/");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The options' own checks, before anything is read or written.
+fn check_enable_args(args: &EnableArgs) -> anyhow::Result<()> {
     let root = &args.root.root;
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
@@ -320,19 +404,17 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
             "--verify-boots, --reverify-every, --keep-traces and --learn-boots set the prefetch service: add --prefetch"
         );
     }
-    if exists(&drop_in_path(root)) {
-        disable_quietly(root)?;
-        eprintln!("coldstart: it was enabled already: replaced with these options");
-    } else if exists(&unit_path(root)) || exists(&wants_link(root)) {
+    if args.initramfs.no_initramfs_update && args.block_plan.is_none() {
         bail!(
-            "{} or its sysinit.target.wants link exists but was not written by `coldstart boot enable`: left alone",
-            unit_path(root).display()
+            "--no-initramfs-update goes with --block-plan (without one, enable leaves the initramfs alone)"
         );
     }
-    let binary = inside(root, &args.binary().to_string_lossy());
-    if args.install_binary && exists(&binary) {
-        bail!("{} exists already: leave out --install-binary to use it, or remove it", binary.display());
-    }
+    Ok(())
+}
+
+/// Writes the unit, its link, the binary and the block plan's files; returns what it created.
+fn write_enabled(args: &EnableArgs) -> anyhow::Result<Vec<String>> {
+    let root = &args.root.root;
     let mut created = create_dirs(root, &format!("{UNIT_DIR}/{UNIT_NAME}.d"))?;
     created.extend(create_dirs(root, WANTS_DIR)?);
     std::fs::write(unit_path(root), UNIT_TEXT)
@@ -341,6 +423,7 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), wants_link(root))
         .with_context(|| format!("cannot link {}", wants_link(root).display()))?;
     if args.install_binary {
+        let binary = inside(root, &args.binary().to_string_lossy());
         let parent = args.binary().parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         created.extend(create_dirs(root, &parent)?);
         let me = std::env::current_exe().context("cannot find the running coldstart binary")?;
@@ -349,11 +432,20 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755))?;
         created.push(args.binary().to_string_lossy().into_owned());
     }
+    if let Some(path) = &args.block_plan {
+        created.extend(crate::cmd::boot_blocks::install(root, path, &args.binary())?);
+    }
+    Ok(created)
+}
+
+/// The drop-in: what enable created (for disable), and the service's command line.
+fn write_drop_in(args: &EnableArgs, created: &[String]) -> anyhow::Result<()> {
+    let root = &args.root.root;
     let mut drop_in = String::from(
         "# Written by `coldstart boot enable`, with the options given to it; `coldstart boot disable`\n\
          # removes it, the unit, its link, and what the lines below name.\n",
     );
-    for path in &created {
+    for path in created {
         drop_in.push_str(&format!("{CREATED}{path}\n"));
     }
     if args.prefetch {
@@ -367,22 +459,35 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(drop_in_path(root), drop_in)
         .with_context(|| format!("cannot write {}", drop_in_path(root).display()))?;
     std::fs::set_permissions(drop_in_path(root), std::fs::Permissions::from_mode(0o644))?;
-    println!("enabled {UNIT_NAME} in {} (wanted by sysinit.target)", root.display());
-    println!("  runs   {}", exec_start(args));
-    if !args.install_binary && !exists(&binary) {
+    Ok(())
+}
+
+/// What `enable --block-plan` did to the initramfs, and whether the plan still holds.
+fn report_block_plan(args: &EnableArgs, plan: &coldstart_prefetch::blocks::BlockPlan) -> anyhow::Result<()> {
+    let root = &args.root.root;
+    println!(
+        "  block plan {} ({} chunks) replayed from the initramfs before {} is mounted",
+        crate::cmd::boot_blocks::PLAN_IN_ROOT,
+        plan.chunks().len(),
+        plan.identity.uuid
+    );
+    if args.initramfs.no_initramfs_update {
         println!(
-            "  WARNING {} is not there yet: install coldstart there, or enable again with --install-binary",
-            binary.display()
+            "  the initramfs was left as it is: make it again (update-initramfs -u, dracut -f) to replay the plan"
         );
+    } else {
+        let ran = crate::cmd::boot_blocks::update_initramfs(root)?;
+        println!("  initramfs made again: {ran}");
     }
-    if root == Path::new("/") && args.prefetch {
-        println!(
-            "next: systemctl daemon-reload; the next boot learns, then the service verifies its plan (boot status)"
-        );
-    } else if root == Path::new("/") {
-        println!("next: systemctl daemon-reload; the next boot is recorded to /var/log/coldstart/");
+    match crate::cmd::boot_blocks::still_holds(root, plan) {
+        Some(Ok(())) => println!("  the plan still holds on the filesystem after these changes"),
+        Some(Err(e)) => println!(
+            "  WARNING the plan no longer holds on the filesystem ({e:#}): each boot will refuse it with one line; \
+             make the plan from a boot of the image as it is now"
+        ),
+        None => {}
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The paths the drop-in says `enable` created, in the order created.
@@ -426,6 +531,8 @@ fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
     }
+    let had_block_plan = std::fs::read_to_string(drop_in_path(root))
+        .is_ok_and(|d| created_paths(&d).iter().any(|p| p == crate::cmd::boot_blocks::PLAN_IN_ROOT));
     let mut removed = disable_quietly(root)?;
     let state = inside(root, crate::cmd::boot_service::STATE_DIR);
     if args.purge && exists(&state) {
@@ -442,6 +549,13 @@ fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
     }
     if exists(&state) {
         println!("kept the prefetch service's state in {} (--purge removes it)", state.display());
+    }
+    if had_block_plan && args.initramfs.no_initramfs_update {
+        println!(
+            "the initramfs still replays the block plan until it is made again (update-initramfs -u, dracut -f)"
+        );
+    } else if had_block_plan {
+        println!("initramfs made again: {}", crate::cmd::boot_blocks::update_initramfs(root)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ pub mod anonymize;
 pub mod bench;
 pub mod bench_storage;
 pub mod boot;
+pub mod boot_blocks;
 pub mod boot_init;
 pub mod boot_service;
 pub mod demo;

@@ -80,11 +80,13 @@ fn fleet_plan(dir: &Path, args: &PlanArgs, request: &BlockPlanRequest) -> anyhow
         build: args.build.clone(),
         machine_class: args.machine_class.clone(),
     };
-    let (traces, not_selected) = crate::cmd::prefetch_fleet::read_blocks(dir, &selection)?;
+    let mut fleet = blocks::FleetChunks::new(blocks::fleet_settings(request)?);
+    let not_selected =
+        crate::cmd::prefetch_fleet::read_blocks(dir, &selection, &mut |ios| Ok(fleet.add(&ios)?))?;
     if not_selected > 0 {
         eprintln!("coldstart: {not_selected} traces of another build or machine class left out");
     }
-    Ok(blocks::plan_fleet_blocks(&traces, request, args.min_share.unwrap_or(0.5))?)
+    Ok(blocks::plan_fleet_blocks(fleet, request, args.min_share.unwrap_or(0.5))?)
 }
 
 /// `prefetch show` of a block plan.

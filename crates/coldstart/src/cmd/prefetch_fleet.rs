@@ -120,9 +120,13 @@ pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
     Ok(fleet)
 }
 
-/// The block requests of the selected traces of the dataset at `dir` (surveyed first), one
-/// list per trace, and how many traces were not selected.
-pub fn read_blocks(dir: &Path, selection: &Selection) -> anyhow::Result<(Vec<Vec<BlockIo>>, usize)> {
+/// Hands the block requests of each selected trace of the dataset at `dir` (surveyed first)
+/// to `each`, one trace at a time; returns how many traces were not selected.
+pub fn read_blocks(
+    dir: &Path,
+    selection: &Selection,
+    each: &mut dyn FnMut(Vec<BlockIo>) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
     let survey = crate::cmd::fleet::checked_survey(dir, "planned")?;
     let catalog = &survey.catalog;
     let build_wanted = |b: &Option<String>| selection.build.is_none() || selection.build == *b;
@@ -132,14 +136,10 @@ pub fn read_blocks(dir: &Path, selection: &Selection) -> anyhow::Result<(Vec<Vec
         not_selected += usize::from(!wanted);
         wanted
     };
-    let mut traces = Vec::new();
-    let mut keep = |_: TraceRow, ios: Vec<BlockIo>| -> anyhow::Result<()> {
-        traces.push(ios);
-        Ok(())
-    };
+    let mut keep = |_: TraceRow, ios: Vec<BlockIo>| each(ios);
     reader::read_block_traces(dir, catalog, &build_wanted, &mut want, &mut keep)
         .with_context(|| format!("cannot read the dataset {}", dir.display()))?;
-    Ok((traces, not_selected))
+    Ok(not_selected)
 }
 
 /// Progress on stderr for large datasets (a line every 5 %, when stderr is a terminal).

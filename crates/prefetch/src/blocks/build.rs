@@ -57,55 +57,93 @@ pub fn build_block_ranges(trace: &Trace, settings: &BlockSettings) -> Result<Blo
     Ok(BlockRanges { dev, ranges, stats })
 }
 
-/// The plan's ranges from many traces of one image: the chunks at least `min_share` of them
-/// read (each trace's device: `settings.device`, else the one it read most), in the order of
-/// their median first need. The figures are each trace's, averaged.
+/// Many traces of one image (a fleet's first boots), folded one at a time so that they need
+/// not all be held: each chunk's first needs, the traces' figures, their devices.
+#[derive(Debug)]
+pub struct FleetChunks {
+    settings: BlockSettings,
+    needs: FxHashMap<u64, Vec<Nanos>>,
+    total: BlockStats,
+    devices: FxHashMap<Dev, usize>,
+    traces: u64,
+}
+
+impl FleetChunks {
+    pub fn new(settings: BlockSettings) -> FleetChunks {
+        FleetChunks {
+            settings,
+            needs: FxHashMap::default(),
+            total: BlockStats::default(),
+            devices: FxHashMap::default(),
+            traces: 0,
+        }
+    }
+
+    /// Adds one trace's requests (its device: `settings.device`, else the one it read most).
+    pub fn add(&mut self, ios: &[BlockIo]) -> Result<(), BlockError> {
+        let dev = chosen_device(self.settings.device, &reads_by_device(ios))?;
+        *self.devices.entry(dev).or_default() += 1;
+        let (first_need, stats) = chunk_needs(ios, dev, &self.settings)?;
+        for (index, t) in first_need {
+            self.needs.entry(index).or_default().push(t);
+        }
+        self.total.requests += stats.requests;
+        self.total.read_bytes += stats.read_bytes;
+        self.total.metadata_read_bytes += stats.metadata_read_bytes;
+        self.total.distinct_read_bytes += stats.distinct_read_bytes;
+        self.traces += 1;
+        Ok(())
+    }
+
+    /// Traces added so far.
+    pub fn traces(&self) -> u64 {
+        self.traces
+    }
+
+    /// The chunks at least `min_share` of the traces read, in the order of their median
+    /// first need; the figures are each trace's, averaged.
+    pub fn ranges(self, min_share: f64) -> Result<BlockRanges, BlockError> {
+        let n = self.traces.max(1);
+        let at_least = ((min_share * n as f64).ceil() as usize).max(1);
+        let mut chunks: Vec<(Nanos, u64)> = self
+            .needs
+            .into_iter()
+            .filter(|(_, times)| times.len() >= at_least)
+            .map(|(index, mut times)| {
+                times.sort_unstable();
+                (times[(times.len() - 1) / 2], index)
+            })
+            .collect();
+        if chunks.is_empty() {
+            return Err(BlockError::Plan(format!("no chunk was read by {at_least} of the {n} traces")));
+        }
+        chunks.sort_unstable();
+        let ranges = merge_in_order(&chunks, self.settings.chunk_bytes, self.settings.device_bytes);
+        let dev = self.devices.into_iter().max_by_key(|&(dev, count)| (count, std::cmp::Reverse(dev)));
+        let stats = BlockStats {
+            requests: self.total.requests / n,
+            read_bytes: self.total.read_bytes / n,
+            metadata_read_bytes: self.total.metadata_read_bytes / n,
+            distinct_read_bytes: self.total.distinct_read_bytes / n,
+            chunks: chunks.len() as u64,
+            planned_bytes: ranges.iter().map(|r| r.length).sum(),
+            other_devices: Vec::new(),
+        };
+        Ok(BlockRanges { dev: dev.map(|d| d.0).unwrap_or_default(), ranges, stats })
+    }
+}
+
+/// The plan's ranges from many traces of one image (see [`FleetChunks`]).
 pub fn build_fleet_block_ranges(
     traces: &[Vec<BlockIo>],
     settings: &BlockSettings,
     min_share: f64,
 ) -> Result<BlockRanges, BlockError> {
-    let mut needs: FxHashMap<u64, Vec<Nanos>> = FxHashMap::default();
-    let mut total = BlockStats::default();
-    let mut devices: FxHashMap<Dev, usize> = FxHashMap::default();
+    let mut fleet = FleetChunks::new(*settings);
     for ios in traces {
-        let dev = chosen_device(settings.device, &reads_by_device(ios))?;
-        *devices.entry(dev).or_default() += 1;
-        let (first_need, stats) = chunk_needs(ios, dev, settings)?;
-        for (index, t) in first_need {
-            needs.entry(index).or_default().push(t);
-        }
-        total.requests += stats.requests;
-        total.read_bytes += stats.read_bytes;
-        total.metadata_read_bytes += stats.metadata_read_bytes;
-        total.distinct_read_bytes += stats.distinct_read_bytes;
+        fleet.add(ios)?;
     }
-    let n = traces.len().max(1) as u64;
-    let at_least = ((min_share * n as f64).ceil() as usize).max(1);
-    let mut chunks: Vec<(Nanos, u64)> = needs
-        .into_iter()
-        .filter(|(_, times)| times.len() >= at_least)
-        .map(|(index, mut times)| {
-            times.sort_unstable();
-            (times[(times.len() - 1) / 2], index)
-        })
-        .collect();
-    if chunks.is_empty() {
-        return Err(BlockError::Plan(format!("no chunk was read by {at_least} of the {n} traces")));
-    }
-    chunks.sort_unstable();
-    let ranges = merge_in_order(&chunks, settings.chunk_bytes, settings.device_bytes);
-    let dev = devices.into_iter().max_by_key(|&(dev, count)| (count, std::cmp::Reverse(dev))).map(|d| d.0);
-    let stats = BlockStats {
-        requests: total.requests / n,
-        read_bytes: total.read_bytes / n,
-        metadata_read_bytes: total.metadata_read_bytes / n,
-        distinct_read_bytes: total.distinct_read_bytes / n,
-        chunks: chunks.len() as u64,
-        planned_bytes: ranges.iter().map(|r| r.length).sum(),
-        other_devices: Vec::new(),
-    };
-    Ok(BlockRanges { dev: dev.unwrap_or_default(), ranges, stats })
+    fleet.ranges(min_share)
 }
 
 /// `wanted` when the trace read it, else the device read most.

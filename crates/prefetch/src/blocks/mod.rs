@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use coldstart_trace::Nanos;
 use serde::{Deserialize, Serialize};
 
-pub use build::{BlockSettings, build_block_ranges, build_fleet_block_ranges};
+pub use build::{BlockSettings, FleetChunks, build_block_ranges, build_fleet_block_ranges};
 pub use identity::Identity;
 pub use replay::{BlockReplayReport, replay_blocks};
 
@@ -284,25 +284,38 @@ pub fn plan_blocks(
     let device_bytes = direct::DirectDevice::open(&image)?.size_bytes();
     let settings = BlockSettings { device: Some(chosen), chunk_bytes: request.chunk_bytes, device_bytes };
     let built = build_block_ranges(trace, &settings)?;
-    let identity = identity::probe(&image, &built.ranges)?;
     let meta = &trace.meta;
+    let source = BlockSource {
+        trace: request.trace_path.into(),
+        command: meta.command.clone(),
+        host: meta.host.clone(),
+        kernel: meta.kernel.clone(),
+        recorded_unix_ns: meta.start_unix_ns,
+    };
+    let device = PlanDevice {
+        dev: chosen.to_string(),
+        name: trace.disks.iter().find(|d| d.dev == chosen).map(|d| d.name.clone()),
+        chosen_by: if request.device.is_some() { "--device" } else { "most reads" }.into(),
+        image: image.display().to_string(),
+    };
+    finish_plan(request, &image, source, device, built)
+}
+
+/// The plan of `built` ranges, with the identity of `image` read for them.
+fn finish_plan(
+    request: &BlockPlanRequest,
+    image: &Path,
+    source: BlockSource,
+    device: PlanDevice,
+    built: build::BlockRanges,
+) -> Result<BlockPlan, BlockError> {
+    let identity = identity::probe(image, &built.ranges)?;
     Ok(BlockPlan {
         format: FORMAT.into(),
         version: VERSION,
         tool: request.tool.into(),
-        source: BlockSource {
-            trace: request.trace_path.into(),
-            command: meta.command.clone(),
-            host: meta.host.clone(),
-            kernel: meta.kernel.clone(),
-            recorded_unix_ns: meta.start_unix_ns,
-        },
-        device: PlanDevice {
-            dev: chosen.to_string(),
-            name: trace.disks.iter().find(|d| d.dev == chosen).map(|d| d.name.clone()),
-            chosen_by: if request.device.is_some() { "--device" } else { "most reads" }.into(),
-            image: image.display().to_string(),
-        },
+        source,
+        device,
         identity,
         chunk_bytes: request.chunk_bytes,
         ranges: built.ranges,
@@ -310,45 +323,47 @@ pub fn plan_blocks(
     })
 }
 
-/// Makes a block plan of many traces of one image (`request.trace_path` names their dataset):
-/// the chunks at least `min_share` of them read; the image is `request.image`, required.
-pub fn plan_fleet_blocks(
-    traces: &[Vec<coldstart_trace::BlockIo>],
-    request: &BlockPlanRequest,
-    min_share: f64,
-) -> Result<BlockPlan, BlockError> {
-    let image = request.image.ok_or_else(|| {
+/// The settings of a block plan of many traces of one image (`request.image`, required:
+/// read for its size); fold the traces into [`FleetChunks::new`] of them.
+pub fn fleet_settings(request: &BlockPlanRequest) -> Result<BlockSettings, BlockError> {
+    let image = fleet_image(request)?;
+    let device_bytes = direct::DirectDevice::open(image)?.size_bytes();
+    Ok(BlockSettings { device: request.device, chunk_bytes: request.chunk_bytes, device_bytes })
+}
+
+fn fleet_image<'a>(request: &BlockPlanRequest<'a>) -> Result<&'a Path, BlockError> {
+    request.image.ok_or_else(|| {
         BlockError::Plan(
             "a block plan of a dataset needs the image its traces booted: give it with --image PATH".into(),
         )
-    })?;
-    if traces.is_empty() {
+    })
+}
+
+/// Makes a block plan of many traces of one image (`request.trace_path` names their dataset):
+/// the chunks at least `min_share` of them read; the image is `request.image`, required.
+pub fn plan_fleet_blocks(
+    fleet: FleetChunks,
+    request: &BlockPlanRequest,
+    min_share: f64,
+) -> Result<BlockPlan, BlockError> {
+    let image = fleet_image(request)?;
+    let traces = fleet.traces();
+    if traces == 0 {
         return Err(BlockError::Plan(format!("{} holds no trace to plan", request.trace_path)));
     }
-    let device_bytes = direct::DirectDevice::open(image)?.size_bytes();
-    let settings = BlockSettings { device: request.device, chunk_bytes: request.chunk_bytes, device_bytes };
-    let built = build_fleet_block_ranges(traces, &settings, min_share)?;
-    let identity = identity::probe(image, &built.ranges)?;
-    Ok(BlockPlan {
-        format: FORMAT.into(),
-        version: VERSION,
-        tool: request.tool.into(),
-        source: BlockSource {
-            trace: request.trace_path.into(),
-            command: vec![format!("{} traces, chunks read by at least {min_share} of them", traces.len())],
-            ..BlockSource::default()
-        },
-        device: PlanDevice {
-            dev: built.dev.to_string(),
-            name: None,
-            chosen_by: if request.device.is_some() { "--device" } else { "most reads of each trace" }.into(),
-            image: image.display().to_string(),
-        },
-        identity,
-        chunk_bytes: request.chunk_bytes,
-        ranges: built.ranges,
-        stats: built.stats,
-    })
+    let built = fleet.ranges(min_share)?;
+    let source = BlockSource {
+        trace: request.trace_path.into(),
+        command: vec![format!("{traces} traces, chunks read by at least {min_share} of them")],
+        ..BlockSource::default()
+    };
+    let device = PlanDevice {
+        dev: built.dev.to_string(),
+        name: None,
+        chosen_by: if request.device.is_some() { "--device" } else { "most reads of each trace" }.into(),
+        image: image.display().to_string(),
+    };
+    finish_plan(request, image, source, device, built)
 }
 
 /// The device node of `dev`: `/dev/block/MAJ:MIN` where udev made it, else `/dev/NAME` from

@@ -1,0 +1,1 @@
+../../../../contrib/dracut/90coldstart-blocks/module-setup.sh
