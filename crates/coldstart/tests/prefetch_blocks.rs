@@ -541,6 +541,15 @@ fn boot_enable_with_a_block_plan_installs_its_early_replay_and_disable_removes_i
         .success()
         .stdout(contains("still replays the block plan until it is made again"));
     assert_eq!(tree(&root), before, "disable removed what enable wrote");
+
+    // Of two generators, the one whose program the root has makes the initramfs.
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    std::fs::write(root.join("usr/bin/dracut"), "").unwrap();
+    let err = one_line_exit_2(enable(&["--install-binary"]));
+    assert!(err.contains("dracut --regenerate-all --force"), "{err}");
+    coldstart().args(["boot", "disable", "--no-initramfs-update", "--root"]).arg(&root).assert().success();
+    std::fs::remove_dir_all(root.join("usr/bin")).unwrap();
+    assert_eq!(tree(&root), before);
 }
 
 /// `boot early`, as the initramfs runs it: on its image one 4 KiB block of each fetch unit

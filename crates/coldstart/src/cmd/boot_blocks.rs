@@ -232,10 +232,19 @@ fn write_into(root: &Path, rel: &str, text: &str, mode: u32) -> anyhow::Result<(
 /// Makes the root's initramfs images again (`update-initramfs -u -k all`, or `dracut
 /// --regenerate-all --force`), in a chroot unless the root is `/`; returns what ran.
 pub fn update_initramfs(root: &Path) -> anyhow::Result<String> {
-    let (program, args): (&str, &[&str]) = match generators(root).first() {
-        Some(Generator::InitramfsTools) => ("update-initramfs", &["-u", "-k", "all"]),
-        Some(Generator::Dracut) => ("dracut", &["--regenerate-all", "--force"]),
-        None => bail!("{} has neither initramfs-tools nor dracut", root.display()),
+    let command_of = |generator: &Generator| -> (&str, &str, &[&str]) {
+        match generator {
+            Generator::InitramfsTools => {
+                ("usr/sbin/update-initramfs", "update-initramfs", &["-u", "-k", "all"])
+            }
+            Generator::Dracut => ("usr/bin/dracut", "dracut", &["--regenerate-all", "--force"]),
+        }
+    };
+    let found = generators(root);
+    // The generator whose program is there (a root may keep the other's configuration).
+    let chosen = found.iter().map(command_of).find(|(path, ..)| exists(&inside(root, path)));
+    let Some((_, program, args)) = chosen.or_else(|| found.first().map(command_of)) else {
+        bail!("{} has neither initramfs-tools nor dracut", root.display());
     };
     let mut command = match root == Path::new("/") {
         true => Command::new(program),
