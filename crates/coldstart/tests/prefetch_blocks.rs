@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use coldstart_trace::{BlockIo, BlockOp, Dev, Meta, Trace};
+use predicates::prelude::*;
 use predicates::str::contains;
 
 const MIB: u64 = 1 << 20;
@@ -541,6 +542,33 @@ fn boot_enable_with_a_block_plan_installs_its_early_replay_and_disable_removes_i
         .success()
         .stdout(contains("still replays the block plan until it is made again"));
     assert_eq!(tree(&root), before, "disable removed what enable wrote");
+
+    // The early replay alone: no unit; enabled again, it is replaced; disable removes it all.
+    coldstart().args(["boot", "enable", "--block-plan-only", "--root"]).arg(&root).assert().code(2);
+    enable(&["--block-plan-only", "--prefetch"]).code(2);
+    for _ in 0..2 {
+        enable(&["--block-plan-only", "--install-binary", "--no-initramfs-update"])
+            .success()
+            .stdout(contains("installed the block plan's early replay"))
+            .stdout(contains("runs").not());
+    }
+    assert!(!root.join("etc/systemd/system/coldstart-boot.service").exists(), "no unit");
+    let conf = std::fs::read_to_string(root.join("etc/coldstart/boot-blocks.conf")).unwrap();
+    assert!(conf.contains("# created: /etc/coldstart/boot-blocks.bplan\n"), "{conf}");
+    coldstart()
+        .args(["boot", "status", "--root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(contains("not enabled"))
+        .stdout(contains("block plan /etc/coldstart/boot-blocks.bplan: replayed from the initramfs"));
+    coldstart()
+        .args(["boot", "disable", "--no-initramfs-update", "--root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(contains("removed the block plan's early replay"));
+    assert_eq!(tree(&root), before, "disable removed the early replay installed alone");
 
     // Of two generators, the one whose program the root has makes the initramfs.
     std::fs::create_dir_all(root.join("usr/bin")).unwrap();

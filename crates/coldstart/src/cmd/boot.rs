@@ -24,7 +24,7 @@ pub const UNIT_NAME: &str = "coldstart-boot.service";
 const UNIT_DIR: &str = "etc/systemd/system";
 const WANTS_DIR: &str = "etc/systemd/system/sysinit.target.wants";
 const DROP_IN: &str = "coldstart-options.conf";
-const CREATED: &str = "# created: ";
+pub(crate) const CREATED: &str = "# created: ";
 /// Where `enable` expects coldstart inside the root unless told otherwise (a build
 /// installed by hand), and where the Debian package puts it.
 pub const DEFAULT_BINARY: &str = "/usr/local/bin/coldstart";
@@ -79,6 +79,7 @@ pub enum Action {
   sudo coldstart boot enable --prefetch --learn-boots 3   # plan the pages 2 of 3 boots used
   sudo coldstart boot disable --purge              # and the prefetch service's state
   sudo coldstart boot enable --root /mnt/image --install-binary --block-plan boot.bplan
+  sudo coldstart boot enable --root /mnt/image --block-plan boot.bplan --block-plan-only
 
 With --prefetch the unit runs the prefetch service instead of a plain recording: the first
 --learn-boots boots (2) are recorded lightly and planned (the pages more than half of them
@@ -99,6 +100,7 @@ chroot for another root). Each boot then starts `coldstart boot early` on the ro
 soon as it exists: one block of each planned fetch unit read with direct I/O, in the
 background; the kernel log says what it did, /run/coldstart/boot-blocks.json has the report,
 and a device that is not the plan's image is refused in one line, nothing else read.
+--block-plan-only installs that alone, without the recording unit.
 
 Writes etc/systemd/system/coldstart-boot.service (contrib/systemd's file as it is), its
 drop-in coldstart-boot.service.d/coldstart-options.conf with the ExecStart of these options,
@@ -130,6 +132,10 @@ pub struct EnableArgs {
     /// fetched volume before the boot asks for them (see below).
     #[arg(long, value_name = "PLAN")]
     pub block_plan: Option<PathBuf>,
+    /// Install the block plan's early replay alone, without the recording unit: every boot
+    /// of the image fetches its chunks early and none is recorded.
+    #[arg(long, requires = "block_plan", conflicts_with = "prefetch")]
+    pub block_plan_only: bool,
     #[command(flatten)]
     pub initramfs: InitramfsArgs,
     #[command(flatten)]
@@ -339,10 +345,10 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(crate::cmd::boot_blocks::check(root, path, &args.binary())?),
         None => None,
     };
-    if exists(&drop_in_path(root)) {
+    if exists(&drop_in_path(root)) || crate::cmd::boot_blocks::installed_alone(root) {
         disable_quietly(root)?;
         eprintln!("coldstart: it was enabled already: replaced with these options");
-    } else if exists(&unit_path(root)) || exists(&wants_link(root)) {
+    } else if !args.block_plan_only && (exists(&unit_path(root)) || exists(&wants_link(root))) {
         bail!(
             "{} or its sysinit.target.wants link exists but was not written by `coldstart boot enable`: left alone",
             unit_path(root).display()
@@ -362,9 +368,14 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let created = write_enabled(args)?;
-    write_drop_in(args, &created)?;
-    println!("enabled {UNIT_NAME} in {} (wanted by sysinit.target)", root.display());
-    println!("  runs   {}", exec_start(args));
+    if args.block_plan_only {
+        crate::cmd::boot_blocks::record_created(root, &created)?;
+        println!("installed the block plan's early replay in {} (no recording unit)", root.display());
+    } else {
+        write_drop_in(args, &created)?;
+        println!("enabled {UNIT_NAME} in {} (wanted by sysinit.target)", root.display());
+        println!("  runs   {}", exec_start(args));
+    }
     if let Some(plan) = &block_plan {
         report_block_plan(args, plan)?;
     }
@@ -374,11 +385,12 @@ fn enable(args: &EnableArgs) -> anyhow::Result<ExitCode> {
             binary.display()
         );
     }
-    if root == Path::new("/") && args.prefetch {
+    let unit_here = root == Path::new("/") && !args.block_plan_only;
+    if unit_here && args.prefetch {
         println!(
             "next: systemctl daemon-reload; the next boot learns, then the service verifies its plan (boot status)"
         );
-    } else if root == Path::new("/") {
+    } else if unit_here {
         println!("next: systemctl daemon-reload; the next boot is recorded to /var/log/coldstart/");
     }
     Ok(ExitCode::SUCCESS)
@@ -415,13 +427,16 @@ fn check_enable_args(args: &EnableArgs) -> anyhow::Result<()> {
 /// Writes the unit, its link, the binary and the block plan's files; returns what it created.
 fn write_enabled(args: &EnableArgs) -> anyhow::Result<Vec<String>> {
     let root = &args.root.root;
-    let mut created = create_dirs(root, &format!("{UNIT_DIR}/{UNIT_NAME}.d"))?;
-    created.extend(create_dirs(root, WANTS_DIR)?);
-    std::fs::write(unit_path(root), UNIT_TEXT)
-        .with_context(|| format!("cannot write {}", unit_path(root).display()))?;
-    std::fs::set_permissions(unit_path(root), std::fs::Permissions::from_mode(0o644))?;
-    symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), wants_link(root))
-        .with_context(|| format!("cannot link {}", wants_link(root).display()))?;
+    let mut created = Vec::new();
+    if !args.block_plan_only {
+        created.extend(create_dirs(root, &format!("{UNIT_DIR}/{UNIT_NAME}.d"))?);
+        created.extend(create_dirs(root, WANTS_DIR)?);
+        std::fs::write(unit_path(root), UNIT_TEXT)
+            .with_context(|| format!("cannot write {}", unit_path(root).display()))?;
+        std::fs::set_permissions(unit_path(root), std::fs::Permissions::from_mode(0o644))?;
+        symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), wants_link(root))
+            .with_context(|| format!("cannot link {}", wants_link(root).display()))?;
+    }
     if args.install_binary {
         let binary = inside(root, &args.binary().to_string_lossy());
         let parent = args.binary().parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
@@ -491,7 +506,7 @@ fn report_block_plan(args: &EnableArgs, plan: &coldstart_prefetch::blocks::Block
 }
 
 /// The paths the drop-in says `enable` created, in the order created.
-fn created_paths(drop_in: &str) -> Vec<String> {
+pub(crate) fn created_paths(drop_in: &str) -> Vec<String> {
     drop_in.lines().filter_map(|l| l.strip_prefix(CREATED)).map(str::to_owned).collect()
 }
 
@@ -502,7 +517,12 @@ fn disable_quietly(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
         Err(e) if e.kind() == ErrorKind::NotFound => None,
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", drop_in_path(root).display())),
     };
-    let Some(drop_in) = drop_in else { return Ok(Vec::new()) };
+    let Some(drop_in) = drop_in else {
+        return Ok(match crate::cmd::boot_blocks::created_alone(root) {
+            Some(created) => remove_created(root, &created),
+            None => Vec::new(),
+        });
+    };
     let mut removed = Vec::new();
     for path in [wants_link(root), unit_path(root), drop_in_path(root)] {
         match std::fs::remove_file(&path) {
@@ -511,7 +531,14 @@ fn disable_quietly(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
             Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
         }
     }
-    for rel in created_paths(&drop_in).iter().rev() {
+    removed.extend(remove_created(root, &created_paths(&drop_in)));
+    Ok(removed)
+}
+
+/// Removes what `enable` created (listed outermost first), innermost first; returns what it removed.
+fn remove_created(root: &Path, created: &[String]) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for rel in created.iter().rev() {
         let path = inside(root, rel);
         let result = match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_dir() => std::fs::remove_dir(&path),
@@ -523,7 +550,7 @@ fn disable_quietly(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
             Err(e) => eprintln!("coldstart: warning: left {} in place: {e}", path.display()),
         }
     }
-    Ok(removed)
+    removed
 }
 
 fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
@@ -532,7 +559,11 @@ fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
         bail!("--root {}: not a directory", root.display());
     }
     let had_block_plan = std::fs::read_to_string(drop_in_path(root))
-        .is_ok_and(|d| created_paths(&d).iter().any(|p| p == crate::cmd::boot_blocks::PLAN_IN_ROOT));
+        .ok()
+        .map(|d| created_paths(&d))
+        .or_else(|| crate::cmd::boot_blocks::created_alone(root))
+        .is_some_and(|created| created.iter().any(|p| p == crate::cmd::boot_blocks::PLAN_IN_ROOT));
+    let alone = !exists(&drop_in_path(root)) && crate::cmd::boot_blocks::installed_alone(root);
     let mut removed = disable_quietly(root)?;
     let state = inside(root, crate::cmd::boot_service::STATE_DIR);
     if args.purge && exists(&state) {
@@ -541,6 +572,9 @@ fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
     }
     if removed.is_empty() {
         println!("{UNIT_NAME} is not enabled in {}: nothing to remove", root.display());
+    } else if alone {
+        println!("removed the block plan's early replay from {}:", root.display());
+        removed.iter().for_each(|path| println!("  {}", path.display()));
     } else {
         println!("disabled {UNIT_NAME} in {}; removed:", root.display());
         for path in removed {
@@ -586,6 +620,12 @@ fn status(root: &RootArgs) -> anyhow::Result<ExitCode> {
             root.display()
         ),
         _ => println!("{UNIT_NAME}: not enabled in {}", root.display()),
+    }
+    let plan = crate::cmd::boot_blocks::PLAN_IN_ROOT;
+    if exists(&inside(root, plan)) {
+        println!(
+            "block plan {plan}: replayed from the initramfs before the root is mounted (kernel log: dmesg | grep coldstart)"
+        );
     }
     crate::cmd::boot_service::print_status(&inside(root, crate::cmd::boot_service::STATE_DIR), "boot");
     let dir = inside(root, coldstart_record::boot::BOOT_TRACE_DIR);

@@ -182,6 +182,30 @@ pub fn install(root: &Path, plan_path: &Path, binary: &Path) -> anyhow::Result<V
     Ok(created)
 }
 
+/// With `--block-plan-only` (no unit, so no drop-in): what enable created, listed in the hooks'
+/// settings file as the drop-in lists it, for `disable`.
+pub fn record_created(root: &Path, created: &[String]) -> anyhow::Result<()> {
+    let path = inside(root, CONF_IN_ROOT);
+    let lines: String = created.iter().map(|rel| format!("{}{rel}\n", super::boot::CREATED)).collect();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(lines.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// What `enable --block-plan-only` created, when that is what the root has.
+pub fn created_alone(root: &Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(inside(root, CONF_IN_ROOT)).ok()?;
+    let created = super::boot::created_paths(&text);
+    (!created.is_empty()).then_some(created)
+}
+
+/// Whether `enable --block-plan-only` installed the early replay in the root.
+pub fn installed_alone(root: &Path) -> bool {
+    created_alone(root).is_some()
+}
+
 /// After `install` changed the root: whether the plan still holds on its device, when the
 /// root is a mounted device (`None` when it cannot be told).
 pub fn still_holds(root: &Path, plan: &BlockPlan) -> Option<anyhow::Result<()>> {
