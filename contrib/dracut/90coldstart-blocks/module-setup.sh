@@ -16,6 +16,10 @@ depends() {
 install() {
     # shellcheck disable=SC1091
     . "${dracutsysrootdir-}/etc/coldstart/boot-blocks.conf"
+    if [ ! -x "$COLDSTART_BINARY" ] || [ ! -r "$COLDSTART_BLOCK_PLAN" ]; then
+        derror "coldstart: $COLDSTART_BINARY or $COLDSTART_BLOCK_PLAN is missing: no early block replay"
+        return 0
+    fi
     inst_binary "$COLDSTART_BINARY" /bin/coldstart
     inst_simple "$COLDSTART_BLOCK_PLAN" /etc/coldstart/boot-blocks.bplan
     inst_hook pre-mount 10 "$moddir/coldstart-blocks.sh"

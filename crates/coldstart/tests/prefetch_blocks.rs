@@ -105,17 +105,29 @@ fn one_line_exit_2(assert: assert_cmd::assert::Assert) -> String {
     err
 }
 
+/// Loop devices over two images of these UUIDs, and the block plan of a trace of the first.
+fn plan_of_the_first(dir: &Path, uuids: [&str; 2]) -> (Loop, Loop, PathBuf) {
+    let a = Loop::attach(&ext4_image(dir, "a", uuids[0]));
+    let b = Loop::attach(&ext4_image(dir, "b", uuids[1]));
+    let trace = trace_of(a.dev(), dir);
+    let plan = dir.join("boot.bplan");
+    coldstart().args(["prefetch", "plan", "--blocks"]).arg(&trace).arg("-o").arg(&plan).assert().success();
+    (a, b, plan)
+}
+
+/// Sectors the plan's identity check reads.
+fn identity_sectors(plan: &serde_json::Value) -> u64 {
+    plan["identity"]["samples"].as_array().unwrap().iter().map(|s| s["length"].as_u64().unwrap() / 512).sum()
+}
+
 #[test]
 fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_on_another() {
     if !can_make_devices("block plans") {
         return;
     }
     let dir = private_dir();
-    let a = Loop::attach(&ext4_image(dir.path(), "a", "0b10c000-0000-4000-8000-00000000000a"));
-    let b = Loop::attach(&ext4_image(dir.path(), "b", "0b10c000-0000-4000-8000-00000000000b"));
-    let trace = trace_of(a.dev(), dir.path());
-    let plan = dir.path().join("boot.bplan");
-    coldstart().args(["prefetch", "plan", "--blocks"]).arg(&trace).arg("-o").arg(&plan).assert().success();
+    let uuids = ["0b10c000-0000-4000-8000-00000000000a", "0b10c000-0000-4000-8000-00000000000b"];
+    let (a, b, plan) = plan_of_the_first(dir.path(), uuids);
     let p = json(&plan);
     assert_eq!(p["format"], "coldstart-block-plan");
     assert_eq!(p["version"], 2);
@@ -130,12 +142,7 @@ fn a_block_plan_reads_each_chunk_once_on_its_image_and_nothing_but_its_identity_
         .map(|r| (r["offset"].as_u64().unwrap() / 1024, r["length"].as_u64().unwrap() / 1024))
         .collect();
     assert_eq!(ranges, vec![(0, 512), (8192, 1024), (19968, 1024), (40960, 512)], "first-need order");
-    let identity_sectors: u64 = p["identity"]["samples"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["length"].as_u64().unwrap() / 512)
-        .sum();
+    let identity_sectors = identity_sectors(&p);
 
     coldstart()
         .args(["prefetch", "show"])
@@ -484,6 +491,13 @@ fn boot_enable_with_a_block_plan_installs_its_early_replay_and_disable_removes_i
     );
     assert!(err.contains("page.plan"), "{err}");
     let err = one_line_exit_2(
+        coldstart()
+            .args(["boot", "enable", "--install-binary", "--block-plan", "/nonexistent.bplan", "--root"])
+            .arg(&root)
+            .assert(),
+    );
+    assert!(err.contains("/nonexistent.bplan"), "{err}");
+    let err = one_line_exit_2(
         coldstart().args(["boot", "enable", "--no-initramfs-update", "--root"]).arg(&root).assert(),
     );
     assert!(err.contains("goes with --block-plan"), "{err}");
@@ -589,17 +603,9 @@ fn the_early_replay_fetches_one_block_of_each_unit_on_its_image_and_refuses_anot
         return;
     }
     let dir = private_dir();
-    let a = Loop::attach(&ext4_image(dir.path(), "a", "0b10c000-0000-4000-8000-0000000000e2"));
-    let b = Loop::attach(&ext4_image(dir.path(), "b", "0b10c000-0000-4000-8000-0000000000e3"));
-    let trace = trace_of(a.dev(), dir.path());
-    let plan = dir.path().join("boot.bplan");
-    coldstart().args(["prefetch", "plan", "--blocks"]).arg(&trace).arg("-o").arg(&plan).assert().success();
-    let identity_sectors: u64 = json(&plan)["identity"]["samples"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["length"].as_u64().unwrap() / 512)
-        .sum();
+    let uuids = ["0b10c000-0000-4000-8000-0000000000e2", "0b10c000-0000-4000-8000-0000000000e3"];
+    let (a, b, plan) = plan_of_the_first(dir.path(), uuids);
+    let identity_sectors = identity_sectors(&json(&plan));
     let log = dir.path().join("kmsg");
     let report = dir.path().join("run/coldstart/boot-blocks.json");
     let early = |device: &Path| {
@@ -627,6 +633,16 @@ fn the_early_replay_fetches_one_block_of_each_unit_on_its_image_and_refuses_anot
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("was not replayed") && said.contains("not the plan's image"), "{said}");
     assert!(json(&report)["error"].as_str().unwrap().contains("UUID"), "{}", json(&report));
+    for (device, plan_file, says) in [
+        (Path::new("/nonexistent"), plan.as_path(), "/nonexistent"),
+        (a.path.as_path(), Path::new("/nonexistent.bplan"), "/nonexistent.bplan"),
+    ] {
+        let mut c = coldstart();
+        c.args(["boot", "early", "--device"]).arg(device).arg("--plan").arg(plan_file);
+        let err = one_line_exit_2(c.arg("--log").arg(&log).arg("--report").arg(&report).assert());
+        assert!(err.contains(says), "{err}");
+        assert!(json(&report)["error"].as_str().unwrap().contains(says), "{}", json(&report));
+    }
 
     // Enabled on a mounted filesystem, the plan is checked against its device first, and
     // again once enable has written into it.

@@ -376,8 +376,33 @@ impl Reading {
     }
 }
 
-/// Reads, build by build (those `builds` accepts) and trace by trace in id order, the block
-/// requests of each trace `want` accepts (given its `traces` row), and hands them to `each`.
+/// Walks the wanted traces, build by build (those `builds` accepts) and trace by trace in id
+/// order: `open` makes, for each build, the readings of the other tables; `each` gets them with
+/// the id and `traces` row of each trace `want` accepts. `catalog` is the survey's.
+fn each_wanted_trace<S, E: From<DatasetError>>(
+    dir: &Path,
+    catalog: &Catalog,
+    builds: &dyn Fn(&Option<String>) -> bool,
+    want: &mut dyn FnMut(&TraceRow) -> bool,
+    open: &dyn Fn(&Option<String>) -> S,
+    each: &mut dyn FnMut(&mut S, &str, TraceRow) -> Result<(), E>,
+) -> Result<(), E> {
+    for build in catalog.builds().iter().filter(|b| builds(b)) {
+        let mut traces = Reading::new(dir, catalog, "traces", build, &TRACE_COLUMNS);
+        let mut tables = open(build);
+        while let Some(next) = traces.stream.next_trace() {
+            let (id, rows) = next?;
+            let row = trace_row_of(&traces.folder, &rows)?;
+            if want(&row) {
+                each(&mut tables, &id, row)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hands the block requests of each trace `want` accepts (given its `traces` row) to `each`,
+/// build by build and trace by trace (see [`each_wanted_trace`]).
 pub fn read_block_traces<E: From<DatasetError>>(
     dir: &Path,
     catalog: &Catalog,
@@ -385,26 +410,15 @@ pub fn read_block_traces<E: From<DatasetError>>(
     want: &mut dyn FnMut(&TraceRow) -> bool,
     each: &mut dyn FnMut(TraceRow, Vec<BlockIo>) -> Result<(), E>,
 ) -> Result<(), E> {
-    for build in catalog.builds().iter().filter(|b| builds(b)) {
-        let mut traces = Reading::new(dir, catalog, "traces", build, &TRACE_COLUMNS);
-        let mut blocks = Reading::new(dir, catalog, "block_io", build, &BLOCK_COLUMNS);
-        while let Some(next) = traces.stream.next_trace() {
-            let (id, rows) = next?;
-            let row = trace_row_of(&traces.folder, &rows)?;
-            if !want(&row) {
-                continue;
-            }
-            let block_rows = blocks.rows_of(&id)?;
-            let ios = block_rows_of(&blocks.folder, &block_rows)?;
-            each(row, ios)?;
-        }
-    }
-    Ok(())
+    let open = |build: &Option<String>| Reading::new(dir, catalog, "block_io", build, &BLOCK_COLUMNS);
+    each_wanted_trace(dir, catalog, builds, want, &open, &mut |blocks, id, row| {
+        let block_rows = blocks.rows_of(id)?;
+        each(row, block_rows_of(&blocks.folder, &block_rows)?)
+    })
 }
 
-/// Reads, build by build (those `builds` accepts) and trace by trace in id order, what a
-/// plan needs of each trace `want` accepts (given its `traces` row), and hands it to
-/// `each`. `catalog` is the survey's; traces not wanted are passed over.
+/// Hands what a plan needs of each trace `want` accepts (given its `traces` row) to `each`,
+/// build by build and trace by trace (see [`each_wanted_trace`]); other traces are passed over.
 pub fn read_plan_traces<E: From<DatasetError>>(
     dir: &Path,
     catalog: &Catalog,
@@ -414,31 +428,25 @@ pub fn read_plan_traces<E: From<DatasetError>>(
 ) -> Result<(), E> {
     let used_columns = ["file_id", "first_page", "pages", "first_need_ns"];
     let filled_columns = ["file_id", "first_page", "pages", "first_t_ns"];
-    for build in catalog.builds().iter().filter(|b| builds(b)) {
-        let mut traces = Reading::new(dir, catalog, "traces", build, &TRACE_COLUMNS);
-        let mut files = Reading::new(dir, catalog, "file", build, &FILE_COLUMNS);
-        let mut used = Reading::new(dir, catalog, "page_used", build, &used_columns);
-        let mut filled = Reading::new(dir, catalog, "page_use", build, &filled_columns);
-        let mut opens = Reading::new(dir, catalog, "file_open", build, &OPEN_COLUMNS);
-        while let Some(next) = traces.stream.next_trace() {
-            let (id, rows) = next?;
-            let row = trace_row_of(&traces.folder, &rows)?;
-            if !want(&row) {
-                continue;
-            }
-            let (file_rows, used_rows) = (files.rows_of(&id)?, used.rows_of(&id)?);
-            let (filled_rows, open_rows) = (filled.rows_of(&id)?, opens.rows_of(&id)?);
-            let trace = PlanTrace {
-                files: file_rows_of(&files.folder, &file_rows)?,
-                used: run_rows_of(&used.folder, "page_used", &used_rows)?,
-                filled: run_rows_of(&filled.folder, "page_use", &filled_rows)?,
-                opened: open_rows_of(&opens.folder, &open_rows)?,
-                row,
-            };
-            each(trace)?;
-        }
-    }
-    Ok(())
+    let open = |build: &Option<String>| {
+        (
+            Reading::new(dir, catalog, "file", build, &FILE_COLUMNS),
+            Reading::new(dir, catalog, "page_used", build, &used_columns),
+            Reading::new(dir, catalog, "page_use", build, &filled_columns),
+            Reading::new(dir, catalog, "file_open", build, &OPEN_COLUMNS),
+        )
+    };
+    each_wanted_trace(dir, catalog, builds, want, &open, &mut |(files, used, filled, opens), id, row| {
+        let (file_rows, used_rows) = (files.rows_of(id)?, used.rows_of(id)?);
+        let (filled_rows, open_rows) = (filled.rows_of(id)?, opens.rows_of(id)?);
+        each(PlanTrace {
+            files: file_rows_of(&files.folder, &file_rows)?,
+            used: run_rows_of(&used.folder, "page_used", &used_rows)?,
+            filled: run_rows_of(&filled.folder, "page_use", &filled_rows)?,
+            opened: open_rows_of(&opens.folder, &open_rows)?,
+            row,
+        })
+    })
 }
 
 #[cfg(test)]

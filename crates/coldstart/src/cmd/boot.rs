@@ -505,9 +505,15 @@ fn report_block_plan(args: &EnableArgs, plan: &coldstart_prefetch::blocks::Block
     Ok(())
 }
 
-/// The paths the drop-in says `enable` created, in the order created.
+/// The paths the drop-in says `enable` created, in the order created; a path that climbs out
+/// of the root (`..`) is not one `enable` wrote, and is left out.
 pub(crate) fn created_paths(drop_in: &str) -> Vec<String> {
-    drop_in.lines().filter_map(|l| l.strip_prefix(CREATED)).map(str::to_owned).collect()
+    drop_in
+        .lines()
+        .filter_map(|l| l.strip_prefix(CREATED))
+        .filter(|p| !Path::new(p).components().any(|c| c == std::path::Component::ParentDir))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Removes what `enable` wrote; returns what it removed.
@@ -558,12 +564,13 @@ fn disable(args: &DisableArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
     }
-    let had_block_plan = std::fs::read_to_string(drop_in_path(root))
-        .ok()
+    let drop_in = std::fs::read_to_string(drop_in_path(root)).ok();
+    let created_alone = drop_in.is_none().then(|| crate::cmd::boot_blocks::created_alone(root)).flatten();
+    let alone = created_alone.is_some();
+    let had_block_plan = drop_in
         .map(|d| created_paths(&d))
-        .or_else(|| crate::cmd::boot_blocks::created_alone(root))
+        .or(created_alone)
         .is_some_and(|created| created.iter().any(|p| p == crate::cmd::boot_blocks::PLAN_IN_ROOT));
-    let alone = !exists(&drop_in_path(root)) && crate::cmd::boot_blocks::installed_alone(root);
     let mut removed = disable_quietly(root)?;
     let state = inside(root, crate::cmd::boot_service::STATE_DIR);
     if args.purge && exists(&state) {
@@ -765,6 +772,13 @@ mod tests {
         std::fs::create_dir_all(root.path().join("usr/local/bin")).unwrap();
         std::fs::write(root.path().join("usr/local/bin/coldstart"), "").unwrap();
         assert_eq!(binary(&[]), Path::new(DEFAULT_BINARY));
+    }
+
+    #[test]
+    fn created_paths_are_read_back_and_none_climbs_out_of_the_root() {
+        let drop_in = "# created: /etc/coldstart\n# created: /etc/coldstart/boot-blocks.bplan\n\
+                       # created: /etc/../../home/x\n# created: ../outside\n[Service]\n";
+        assert_eq!(created_paths(drop_in), vec!["/etc/coldstart", "/etc/coldstart/boot-blocks.bplan"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! initramfs-tools hook and premount script, the dracut module), the initramfs made again, and
 //! `boot early`, which those scripts start in the background on the root device.
 
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -221,21 +221,13 @@ fn verify_on(plan: &BlockPlan, device: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The block device mounted at `root`, from /proc/self/mountinfo.
+/// The block device mounted at `root` (the last mount there), from /proc/self/mountinfo.
 fn mounted_device(root: &Path) -> Option<PathBuf> {
     let root = std::fs::canonicalize(root).ok()?;
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let source = info.lines().rev().find_map(|line| {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let mount_point = fields.get(4)?;
-        let after = fields.iter().position(|f| *f == "-")?;
-        (Path::new(mount_point) == root).then(|| fields.get(after + 2).map(|s| (*s).to_owned()))?
-    })?;
-    let device = PathBuf::from(source);
-    std::fs::metadata(&device)
-        .ok()
-        .filter(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))?;
-    Some(device)
+    let mount = coldstart_record::system::mounts().into_iter().rev().find(|m| m.mount_point == root)?;
+    let device = PathBuf::from(mount.source);
+    let meta = std::fs::metadata(&device).ok()?;
+    std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()).then_some(device)
 }
 
 fn copy_into(root: &Path, from: &Path, rel: &str, mode: u32) -> anyhow::Result<()> {
@@ -270,24 +262,18 @@ pub fn update_initramfs(root: &Path) -> anyhow::Result<String> {
     let Some((_, program, args)) = chosen.or_else(|| found.first().map(command_of)) else {
         bail!("{} has neither initramfs-tools nor dracut", root.display());
     };
-    let mut command = match root == Path::new("/") {
-        true => Command::new(program),
-        false => {
-            let mut chroot = Command::new("chroot");
-            chroot.arg(root).arg(program);
-            chroot
-        }
+    let mut words: Vec<String> = match root == Path::new("/") {
+        true => Vec::new(),
+        false => vec!["chroot".into(), root.display().to_string()],
     };
-    command.args(args).env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    let shown = match root == Path::new("/") {
-        true => format!("{program} {}", args.join(" ")),
-        false => format!("chroot {} {program} {}", root.display(), args.join(" ")),
-    };
-    let output = match command.output() {
-        Ok(output) => output,
-        Err(e) if e.kind() == ErrorKind::NotFound => bail!("cannot run `{shown}`: {e}"),
-        Err(e) => return Err(e).with_context(|| format!("cannot run `{shown}`")),
-    };
+    words.push(program.into());
+    words.extend(args.iter().map(|a| (*a).to_owned()));
+    let shown = words.join(" ");
+    let output = Command::new(&words[0])
+        .args(&words[1..])
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .output()
+        .with_context(|| format!("cannot run `{shown}`"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");

@@ -73,9 +73,6 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<ExitCode> {
 
 /// The block plan of the dataset at `dir`'s selected traces.
 fn fleet_plan(dir: &Path, args: &PlanArgs, request: &BlockPlanRequest) -> anyhow::Result<BlockPlan> {
-    if request.image.is_none() {
-        bail!("a block plan of a dataset needs the image its traces booted: give it with --image PATH");
-    }
     let selection = crate::cmd::prefetch_fleet::Selection {
         build: args.build.clone(),
         machine_class: args.machine_class.clone(),

@@ -21,6 +21,16 @@ pub struct Selection {
     pub machine_class: Option<String>,
 }
 
+impl Selection {
+    fn build_wanted(&self, build: &Option<String>) -> bool {
+        self.build.is_none() || self.build == *build
+    }
+
+    fn class_wanted(&self, row: &TraceRow) -> bool {
+        self.machine_class.is_none() || self.machine_class == row.machine_class
+    }
+}
+
 /// The fleet's pages, and whether most of the traces were boots or sessions.
 pub struct Fleet {
     pub pages: FleetPages,
@@ -82,7 +92,7 @@ fn fleet_trace(t: PlanTrace) -> FleetTrace {
 pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
     let survey = crate::cmd::fleet::checked_survey(dir, "planned")?;
     let catalog = &survey.catalog;
-    let build_wanted = |b: &Option<String>| selection.build.is_none() || selection.build == *b;
+    let build_wanted = |b: &Option<String>| selection.build_wanted(b);
     let in_builds = catalog.traces.values().filter(|b| build_wanted(b)).count();
     let mut fleet = Fleet {
         pages: FleetPages::new(),
@@ -97,8 +107,7 @@ pub fn read(dir: &Path, selection: &Selection) -> anyhow::Result<Fleet> {
             let mut want = |row: &TraceRow| {
                 progress.show(seen);
                 seen += 1;
-                let wanted =
-                    selection.machine_class.is_none() || selection.machine_class == row.machine_class;
+                let wanted = selection.class_wanted(row);
                 other_class += usize::from(!wanted);
                 wanted
             };
@@ -129,16 +138,21 @@ pub fn read_blocks(
 ) -> anyhow::Result<usize> {
     let survey = crate::cmd::fleet::checked_survey(dir, "planned")?;
     let catalog = &survey.catalog;
-    let build_wanted = |b: &Option<String>| selection.build.is_none() || selection.build == *b;
-    let mut not_selected = catalog.traces.values().filter(|b| !build_wanted(b)).count();
+    let build_wanted = |b: &Option<String>| selection.build_wanted(b);
+    let in_builds = catalog.traces.values().filter(|b| build_wanted(b)).count();
+    let mut not_selected = catalog.traces.len() - in_builds;
+    let (progress, mut seen) = (Progress::new(in_builds), 0usize);
     let mut want = |row: &TraceRow| {
-        let wanted = selection.machine_class.is_none() || selection.machine_class == row.machine_class;
+        progress.show(seen);
+        seen += 1;
+        let wanted = selection.class_wanted(row);
         not_selected += usize::from(!wanted);
         wanted
     };
     let mut keep = |_: TraceRow, ios: Vec<BlockIo>| each(ios);
     reader::read_block_traces(dir, catalog, &build_wanted, &mut want, &mut keep)
         .with_context(|| format!("cannot read the dataset {}", dir.display()))?;
+    progress.done();
     Ok(not_selected)
 }
 
